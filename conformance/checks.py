@@ -1,0 +1,99 @@
+"""Running one implementation on one problem and judging it: shared by the property tests and
+the harness, so a cell the harness calls PASS passed exactly the checks the suite applies.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from impls.registry import Impl, Launch
+from specs.inputs import DecodeInputs
+from specs.reference import Reference, reference
+from specs.tolerance import Comparison, compare
+
+
+class ConformanceFailure(AssertionError):
+    """An implementation computed something other than decode attention (or left output unwritten)."""
+
+
+@dataclass
+class Run:
+    out: torch.Tensor
+    lse: torch.Tensor
+    launch: Launch
+    seconds: float  # wall time of prepare + first run, synced: includes any JIT compilation
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def run_impl(impl: Impl, inputs: DecodeInputs, options: dict[str, Any] | None = None,
+             fill: float = float("nan")) -> Run:
+    """Prepare and run once into output buffers pre-filled with ``fill`` (NaN: poisoned)."""
+    out, lse = inputs.new_outputs()
+    out.fill_(fill)
+    lse.fill_(fill)
+    start = time.perf_counter()
+    launch = impl.prepare(inputs, out, lse, **(options or {}))
+    produced = launch.run()
+    if produced is not None:  # a library that allocates its own outputs
+        out, lse = produced
+    sync(inputs.device)
+    return Run(out, lse, launch, time.perf_counter() - start)
+
+
+def reproducer(impl: Impl, inputs: DecodeInputs, options: dict[str, Any] | None = None) -> str:
+    """A command that replays this exact case (problem, seed, options) through the harness."""
+    cmd = ["python", "-m", "harness", "run", "--backends", impl.backend.name, "--variants",
+           impl.variant, "--problem", json.dumps(inputs.problem.to_dict()),
+           "--seed", str(inputs.seed), "--no-timing"]
+    for key, value in (options or {}).items():
+        cmd += [f"--{key.replace('_', '-')}", str(value)]
+    if impl.negative_control:
+        cmd = ["# negative control, replay with conformance.checks.run_impl:"] + cmd
+    return " ".join(shlex.quote(c) if not c.startswith("#") else c for c in cmd)
+
+
+def fail(message: str, impl: Impl, inputs: DecodeInputs, options=None) -> ConformanceFailure:
+    return ConformanceFailure(f"{impl.name} on {inputs.problem.label()} (seed {inputs.seed}): "
+                              f"{message}\n  replay: {reproducer(impl, inputs, options)}")
+
+
+@dataclass
+class Checked:
+    run: Run
+    comparison: Comparison
+    ref: Reference = field(repr=False)
+
+
+def check(impl: Impl, inputs: DecodeInputs, ref: Reference | None = None,
+          options: dict[str, Any] | None = None) -> Checked:
+    """Run on poisoned outputs and compare with the float64 oracle (no assertion)."""
+    ref = ref if ref is not None else reference(inputs)
+    run = run_impl(impl, inputs, options)
+    return Checked(run, compare(inputs.problem, run.out, run.lse, ref), ref)
+
+
+def assert_conforms(impl: Impl, inputs: DecodeInputs, ref: Reference | None = None,
+                    options: dict[str, Any] | None = None, what: str = "") -> Checked:
+    checked = check(impl, inputs, ref, options)
+    if not checked.comparison.passed:
+        raise fail(f"{what + ': ' if what else ''}does not match the reference: "
+                   f"{checked.comparison.summary()}", impl, inputs, options)
+    return checked
+
+
+def assert_agree(impl: Impl, inputs: DecodeInputs, a: Run, b: Run, ref: Reference, what: str,
+                 options=None) -> None:
+    """Two runs that must compute the same thing agree within the tolerance rule."""
+    c = compare(inputs.problem, a.out, a.lse, ref, expected=(b.out, b.lse))
+    if not c.passed:
+        raise fail(f"{what}: {c.summary()}", impl, inputs, options)

@@ -1,0 +1,20 @@
+"""Hypothesis profiles and the implementation parametrization of the conformance suite.
+
+Profiles (``DECODE_BENCH_PROFILE``, default: gpu when a CUDA GPU is present, else ci):
+  ci   2-core CPU, Triton in its interpreter: few, small examples, derandomized so CI is stable;
+  gpu  many and larger examples, random each run (the database replays past failures first).
+``deadline=None``: kernels compile on first use.
+"""
+
+import impls  # noqa: F401  (first: picks the CPU interpreters before any DSL import)
+from hypothesis import HealthCheck, settings
+
+from conformance.strategies import profile_name
+
+# report_multiple_bugs=False: a failure surfaces as its own exception (ConformanceFailure), which
+# is what the negative controls' strict xfail expects; the first bug found is the one to fix.
+COMMON = dict(deadline=None, print_blob=True, report_multiple_bugs=False,
+              suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", max_examples=15, derandomize=True, **COMMON)
+settings.register_profile("gpu", max_examples=40, **COMMON)
+settings.load_profile(profile_name())

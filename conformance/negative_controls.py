@@ -1,0 +1,151 @@
+"""Negative controls: deliberately wrong decode kernels the conformance suite must reject.
+
+Each is a small PyTorch program (runs on CPU and GPU) that reads the KV cache through the same
+layout tensors a real kernel gets (dense cache, or pool + block table) and makes one classic
+mistake. Each names the properties that must catch it (``caught_by``); the property tests run
+them with a strict xfail, so a property that stops catching its control fails the suite.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from impls.registry import Backend, Capabilities, Impl, Launch
+
+CONTROLS_BACKEND = Backend(name="control", summary="deliberately wrong kernels",
+                           requires=("torch",), cpu_mode="torch")
+_BOTH = Capabilities(frozenset({"dense", "paged"}))
+
+
+def _rows(inputs, b: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """K, V rows 0..n-1 of sequence b as a kernel would read them: [n, Hkv, D]."""
+    if inputs.problem.layout == "dense":
+        return inputs.k[b, :n], inputs.v[b, :n]
+    ps = inputs.problem.page_size
+    t = torch.arange(n, device=inputs.device)
+    pages = inputs.block_table[b, t // ps].long()
+    return inputs.k[pages, t % ps], inputs.v[pages, t % ps]
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, kv_head_of):
+    """float32 attention of q [Hq, D] over k, v [n, Hkv, D]; query head h reads kv_head_of(h)."""
+    heads = kv_head_of(torch.arange(q.shape[0], device=q.device))
+    k = k.float()[:, heads]  # [n, Hq, D]
+    v = v.float()[:, heads]
+    s = torch.einsum("hd,nhd->hn", q.float(), k) * scale
+    lse = torch.logsumexp(s, dim=-1)
+    return torch.einsum("hn,nhd->hd", torch.exp(s - lse[:, None]), v), lse
+
+
+def _per_sequence(inputs, out, lse, length_of, kv_head_of=None) -> Launch:
+    """A launch that attends sequence b over ``length_of(b)`` rows (0: writes nothing)."""
+    p = inputs.problem
+    kv_head_of = kv_head_of or (lambda h: h // p.group_size)
+
+    def run():
+        for b in range(p.batch):
+            n = length_of(b)
+            if n > 0:
+                k, v = _rows(inputs, b, n)
+                o, l = _attend(inputs.q[b], k, v, p.scale, kv_head_of)
+                out[b] = o.to(out.dtype)
+                lse[b] = l
+
+    return Launch(run)
+
+
+def noop(inputs, out, lse) -> Launch:
+    """Launches nothing: every output element stays as the caller left it."""
+    return Launch(lambda: None)
+
+
+def skip_last_partial_page(inputs, out, lse) -> Launch:
+    """Paged: attends over whole pages only, dropping the tokens of a partial last page."""
+    p = inputs.problem
+    if p.layout == "dense":  # no pages: computes the right thing, so paged != dense shows it
+        return _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b])
+    return _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b] // p.page_size * p.page_size)
+
+
+def reads_past_length(inputs, out, lse) -> Launch:
+    """Ignores seq_lens inside the last page / the dense buffer: reads the poisoned tail."""
+    p = inputs.problem
+    if p.layout == "paged":
+        return _per_sequence(inputs, out, lse, lambda b: p.pages_for(p.seq_lens[b]) * p.page_size)
+    return _per_sequence(inputs, out, lse, lambda b: inputs.k.shape[1])
+
+
+def wrong_gqa_mapping(inputs, out, lse) -> Launch:
+    """Query head h reads KV head h % num_kv_heads (interleaved) instead of h // group_size."""
+    p = inputs.problem
+    return _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b],
+                         kv_head_of=lambda h: h % p.num_kv_heads)
+
+
+def first_length_for_all(inputs, out, lse) -> Launch:
+    """Reads seq_lens[0] for every sequence (a missing batch stride), clipped to what exists."""
+    p = inputs.problem
+    return _per_sequence(inputs, out, lse, lambda b: min(p.seq_lens[0], p.seq_lens[b]))
+
+
+def low_precision_accumulation(inputs, out, lse) -> Launch:
+    """Online softmax whose running sum and accumulator are kept in bfloat16 (16-token tiles)."""
+    p = inputs.problem
+    tile = 16
+    acc_dtype = torch.bfloat16
+
+    def run():
+        for b in range(p.batch):
+            k, v = _rows(inputs, b, p.seq_lens[b])
+            heads = torch.arange(p.num_q_heads, device=inputs.device) // p.group_size
+            s_all = torch.einsum("hd,nhd->hn", inputs.q[b].float(), k.float()[:, heads]) * p.scale
+            m = s_all.max(dim=-1).values  # exact max: only the sums are low precision
+            l_i = torch.zeros(p.num_q_heads, dtype=acc_dtype, device=inputs.device)
+            acc = torch.zeros(p.num_q_heads, p.head_dim, dtype=acc_dtype, device=inputs.device)
+            for start in range(0, p.seq_lens[b], tile):
+                pr = torch.exp(s_all[:, start:start + tile] - m[:, None])
+                vt = v.float()[start:start + tile][:, heads]
+                l_i = (l_i.float() + pr.sum(-1)).to(acc_dtype)
+                acc = (acc.float() + torch.einsum("hn,nhd->hd", pr, vt)).to(acc_dtype)
+            out[b] = (acc.float() / l_i.float()[:, None]).to(out.dtype)
+            lse[b] = m + torch.log(l_i.float())
+
+    return Launch(run)
+
+
+def unweighted_split_combine(inputs, out, lse, num_splits: int | None = None) -> Launch:
+    """Split-K whose combine averages the partial outputs instead of weighting them by LSE."""
+    p = inputs.problem
+    splits = num_splits or 2
+
+    def run():
+        for b in range(p.batch):
+            n = p.seq_lens[b]
+            k, v = _rows(inputs, b, n)
+            bounds = torch.linspace(0, n, splits + 1).round().long().tolist()
+            parts = [_attend(inputs.q[b], k[lo:hi], v[lo:hi], p.scale, lambda h: h // p.group_size)
+                     for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+            out[b] = torch.stack([o for o, _ in parts]).mean(0).to(out.dtype)
+            lse[b] = torch.stack([l for _, l in parts]).logsumexp(0)
+
+    return Launch(run)
+
+
+def _control(name: str, entry: str, caught_by: tuple[str, ...], caps=_BOTH, options=()) -> Impl:
+    return Impl(CONTROLS_BACKEND, name, "conformance.negative_controls", caps, entry=entry,
+                options=options, negative_control=True, caught_by=caught_by,
+                summary=globals()[entry].__doc__.strip().splitlines()[0])
+
+
+CONTROLS: list[Impl] = [
+    _control("noop", "noop", ("matches_reference", "every_element_written")),
+    _control("skip-last-partial-page", "skip_last_partial_page",
+             ("matches_reference", "paged_equals_dense")),
+    _control("reads-past-length", "reads_past_length", ("matches_reference", "no_leak")),
+    _control("wrong-gqa-mapping", "wrong_gqa_mapping", ("matches_reference", "gqa_equals_mha")),
+    _control("first-length-for-all", "first_length_for_all",
+             ("matches_reference", "batch_permutation")),
+    _control("low-precision-accumulation", "low_precision_accumulation", ("matches_reference",)),
+    _control("unweighted-split-combine", "unweighted_split_combine",
+             ("matches_reference", "split_invariance"), options=("num_splits",)),
+]

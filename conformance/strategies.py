@@ -1,0 +1,93 @@
+"""Hypothesis strategies over the spec's axes, and ``fit`` to what one implementation supports.
+
+Sizes come from the active profile (``conformance/conftest.py``): small on a 2-core CPU, where
+Triton runs in its interpreter, larger on a GPU. Lengths are biased towards page boundaries
+(page_size - 1, page_size, page_size + 1 and multiples), where paging bugs live.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from hypothesis import assume
+from hypothesis import strategies as st
+
+from impls.registry import Impl
+from specs.problem import DecodeProblem
+
+HEAD_DIMS = (64, 96, 128, 256)  # the spec's head dims: 96 is the non-power-of-two one
+GROUP_SIZES = (1, 2, 3, 4, 7, 8, 16)  # MHA, GQA (7: Qwen2.5-7B), MQA-like
+PAGE_SIZES = (1, 2, 3, 7, 8, 15, 16, 17, 32, 64, 128, 256)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    max_batch: int
+    max_seq_len: int
+    max_q_heads: int
+
+
+SIZES = {
+    "ci": Sizes(max_batch=3, max_seq_len=160, max_q_heads=16),
+    "gpu": Sizes(max_batch=8, max_seq_len=4096, max_q_heads=64),
+}
+
+
+def profile_name() -> str:
+    """``DECODE_BENCH_PROFILE`` (ci | gpu), else gpu when there is a CUDA GPU, else ci."""
+    import torch
+
+    default = "gpu" if torch.cuda.is_available() else "ci"
+    name = os.environ.get("DECODE_BENCH_PROFILE", default)
+    if name not in SIZES:
+        raise ValueError(f"DECODE_BENCH_PROFILE={name!r}: must be one of {sorted(SIZES)}")
+    return name
+
+
+def sizes() -> Sizes:
+    return SIZES[profile_name()]
+
+
+def _lengths(page_size: int, max_len: int):
+    near_page = st.builds(lambda m, d: m * page_size + d, st.integers(1, max(1, max_len // page_size)),
+                          st.sampled_from((-1, 0, 1)))
+    return st.one_of(st.integers(1, max_len), near_page).map(lambda n: min(max(n, 1), max_len))
+
+
+@st.composite
+def problems(draw, layout: str | None = None, min_group: int = 1, min_batch: int = 1,
+             ragged: bool = False) -> DecodeProblem:
+    """A valid problem drawn from the spec's axes (``fit`` then adapts it to one impl)."""
+    sz = sizes()
+    layout = layout or draw(st.sampled_from(("dense", "paged")))
+    dtype = draw(st.sampled_from(("bfloat16", "float16", "float32")))
+    head_dim = draw(st.sampled_from(HEAD_DIMS))
+    group = draw(st.sampled_from([g for g in GROUP_SIZES if min_group <= g <= sz.max_q_heads]))
+    num_kv_heads = draw(st.integers(1, max(1, sz.max_q_heads // group)))
+    page_size = draw(st.sampled_from(PAGE_SIZES))
+    batch = draw(st.integers(min_batch, max(min_batch, sz.max_batch)))
+    seq_lens = draw(st.lists(_lengths(page_size, sz.max_seq_len), min_size=batch, max_size=batch))
+    if ragged:
+        assume(len(set(seq_lens)) > 1)
+    return DecodeProblem(num_kv_heads * group, num_kv_heads, head_dim, tuple(seq_lens),
+                         layout=layout, page_size=page_size, dtype=dtype)
+
+
+seeds = st.integers(0, 2**16)
+
+
+def fit(problem: DecodeProblem, impl: Impl) -> DecodeProblem:
+    """A pinned example moved onto a layout and dtype ``impl`` handles; assume()s it away if
+    the implementation cannot take it at all (a head_dim it does not support, say)."""
+    caps = impl.caps
+    if problem.layout not in caps.layouts:
+        problem = problem.replace(layout=sorted(caps.layouts)[0])
+    if problem.dtype not in caps.dtypes:
+        problem = problem.replace(dtype=sorted(caps.dtypes)[0])
+    if problem.page_size % caps.page_size_multiple:
+        problem = problem.replace(page_size=caps.page_size_multiple)
+    if caps.uniform_lengths_only and not problem.uniform:
+        problem = problem.replace(seq_lens=(problem.max_seq_len,) * problem.batch)
+    assume(impl.unsupported(problem) is None)
+    return problem

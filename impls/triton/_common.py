@@ -1,0 +1,147 @@
+"""Triton building blocks shared by the dense, paged and split-K decode kernels.
+
+Every kernel runs one program per (sequence ``pid_b``, KV head ``pid_kvh``[, split]). The program
+loads the ``GROUP`` query heads that share the KV head as one ``[BLOCK_H, HEAD_DIM_PAD]`` tile
+(``BLOCK_H`` >= 16 because ``tl.dot`` needs 16 rows; padding rows are masked), so each K/V tile is
+read once per group and both products run on the tensor cores. Softmax is online, in the log2
+domain (``exp2``), with a float32 running max ``m_i``, sum ``l_i`` and accumulator ``acc``.
+
+Both KV layouts are 4-D ``[outer, row, kv_head, dim]`` tensors with a contiguous last dimension:
+dense ``outer`` = sequence, ``row`` = token; paged ``outer`` = page (from the block table, per
+token, so any page size works), ``row`` = token % page_size. ``kv_coords`` maps tokens to
+(outer, row); the rest of the code is layout-blind.
+"""
+
+import triton
+import triton.language as tl
+
+LOG2E = 1.4426950408889634  # 1/ln(2): scores are scaled into the log2 domain once
+LN2 = tl.constexpr(0.6931471805599453)  # back to the natural-log LSE the spec defines
+
+
+@triton.jit
+def kv_coords(pid_b, offs_n, mask_n, block_table_ptr, stride_btb, page_size,
+              IS_PAGED: tl.constexpr):
+    """(outer, row) of tokens ``offs_n`` of sequence ``pid_b`` in the KV tensors."""
+    if IS_PAGED:
+        page = tl.load(block_table_ptr + pid_b * stride_btb + offs_n // page_size, mask=mask_n,
+                       other=0)
+        return page.to(tl.int64), offs_n % page_size
+    else:
+        return pid_b.to(tl.int64) + tl.zeros_like(offs_n).to(tl.int64), offs_n
+
+
+@triton.jit
+def load_q_group(q_ptr, pid_b, pid_kvh, group, stride_qb, stride_qh, offs_h, offs_d,
+                 HEAD_DIM: tl.constexpr):
+    """The ``group`` query heads of KV head ``pid_kvh`` as a [BLOCK_H, HEAD_DIM_PAD] tile."""
+    heads = pid_kvh * group + offs_h
+    mask = (offs_h < group)[:, None] & (offs_d < HEAD_DIM)[None, :]
+    return tl.load(q_ptr + pid_b * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
+                   mask=mask, other=0.0)
+
+
+@triton.jit
+def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
+                 stride_k0, stride_k1, stride_kh, stride_btb, page_size, qk_scale,
+                 offs_d, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr,
+                 UPCAST_DOT: tl.constexpr):
+    """Online softmax over tokens [start, end) of one sequence and KV head.
+
+    Masked tokens are never loaded (no read of poisoned rows or pages); their scores are -inf.
+    ``UPCAST_DOT`` (constexpr so the casts vanish from GPU builds) feeds ``tl.dot`` float32
+    copies: the CPU interpreter multiplies bf16 bit patterns as integers (triton-lang/triton
+    #11584), so there bf16 operands are upcast after rounding, which keeps the result exact.
+    """
+    mask_d = offs_d < HEAD_DIM
+    for tile_start in range(start, end, BLOCK_N):
+        offs_n = tile_start + tl.arange(0, BLOCK_N)
+        mask_n = offs_n < end
+        outer, row = kv_coords(pid_b, offs_n, mask_n, block_table_ptr, stride_btb, page_size,
+                               IS_PAGED)
+        kv_off = outer * stride_k0 + row * stride_k1 + pid_kvh * stride_kh
+        mask = mask_n[:, None] & mask_d[None, :]
+        k = tl.load(k_ptr + kv_off[:, None] + offs_d[None, :], mask=mask, other=0.0)
+        v = tl.load(v_ptr + kv_off[:, None] + offs_d[None, :], mask=mask, other=0.0)
+        if UPCAST_DOT:
+            s = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)), input_precision="ieee")
+        else:
+            s = tl.dot(q, tl.trans(k), input_precision="ieee")
+        s = tl.where(mask_n[None, :], s * qk_scale, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        p = p.to(v.dtype)  # P.V on the tensor cores in the input dtype, float32 accumulation
+        if UPCAST_DOT:
+            pv = tl.dot(p.to(tl.float32), v.to(tl.float32), input_precision="ieee")
+        else:
+            pv = tl.dot(p, v, input_precision="ieee")
+        acc = acc * alpha[:, None] + pv
+        m_i = m_new
+    return m_i, l_i, acc
+
+
+@triton.jit
+def finish(m_i, l_i, acc):
+    """Normalised output and natural-log LSE; an empty range gives 0 and -inf."""
+    empty = l_i == 0.0
+    out = acc / tl.where(empty, 1.0, l_i)[:, None]
+    lse = tl.where(empty, float("-inf"), (m_i + tl.log2(tl.where(empty, 1.0, l_i))) * LN2)
+    return out, lse
+
+
+@triton.jit
+def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, group,
+           stride_qb, stride_qh, stride_k0, stride_k1, stride_kh, stride_btb, page_size, qk_scale,
+           HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
+           BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, UPCAST_DOT: tl.constexpr):
+    """Attention of KV head ``pid_kvh``'s query group over tokens [start, end): (out, lse) for
+    the ``BLOCK_H`` rows (rows >= group are padding), out normalised, lse natural-log."""
+    offs_h = tl.arange(0, BLOCK_H)
+    offs_d = tl.arange(0, HEAD_DIM_PAD)
+    q = load_q_group(q_ptr, pid_b, pid_kvh, group, stride_qb, stride_qh, offs_h, offs_d, HEAD_DIM)
+    m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_H], tl.float32)
+    acc = tl.zeros([BLOCK_H, HEAD_DIM_PAD], tl.float32)
+    m_i, l_i, acc = attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh,
+                                 start, end, stride_k0, stride_k1, stride_kh, stride_btb,
+                                 page_size, qk_scale, offs_d, HEAD_DIM, BLOCK_N, IS_PAGED,
+                                 UPCAST_DOT)
+    return finish(m_i, l_i, acc)
+
+
+@triton.jit
+def store_group(out_ptr, lse_ptr, out, lse, row_stride, lse_row_stride, group,
+                BLOCK_H: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr):
+    """Store the group's valid rows: row h of out at ``out_ptr + h * row_stride``, its lse at
+    ``lse_ptr + h * lse_row_stride`` (both pointers already at the group's first row)."""
+    offs_h = tl.arange(0, BLOCK_H)
+    offs_d = tl.arange(0, HEAD_DIM_PAD)
+    mask_h = offs_h < group
+    tl.store(out_ptr + offs_h[:, None] * row_stride + offs_d[None, :],
+             out.to(out_ptr.dtype.element_ty), mask=mask_h[:, None] & (offs_d < HEAD_DIM)[None, :])
+    tl.store(lse_ptr + offs_h * lse_row_stride, lse, mask=mask_h)
+
+
+# ---- launch configuration ----------------------------------------------------------------------
+MIN_BLOCK_H = 16  # tl.dot needs at least 16 rows: the query group is padded up to this
+BLOCK_N = 64  # tokens per K/V tile: 64 x 128 x 2 B = 16 KB per tile at head_dim 128
+BLOCK_N_WIDE = 32  # head_dim 256: halve the tile so K, V and acc still fit in registers
+NUM_WARPS = 4  # one warpgroup: enough to hide the tile loads of a memory-bound loop
+NUM_STAGES = 2  # software-pipelining depth of the tile loop (K/V tile double-buffered)
+
+
+def pick_launch_config(problem, device) -> dict:
+    """Compile-time shape of the kernels for ``problem`` (pure: no state, no device query)."""
+    head_dim_pad = triton.next_power_of_2(problem.head_dim)
+    return dict(
+        HEAD_DIM=problem.head_dim,
+        HEAD_DIM_PAD=head_dim_pad,
+        BLOCK_H=max(MIN_BLOCK_H, triton.next_power_of_2(problem.group_size)),
+        BLOCK_N=BLOCK_N if head_dim_pad <= 128 else BLOCK_N_WIDE,
+        # the CPU interpreter multiplies bf16 bit patterns in tl.dot (see attend_range)
+        UPCAST_DOT=device.type == "cpu" and problem.dtype == "bfloat16",
+        num_warps=NUM_WARPS,
+        num_stages=NUM_STAGES,
+    )

@@ -1,0 +1,45 @@
+"""The oracle: decode attention in float64, independent of every implementation.
+
+It reads only the logical cache's first ``seq_lens[b]`` rows of each sequence (never a layout,
+never the poison) and runs on the inputs' device (the GPU when there is one).
+
+Beside the result it returns, per output element, the softmax-weighted magnitude of V,
+``sum_t p_t |v_t[d]|``: the scale of the roundings any kernel at the input precision must make
+(``specs.tolerance`` turns it into the tolerance).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from specs.inputs import DecodeInputs
+
+
+@dataclass
+class Reference:
+    out: torch.Tensor  # float64 [batch, num_q_heads, head_dim]
+    lse: torch.Tensor  # float64 [batch, num_q_heads]
+    v_weight: torch.Tensor  # float64 [batch, num_q_heads, head_dim]: sum_t p_t |v_t[d]|
+
+
+def reference(inputs: DecodeInputs) -> Reference:
+    p = inputs.problem
+    B, Hq, Hkv, G, D = p.batch, p.num_q_heads, p.num_kv_heads, p.group_size, p.head_dim
+    dev = inputs.q.device
+    out = torch.empty(B, Hq, D, dtype=torch.float64, device=dev)
+    lse = torch.empty(B, Hq, dtype=torch.float64, device=dev)
+    v_weight = torch.empty_like(out)
+    for b, length in enumerate(p.seq_lens):
+        q = inputs.q[b].view(Hkv, G, D)  # query head h = kv_head * G + g
+        k = inputs.k_logical[b, :length]  # [L, Hkv, D]
+        v = inputs.v_logical[b, :length]
+
+        s64 = torch.einsum("hgd,lhd->hgl", q.double(), k.double()) * p.scale
+        lse64 = torch.logsumexp(s64, dim=-1)
+        p64 = torch.exp(s64 - lse64[..., None])
+        out[b] = torch.einsum("hgl,lhd->hgd", p64, v.double()).reshape(Hq, D)
+        v_weight[b] = torch.einsum("hgl,lhd->hgd", p64, v.double().abs()).reshape(Hq, D)
+        lse[b] = lse64.reshape(Hq)
+    return Reference(out, lse, v_weight)

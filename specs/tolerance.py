@@ -1,0 +1,114 @@
+"""One tolerance rule for every backend, grounded in the dtype.
+
+An output element passes when
+
+    |out - ref| <= 2 * u * (W + |ref|) + FLOOR * W,        W = sum_t p_t |v_t[d]|
+
+with ``ref`` the float64 oracle, ``p_t`` its softmax weights and ``u`` the unit roundoff of the
+input dtype (2^-8 bf16, 2^-11 fp16, 2^-24 fp32). Why: a kernel at the input precision must round
+the probabilities to the dtype before the P.V product (error <= u * W) and the output to the
+dtype (<= u * |ref|); the factor 2 leaves room for rounding the normaliser too or for rounding
+twice. FLOOR = 2^-16 covers float32 sums in another order over up to ~10^5 tokens and the fast
+exp2/log2 of GPUs. The bound is analytic, so it holds for every kernel design and every draw,
+and tight: in bf16, dropping one token of a 100-token sequence typically fails it.
+
+The LSE (float32 from every backend) passes when
+
+    |lse - ref_lse| <= LSE_FLOOR * (1 + |ref_lse|),        LSE_FLOOR = 2^-17
+
+float32 scores and sums in any order with approximate exp2/log2 (measured errors ~1e-6; the
+normaliser of 128k tokens summed tile by tile errs by a few 1e-6), yet far below what a real bug
+moves (a wrong scale or log base moves it by >10 %, dropping one token of a 10000-token sequence
+by ~1e-4).
+
+NaN or inf anywhere fails. Reports are bounded: counts, then the first few mismatches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from specs.problem import DecodeProblem
+from specs.reference import Reference
+
+UNIT_ROUNDOFF = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24}
+FLOOR = 2.0**-16
+LSE_FLOOR = 2.0**-17
+MAX_REPORTED = 5  # mismatches listed per tensor
+
+
+@dataclass
+class Comparison:
+    passed: bool
+    out_max_err: float  # max |out - ref|
+    out_err_ratio: float  # max over elements of |out - ref| / tolerance (<= 1 passes)
+    lse_max_err: float
+    lse_err_ratio: float
+    n_nonfinite: int  # NaN or inf in out and lse
+    n_bad: int  # finite elements over their tolerance
+    details: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        head = (f"out max err {self.out_max_err:.3g} ({self.out_err_ratio:.2f}x tol), "
+                f"lse max err {self.lse_max_err:.3g} ({self.lse_err_ratio:.2f}x tol)")
+        if self.passed:
+            return head
+        counts = f"{self.n_bad} element(s) over tolerance, {self.n_nonfinite} NaN/inf"
+        return "; ".join([head, counts] + self.details)
+
+
+def _describe(name: str, got: torch.Tensor, want: torch.Tensor, bad: torch.Tensor) -> list[str]:
+    idx = bad.nonzero()[:MAX_REPORTED].tolist()
+    lines = [f"{name}{tuple(i)}: got {float(got[tuple(i)]):.6g}, expected {float(want[tuple(i)]):.6g}"
+             for i in idx]
+    total = int(bad.sum())
+    if total > len(idx):
+        lines.append(f"... {total - len(idx)} more in {name}")
+    return lines
+
+
+def compare(problem: DecodeProblem, out: torch.Tensor, lse: torch.Tensor, ref: Reference,
+            expected: tuple[torch.Tensor, torch.Tensor] | None = None) -> Comparison:
+    """Apply the rule above to one implementation's ``out [B, Hq, D]`` and ``lse [B, Hq]``.
+
+    ``expected`` (another run's out and lse) replaces the oracle's values while keeping its
+    tolerance: two runs that must agree (paged vs dense, split counts) are held to the same rule.
+    """
+    o = out.double()
+    l = lse.double()
+    want_o, want_l = (ref.out, ref.lse) if expected is None else tuple(e.double() for e in expected)
+    o_err = (o - want_o).abs()
+    l_err = (l - want_l).abs()
+
+    u = UNIT_ROUNDOFF[problem.dtype]
+    o_tol = 2 * u * (ref.v_weight + ref.out.abs()) + FLOOR * ref.v_weight
+    l_tol = LSE_FLOOR * (1 + ref.lse.abs())
+
+    o_nonfinite = ~torch.isfinite(o)
+    l_nonfinite = ~torch.isfinite(l)
+    o_bad = (o_err > o_tol) & ~o_nonfinite
+    l_bad = (l_err > l_tol) & ~l_nonfinite
+    n_nonfinite = int(o_nonfinite.sum()) + int(l_nonfinite.sum())
+    n_bad = int(o_bad.sum()) + int(l_bad.sum())
+
+    def finite_max(x: torch.Tensor) -> float:
+        x = torch.where(torch.isfinite(x), x, torch.zeros_like(x))
+        return float(x.max()) if x.numel() else 0.0
+
+    details: list[str] = []
+    if n_nonfinite:
+        details += _describe("out", o, want_o, o_nonfinite) + _describe("lse", l, want_l, l_nonfinite)
+    if n_bad:
+        details += _describe("out", o, want_o, o_bad) + _describe("lse", l, want_l, l_bad)
+    return Comparison(
+        passed=n_nonfinite == 0 and n_bad == 0,
+        out_max_err=finite_max(o_err),
+        out_err_ratio=finite_max(o_err / o_tol.clamp_min(1e-300)),
+        lse_max_err=finite_max(l_err),
+        lse_err_ratio=finite_max(l_err / l_tol),
+        n_nonfinite=n_nonfinite,
+        n_bad=n_bad,
+        details=details,
+    )

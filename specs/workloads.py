@@ -1,0 +1,132 @@
+"""Named workloads: model attention shapes, batch x seq_len grids, ragged batches, JSON files.
+
+A workload is a list of ``DecodeProblem``. Model shapes are (num_q_heads, num_kv_heads, head_dim)
+of one attention layer on one GPU (tensor parallelism divides the heads).
+
+Ragged batches draw each sequence's length from a log-normal distribution, the usual fit for the
+context lengths of a chat-serving trace (a long right tail: most requests short, a few very long):
+median ``median``, shape sigma = 1.0 (so the 90th percentile is ~3.6x the median), clipped to
+[16, max_len]. The draw is seeded by the workload itself, so a name always means the same batch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+from typing import Callable
+
+from specs.problem import DTYPES, DecodeProblem, ProblemError
+
+MODELS: dict[str, tuple[int, int, int]] = {
+    "llama3-8b": (32, 8, 128),  # GQA 4
+    "llama3-70b-tp8": (8, 1, 128),  # 64/8 heads split over 8 GPUs: MQA per GPU
+    "qwen2.5-7b": (28, 4, 128),  # GQA 7
+    "qwen2.5-1.5b": (12, 2, 128),  # GQA 6
+    "llama2-7b": (32, 32, 128),  # MHA
+    "llama3.2-1b": (32, 8, 64),  # head_dim 64
+    "gemma2-9b": (16, 8, 256),  # head_dim 256
+    "phi3-mini": (32, 32, 96),  # head_dim 96 (not a power of two), MHA
+}
+
+# batch x seq_len cells of ../shared/ANCHORS.md: batch 1 needs split-K, large batch is pure bandwidth
+GRID: list[tuple[int, int]] = [(1, 8192), (1, 32768), (16, 4096), (64, 2048), (64, 8192), (128, 1024)]
+QUICK_GRID: list[tuple[int, int]] = [(1, 32768), (16, 4096), (64, 2048)]
+RAGGED_SIGMA = 1.0  # log-normal shape of serving-trace context lengths (see module docstring)
+RAGGED_MIN = 16
+
+
+def model_problem(model: str, seq_lens, layout: str = "dense", dtype: str = "bfloat16",
+                  page_size: int = 16) -> DecodeProblem:
+    hq, hkv, d = MODELS[model]
+    return DecodeProblem(hq, hkv, d, tuple(seq_lens), layout=layout, page_size=page_size,
+                         dtype=dtype, name=model)
+
+
+def ragged_lengths(batch: int, median: int, max_len: int, seed: int) -> tuple[int, ...]:
+    """Log-normal lengths (median ``median``, sigma RAGGED_SIGMA) clipped to [RAGGED_MIN, max_len]."""
+    rng = random.Random(seed)
+    mu = math.log(median)
+    return tuple(min(max_len, max(RAGGED_MIN, round(rng.lognormvariate(mu, RAGGED_SIGMA))))
+                 for _ in range(batch))
+
+
+def _both_layouts(make: Callable[[str], DecodeProblem]) -> list[DecodeProblem]:
+    return [make("dense"), make("paged")]
+
+
+def _grid(cells) -> list[DecodeProblem]:
+    return [p for b, s in cells for p in _both_layouts(lambda lay: model_problem("llama3-8b", [s] * b, lay))]
+
+
+def _ragged(quick: bool = False) -> list[DecodeProblem]:
+    cells = [(16, 1024, 32768, 1), (64, 2048, 32768, 2)]
+    return [p for b, med, mx, seed in cells[: 1 if quick else None]
+            for p in _both_layouts(lambda lay: model_problem("llama3-8b", ragged_lengths(b, med, mx, seed), lay))]
+
+
+def _models() -> list[DecodeProblem]:
+    return [model_problem(m, [s] * b, "paged") for m in MODELS for b, s in [(1, 32768), (16, 4096)]]
+
+
+def _cpu() -> list[DecodeProblem]:
+    """Small problems the CPU interpreters finish in seconds, covering every shape class."""
+    return [
+        model_problem("llama3-8b", [256, 256], "dense"),
+        model_problem("llama3-8b", [256, 256], "paged"),
+        model_problem("qwen2.5-1.5b", [37, 300, 129], "paged"),
+        model_problem("qwen2.5-7b", [100], "dense"),
+        model_problem("llama3.2-1b", [1, 70], "paged", page_size=1),
+        model_problem("gemma2-9b", [65], "dense"),
+        model_problem("phi3-mini", [17], "paged", dtype="float16"),
+        model_problem("llama3-70b-tp8", [200], "dense", dtype="float32"),
+    ]
+
+
+WORKLOADS: dict[str, tuple[str, Callable[[bool], list[DecodeProblem]]]] = {
+    "grid": ("Llama-3-8B bf16, the batch x seq_len grid of ANCHORS.md, dense and paged (page 16)",
+             lambda quick: _grid(QUICK_GRID if quick else GRID)),
+    "ragged": ("Llama-3-8B bf16, log-normal ragged batches (16 x median 1k, 64 x median 2k, max 32k)",
+               _ragged),
+    "models": ("every model shape at 1 x 32k and 16 x 4k, paged (page 16), bf16",
+               lambda quick: _models()),
+    "long": ("Llama-3-8B bf16, 1 x 128k tokens, dense and paged",
+             lambda quick: _grid([(1, 131072)])),
+    "cpu": ("small problems of every shape class, sized for the CPU interpreters",
+            lambda quick: _cpu()[:4] if quick else _cpu()),
+}
+DEFAULT_GPU = ("grid", "ragged")
+DEFAULT_CPU = ("cpu",)
+
+
+def named(names, quick: bool = False) -> list[DecodeProblem]:
+    problems: list[DecodeProblem] = []
+    for name in names:
+        if name not in WORKLOADS:
+            raise ProblemError(f"--workloads: unknown workload {name!r}; known: {sorted(WORKLOADS)}")
+        problems += WORKLOADS[name][1](quick)
+    return problems
+
+
+def load_file(path: str | Path) -> list[DecodeProblem]:
+    """A JSON workload: ``{"problems": [ {...}, ... ]}`` or a bare list, each entry with the
+    fields of ``DecodeProblem`` (num_q_heads, num_kv_heads, head_dim, seq_lens, layout,
+    page_size, dtype; optional sm_scale, name)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ProblemError(f"--workload-file {path}: cannot read JSON ({e})") from None
+    entries = data.get("problems") if isinstance(data, dict) else data
+    if not isinstance(entries, list) or not entries:
+        raise ProblemError(f"--workload-file {path}: expected a non-empty list of problems "
+                           'or {"problems": [...]}')
+    return [DecodeProblem.from_dict(e, where=f"{path}: problems[{i}]") for i, e in enumerate(entries)]
+
+
+def with_dtype(problems: list[DecodeProblem], dtype: str | None) -> list[DecodeProblem]:
+    if dtype is None:
+        return problems
+    if dtype not in DTYPES:
+        raise ProblemError(f"--dtype={dtype!r}: must be one of {DTYPES}")
+    return [p.replace(dtype=dtype) for p in problems]
