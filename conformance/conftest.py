@@ -3,8 +3,11 @@
 Profiles (``DECODE_BENCH_PROFILE``, default: gpu when a CUDA GPU is present, else ci):
   ci   2-core CPU, Triton in its interpreter: few, small examples, derandomized so CI is stable;
   gpu  many and larger examples, random each run (the database replays past failures first).
-``deadline=None``: kernels compile on first use.
+``deadline=None``: kernels compile on first use. ``DECODE_BENCH_EXAMPLES=N`` overrides the
+number of drawn examples per test (the pinned ones always run).
 """
+
+import os
 
 import impls  # noqa: F401  (first: picks the CPU interpreters before any DSL import)
 from hypothesis import HealthCheck, settings
@@ -18,3 +21,7 @@ COMMON = dict(deadline=None, print_blob=True, report_multiple_bugs=False,
 settings.register_profile("ci", max_examples=15, derandomize=True, **COMMON)
 settings.register_profile("gpu", max_examples=40, **COMMON)
 settings.load_profile(profile_name())
+if os.environ.get("DECODE_BENCH_EXAMPLES"):  # e.g. a quick smoke pass: DECODE_BENCH_EXAMPLES=5
+    settings.register_profile("override", parent=settings.default,
+                              max_examples=int(os.environ["DECODE_BENCH_EXAMPLES"]))
+    settings.load_profile("override")

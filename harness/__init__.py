@@ -1,0 +1,1 @@
+"""The harness: runs conformance then timing across backends, renders result tables."""

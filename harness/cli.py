@@ -1,0 +1,154 @@
+"""``python -m harness``: run (conformance, then timing), list (capability matrix)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from harness import provenance, results
+from harness.runner import RunSpec, run_isolated, work, worker_main
+from harness.timing import copy_bandwidth_gbps
+from impls import registry
+from specs import workloads
+from specs.problem import DecodeProblem, ProblemError
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    sub = parser.add_subparsers(dest="command")
+    run = sub.add_parser("run", help="conformance check, then timing, of every backend x variant "
+                                     "on every problem (default on a CPU: the small 'cpu' "
+                                     "workload; on a GPU: 'grid' and 'ragged')")
+    run.add_argument("--backends", type=_csv, help="comma-separated backend names (default: all)")
+    run.add_argument("--variants", type=_csv, help="comma-separated: dense, paged, split-k")
+    run.add_argument("--workloads", type=_csv,
+                     help="comma-separated named workloads: " + ", ".join(
+                         f"{n} ({d})" for n, (d, _) in workloads.WORKLOADS.items()))
+    run.add_argument("--workload-file", type=Path, help="JSON list of problems (see README)")
+    run.add_argument("--problem", action="append", default=[], metavar="JSON",
+                     help="one problem as JSON fields (repeatable); replaces the default workloads")
+    run.add_argument("--dtype", help="override every problem's dtype: float16, bfloat16, float32")
+    run.add_argument("--quick", action="store_true", help="smaller grid, fewer repetitions")
+    run.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
+    run.add_argument("--num-splits", type=int, help="force split-k's split count")
+    run.add_argument("--no-timing", action="store_true", help="conformance check only")
+    run.add_argument("--out", type=Path, help="output folder (default runs/<UTC time>)")
+    run.add_argument("--save-cases", type=Path, metavar="DIR",
+                     help="write one .npz per (implementation, problem): inputs and outputs")
+    run.add_argument("--no-isolate", action="store_true",
+                     help="run backends in this process (debugging; a crash ends the run)")
+    sub.add_parser("list", help="capability matrix: backend x variant, available or why not")
+    worker = sub.add_parser("_worker", help=argparse.SUPPRESS)
+    worker.add_argument("spec_path")
+    return parser
+
+
+def resolve_problems(args) -> list[DecodeProblem]:
+    problems: list[DecodeProblem] = []
+    if args.workloads:
+        problems += workloads.named(args.workloads, args.quick)
+    if args.workload_file:
+        problems += workloads.load_file(args.workload_file)
+    for i, text in enumerate(args.problem):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ProblemError(f"--problem #{i + 1}: not JSON ({e})") from None
+        problems.append(DecodeProblem.from_dict(data, where=f"--problem #{i + 1}"))
+    if not problems:
+        default = workloads.DEFAULT_GPU if torch.cuda.is_available() else workloads.DEFAULT_CPU
+        problems = workloads.named(default, args.quick)
+    return workloads.with_dtype(problems, args.dtype)
+
+
+def cmd_run(args, argv) -> int:
+    problems = resolve_problems(args)
+    impls = [i for i in registry.select(args.backends, args.variants)]
+    if args.num_splits is not None and args.num_splits < 1:
+        raise ProblemError(f"--num-splits={args.num_splits}: must be >= 1")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out_dir = args.out or Path("runs") / stamp
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows_path = out_dir / "rows.jsonl"
+    rows_path.unlink(missing_ok=True)
+
+    prov = provenance.collect(argv)
+    if torch.cuda.is_available():
+        prov["copy_bw_gbps"] = round(copy_bandwidth_gbps(torch.device("cuda")), 1)
+    else:
+        print("No CUDA GPU: Triton runs in its interpreter and Numba in its simulator. Their "
+              "timings below measure Python, not kernels: they are no performance figures.")
+    (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
+    print("\n".join(results.provenance_lines(prov)))
+    print(f"{len(problems)} problem(s) x {len(impls)} implementation(s); rows -> {rows_path}")
+
+    options = {"num_splits": args.num_splits} if args.num_splits else {}
+    for backend in sorted({i.backend.name for i in impls}):
+        chosen = [i.name for i in impls if i.backend.name == backend]
+        spec = RunSpec([p.to_dict() for p in problems], chosen, args.seed, options,
+                       not args.no_timing, args.quick, str(rows_path),
+                       str(args.save_cases) if args.save_cases else None)
+        print(f"[{backend}]", flush=True)
+        if args.no_isolate:
+            work(spec, prov)
+        else:
+            run_isolated(spec, prov, out_dir, backend)
+
+    rows = results.read_rows(rows_path)
+    results.add_baseline_ratios(rows)
+    results.write_all(out_dir, prov, rows)
+    for backend, group in results.by_backend(rows).items():
+        why = results.unavailable_everywhere(group)
+        print(f"\n== {backend} ==")
+        print(f"unavailable: {why}" if why else results.text_table(group))
+    print(f"\n{results.summary_counts(rows)}. Files: {out_dir}/results.{{md,csv,json}}")
+    return 1 if any(r["status"] in ("FAIL", "ERROR") for r in rows) else 0
+
+
+def cmd_list() -> int:
+    header = ("backend", "variant", "status", "layouts", "dtypes", "head_dim", "what")
+    body = []
+    for impl in registry.all_impls():
+        why = impl.availability()
+        if impl.module is None:
+            body.append((impl.backend.name, impl.variant, f"unsupported: {impl.cell_unsupported}",
+                         "", "", "", ""))
+            continue
+        status = f"unavailable: {why}" if why else f"available ({impl.backend.mode()})"
+        caps = impl.caps
+        dims = f"<= {caps.max_head_dim}" + (f", % {caps.head_dim_multiple}" if caps.head_dim_multiple > 1 else "")
+        body.append((impl.backend.name, impl.variant, status, ",".join(sorted(caps.layouts)),
+                     ",".join(sorted(caps.dtypes)), dims, impl.summary))
+    widths = [max(len(r[i]) for r in (header, *body)) for i in range(len(header))]
+    for n, r in enumerate((header, *body)):
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "run":
+            return cmd_run(args, argv)
+        if args.command == "list":
+            return cmd_list()
+        if args.command == "_worker":
+            return worker_main(args.spec_path)
+    except ProblemError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    parser.print_help()
+    return 2

@@ -1,0 +1,78 @@
+"""Where a result came from: machine, GPU, driver, package versions, commit, time, command."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+PACKAGES = ("torch", "triton", "numpy", "hypothesis", "cupy-cuda13x", "cupy-cuda12x", "numba",
+            "numba-cuda", "flash-attn-4", "flash-attn", "flashinfer-python")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _git(*args: str) -> str | None:
+    try:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def commit() -> str:
+    """HEAD (+ "-dirty" with uncommitted changes); on a copy without .git (the GPU machine),
+    the value the caller exported in DECODE_BENCH_COMMIT."""
+    head = _git("rev-parse", "HEAD")
+    if head:
+        return head + ("-dirty" if _git("status", "--porcelain", "--untracked-files=no") else "")
+    return os.environ.get("DECODE_BENCH_COMMIT", "unknown")
+
+
+def _driver() -> str | None:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20, check=True).stdout
+        return out.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return None
+
+
+def collect(argv: list[str] | None = None) -> dict:
+    info: dict = {
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(["python -m harness"] + list(argv if argv is not None else sys.argv[1:])),
+        "commit": commit(),
+        "host": platform.node(),
+        "python": platform.python_version(),
+        "packages": {p: v for p in PACKAGES if (v := _version(p))},
+        "cuda_runtime": torch.version.cuda,
+    }
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        info.update(device="gpu", gpu=props.name, sm_count=props.multi_processor_count,
+                    l2_mb=round(props.L2_cache_size / 2**20, 1),
+                    gpu_memory_gb=round(props.total_memory / 2**30, 1), driver=_driver())
+    else:
+        info.update(device="cpu", gpu=None, cpu=platform.processor() or platform.machine(),
+                    cpu_count=os.cpu_count())
+    return info
+
+
+def gpu_slug(info: dict) -> str:
+    """results/<slug>/ folder name: 'nvidia-h100-80gb-hbm3', or 'cpu'."""
+    if not info.get("gpu"):
+        return "cpu"
+    return "".join(c if c.isalnum() else "-" for c in info["gpu"].lower()).strip("-").replace("--", "-")

@@ -1,0 +1,182 @@
+"""Result rows (long format, one per implementation x problem) and everything rendered from them.
+
+Rows are appended to ``rows.jsonl`` the moment they exist (a crash later loses nothing); the
+JSON, CSV and markdown files and the printed tables are all rendered from those rows plus the
+run's provenance.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Iterable
+
+STATUSES = ("PASS", "FAIL", "UNSUPPORTED", "UNAVAILABLE", "ERROR")
+# provenance fields repeated in every CSV row, so a row read alone still says where it came from
+ROW_PROVENANCE = ("gpu", "driver", "commit", "timestamp")
+CSV_FIELDS = ("backend", "variant", "problem", "status", "reason", "out_max_err", "out_err_ratio",
+              "lse_max_err", "lse_err_ratio", "median_us", "p20_us", "p80_us", "reps",
+              "bytes", "gbps", "pct_peak_bw", "vs_torch", "first_call_ms", "timing", "config",
+              "spec") + ROW_PROVENANCE
+
+
+def append_row(path: Path, row: dict) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+        f.flush()
+
+
+def read_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def logical_key(spec: dict) -> tuple:
+    """The logical problem, layout and page size aside: rows of the same cache compare."""
+    return (spec["num_q_heads"], spec["num_kv_heads"], spec["head_dim"], tuple(spec["seq_lens"]),
+            spec["dtype"], spec.get("sm_scale"))
+
+
+def add_baseline_ratios(rows: list[dict], baseline: str = "torch/dense") -> None:
+    """``vs_torch``: the torch baseline's median on the same logical problem over this row's
+    (> 1: faster than torch). Paged rows compare against torch on the dense layout of the same
+    cache, the only layout torch has a kernel for."""
+    base = {logical_key(r["spec"]): r["median_us"] for r in rows
+            if r["impl"] == baseline and r.get("median_us")}
+    for r in rows:
+        t = base.get(logical_key(r["spec"]))
+        r["vs_torch"] = round(t / r["median_us"], 3) if t and r.get("median_us") else None
+
+
+def _fmt(value, spec: str = "") -> str:
+    if value is None:
+        return ""
+    return format(value, spec) if spec else str(value)
+
+
+def _cell_status(r: dict) -> str:
+    if r["status"] in ("PASS", "FAIL"):
+        return f"{r['status']} ({r['out_err_ratio']:.2f}x tol)" if r.get("out_err_ratio") is not None else r["status"]
+    return r["status"]
+
+
+TABLE_COLUMNS = ("problem", "variant", "status", "median us", "p20-p80 us", "GB/s", "% BW",
+                 "vs torch", "config / reason")
+
+
+def _table_row(r: dict) -> list[str]:
+    if r["status"] in ("PASS", "FAIL"):
+        cfg = ", ".join(f"{k}={v}" for k, v in (r.get("config") or {}).items()
+                        if k in ("num_splits", "BLOCK_N", "kernel"))
+        note = cfg if r["status"] == "PASS" else r.get("reason", "")
+    else:
+        note = r.get("reason", "")
+    spread = f"{r['p20_us']:.1f}-{r['p80_us']:.1f}" if r.get("p20_us") is not None else ""
+    return [r["problem"], r["variant"], _cell_status(r), _fmt(r.get("median_us"), ".1f"), spread,
+            _fmt(r.get("gbps"), ".0f"), _fmt(r.get("pct_peak_bw"), ".1f"),
+            _fmt(r.get("vs_torch"), ".2f"), note[:90]]
+
+
+def markdown_table(rows: Iterable[dict]) -> str:
+    lines = ["| " + " | ".join(TABLE_COLUMNS) + " |", "|" + "---|" * len(TABLE_COLUMNS)]
+    for r in rows:
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in _table_row(r)) + " |")
+    return "\n".join(lines)
+
+
+def text_table(rows: Iterable[dict]) -> str:
+    body = [list(TABLE_COLUMNS)] + [_table_row(r) for r in rows]
+    widths = [max(len(row[i]) for row in body) for i in range(len(TABLE_COLUMNS))]
+    out = []
+    for n, row in enumerate(body):
+        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+VARIANT_ORDER = {"dense": 0, "paged": 1, "split-k": 2}
+
+
+def by_backend(rows: list[dict]) -> dict[str, list[dict]]:
+    """Rows the tables show (variant applicable to the layout), per backend, in problem order
+    then variant order."""
+    order = {}
+    for r in rows:
+        order.setdefault(r["problem"], len(order))
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        if r.get("applicable", True):
+            groups.setdefault(r["backend"], []).append(r)
+    for group in groups.values():
+        group.sort(key=lambda r: (order[r["problem"]], VARIANT_ORDER.get(r["variant"], 9)))
+    return groups
+
+
+def unavailable_everywhere(group: list[dict]) -> str | None:
+    """The reason, when every row of a backend is UNAVAILABLE for one reason (one line then)."""
+    reasons = {r.get("reason") for r in group}
+    if all(r["status"] == "UNAVAILABLE" for r in group) and len(reasons) == 1:
+        return reasons.pop()
+    return None
+
+
+def provenance_lines(prov: dict) -> list[str]:
+    pk = prov.get("packages", {})
+    device = (f"{prov['gpu']} ({prov.get('sm_count')} SMs, {prov.get('l2_mb')} MB L2), driver "
+              f"{prov.get('driver')}, CUDA runtime {prov.get('cuda_runtime')}") if prov.get("gpu") \
+        else f"CPU only ({prov.get('cpu')}, {prov.get('cpu_count')} cores): interpreter/simulator timings are not performance figures"
+    bw = (f"measured copy bandwidth (read + write): {prov['copy_bw_gbps']:.0f} GB/s; '% BW' is "
+          "the bytes each problem must move over that") if prov.get("copy_bw_gbps") else \
+        "no bandwidth figures without a GPU"
+    return [
+        f"- command: `{prov['command']}`",
+        f"- device: {device}",
+        f"- {bw}",
+        "- packages: " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items())),
+        f"- python {prov.get('python')}, commit {prov.get('commit')}, {prov.get('timestamp')}, "
+        f"host {prov.get('host')}",
+    ]
+
+
+def summary_counts(rows: list[dict]) -> str:
+    counts = {s: sum(r["status"] == s for r in rows) for s in STATUSES}
+    return ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+
+
+def render_markdown(prov: dict, rows: list[dict]) -> str:
+    parts = ["# decode-bench results", "", *provenance_lines(prov), "",
+             f"Cells: {summary_counts(rows)}. Status PASS/FAIL carries the worst error in units "
+             "of the tolerance (specs/tolerance.py). 'vs torch' is the torch baseline's time on "
+             "the same logical cache (dense layout) over this row's: > 1 is faster.", ""]
+    for backend, group in by_backend(rows).items():
+        why = unavailable_everywhere(group)
+        table = f"unavailable: {why}" if why else markdown_table(group)
+        parts += [f"## {backend}", "", _timing_note(group), table, ""]
+    return "\n".join(parts)
+
+
+def _timing_note(group: list[dict]) -> str:
+    methods = sorted({r["timing"] for r in group if r.get("timing")})
+    return f"Timing: {'; '.join(methods)}.\n" if methods else ""
+
+
+def render_csv(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    writer.writeheader()
+    for r in rows:
+        flat = dict(r)
+        flat["config"] = json.dumps(r.get("config") or {})
+        flat["spec"] = json.dumps(r["spec"])
+        writer.writerow(flat)
+    return buf.getvalue()
+
+
+def write_all(out_dir: Path, prov: dict, rows: list[dict]) -> None:
+    (out_dir / "results.json").write_text(json.dumps({"provenance": prov, "rows": rows}, indent=1))
+    (out_dir / "results.csv").write_text(render_csv(rows))
+    (out_dir / "results.md").write_text(render_markdown(prov, rows))

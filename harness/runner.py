@@ -1,0 +1,193 @@
+"""Conformance, then timing, of every selected implementation on every problem.
+
+The parent process resolves the run (problems, implementations), records provenance and the
+GPU's copy bandwidth, then runs each backend in a worker process of its own: a kernel that
+crashes its process (or corrupts its CUDA context) costs that backend's remaining cells, which
+are recorded as ERROR with the worker's last words, and every other backend still runs. Workers
+append each row to ``rows.jsonl`` as soon as it exists.
+
+Per (implementation, problem) a worker: skips with UNAVAILABLE / UNSUPPORTED and the reason;
+draws fresh seeded inputs (shared by all of the backend's variants for that problem) and the
+float64 reference; runs once into poisoned outputs and compares (PASS / FAIL with the error
+figures, ERROR with the exception); times only a PASS, on the same inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import subprocess
+import sys
+import traceback
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from conformance.checks import check
+from harness import results
+from harness.timing import CpuTimer, GpuTimer, GPU_REPS, GPU_REPS_QUICK
+from impls import registry
+from impls.registry import Impl, Unavailable, Unsupported
+from specs.inputs import default_device, make_inputs
+from specs.problem import DecodeProblem, ProblemError
+from specs.reference import reference
+
+ERROR_TEXT_LIMIT = 600  # characters of an exception kept in a row
+
+
+@dataclasses.dataclass
+class RunSpec:
+    """Everything a worker needs, as plain data (written to JSON for the worker process)."""
+
+    problems: list[dict]
+    impls: list[str]  # backend/variant names
+    seed: int
+    options: dict[str, Any]
+    timing: bool
+    quick: bool
+    rows_path: str
+    save_cases: str | None
+
+
+def _base_row(impl: Impl, problem: DecodeProblem, prov: dict) -> dict:
+    # "applicable": the variant is meant for this layout (split-k reads both); tables show only
+    # those, the files keep every row
+    return {"impl": impl.name, "backend": impl.backend.name, "variant": impl.variant,
+            "problem": problem.label(), "spec": problem.to_dict(),
+            "applicable": impl.variant in ("split-k", problem.layout),
+            **{k: prov.get(k) for k in results.ROW_PROVENANCE}}
+
+
+def _save_case(folder: Path, impl: Impl, inputs, out, lse) -> None:
+    p = inputs.problem
+    name = f"{impl.backend.name}_{impl.variant}_{p.label()}"
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) + ".npz"
+    folder.mkdir(parents=True, exist_ok=True)
+    f32 = lambda t: t.detach().float().cpu().numpy()  # noqa: E731  (numpy has no bfloat16)
+    np.savez_compressed(folder / name, q=f32(inputs.q), k=f32(inputs.k_logical[:, :p.max_seq_len]),
+                        v=f32(inputs.v_logical[:, :p.max_seq_len]),
+                        seq_lens=np.array(p.seq_lens, dtype=np.int32), sm_scale=np.float64(p.scale),
+                        out=f32(out), lse=f32(lse), dtype=np.array(p.dtype),
+                        spec=np.array(json.dumps(p.to_dict())))
+
+
+def evaluate(impl: Impl, problem: DecodeProblem, inputs, ref, spec: RunSpec, timer, prov) -> dict:
+    """One cell: check, then (PASS only) time. Never raises."""
+    row = _base_row(impl, problem, prov)
+    options = {k: v for k, v in spec.options.items() if k in impl.options}
+    try:
+        checked = check(impl, inputs, ref, options)
+    except Unsupported as e:
+        return {**row, "status": "UNSUPPORTED", "reason": str(e)}
+    except Unavailable as e:
+        return {**row, "status": "UNAVAILABLE", "reason": str(e)}
+    except Exception as e:  # a crash in one cell is a row, not the end of the run
+        text = f"{type(e).__name__}: {e}"
+        if not isinstance(e, ProblemError):
+            text += " | " + traceback.format_exc(limit=-3).replace("\n", " ")
+        return {**row, "status": "ERROR", "reason": text[:ERROR_TEXT_LIMIT]}
+    c = checked.comparison
+    row.update(status="PASS" if c.passed else "FAIL", reason="" if c.passed else c.summary()[:ERROR_TEXT_LIMIT],
+               out_max_err=c.out_max_err, out_err_ratio=round(c.out_err_ratio, 4),
+               lse_max_err=c.lse_max_err, lse_err_ratio=round(c.lse_err_ratio, 4),
+               config=checked.run.launch.config,
+               first_call_ms=round(checked.run.seconds * 1e3, 2), bytes=problem.bytes_moved)
+    if spec.save_cases:
+        _save_case(Path(spec.save_cases), impl, inputs, checked.run.out, checked.run.lse)
+    if c.passed and spec.timing:
+        try:
+            t = timer(checked.run.launch.run)
+        except Exception as e:
+            return {**row, "status": "ERROR", "reason": f"timing: {type(e).__name__}: {e}"[:ERROR_TEXT_LIMIT]}
+        row.update(timing=t.method, median_us=round(t.median_us, 2), p20_us=round(t.p20_us, 2),
+                   p80_us=round(t.p80_us, 2), reps=t.reps)
+        if inputs.device.type == "cuda":
+            gbps = problem.bytes_moved / (t.median_us * 1e-6) / 1e9
+            row["gbps"] = round(gbps, 1)
+            if prov.get("copy_bw_gbps"):
+                row["pct_peak_bw"] = round(100 * gbps / prov["copy_bw_gbps"], 1)
+    return row
+
+
+def _progress(row: dict) -> str:
+    extra = row.get("reason", "")[:100] if row["status"] != "PASS" else \
+        (f"{row['median_us']:.1f} us" + (f", {row['gbps']:.0f} GB/s" if row.get("gbps") else "")
+         if row.get("median_us") else "")
+    return f"  {row['impl']:<22} {row['problem']:<58} {row['status']:<11} {extra}"
+
+
+def work(spec: RunSpec, prov: dict) -> None:
+    """Worker body: every (problem, implementation) of ``spec``, rows appended as they finish."""
+    impls = [registry.get(name) for name in spec.impls]
+    rows_path = Path(spec.rows_path)
+    device = default_device()
+    timer = None
+    if spec.timing:
+        timer = GpuTimer(device, GPU_REPS_QUICK if spec.quick else GPU_REPS) if device.type == "cuda" \
+            else CpuTimer()
+    announced = set()
+    for pdict in spec.problems:
+        problem = DecodeProblem.from_dict(pdict)
+        runnable = []
+        for impl in impls:
+            reason = impl.availability()
+            status = "UNAVAILABLE" if reason else None
+            if not reason and (reason := impl.unsupported(problem)):
+                status = "UNSUPPORTED"
+            if status:
+                row = {**_base_row(impl, problem, prov), "status": status, "reason": reason}
+                results.append_row(rows_path, row)
+                if row["applicable"] and (status, impl.name) not in announced:
+                    print(_progress(row), flush=True)
+                if status == "UNAVAILABLE":  # the same for every problem: say it once
+                    announced.add((status, impl.name))
+            else:
+                runnable.append(impl)
+        if not runnable:
+            continue
+        inputs = make_inputs(problem, spec.seed, device)
+        ref = reference(inputs)
+        for impl in runnable:
+            row = evaluate(impl, problem, inputs, ref, spec, timer, prov)
+            results.append_row(rows_path, row)
+            print(_progress(row), flush=True)
+        del inputs, ref
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str) -> None:
+    """``work`` in a child process for one backend; a death there becomes ERROR rows."""
+    spec_path = out_dir / f".worker-{backend}.json"
+    spec_path.write_text(json.dumps({"spec": dataclasses.asdict(spec), "provenance": prov}))
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "_worker", str(spec_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    tail: deque[str] = deque(maxlen=15)
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        tail.append(line.rstrip())
+    code = proc.wait()
+    spec_path.unlink(missing_ok=True)
+    if code == 0:
+        return
+    done = {(r["impl"], json.dumps(r["spec"], sort_keys=True)) for r in results.read_rows(Path(spec.rows_path))}
+    last_words = " / ".join(l for l in tail if l.strip())[-ERROR_TEXT_LIMIT:]
+    for pdict in spec.problems:
+        problem = DecodeProblem.from_dict(pdict)
+        for name in spec.impls:
+            if (name, json.dumps(problem.to_dict(), sort_keys=True)) not in done:
+                row = {**_base_row(registry.get(name), problem, prov), "status": "ERROR",
+                       "reason": f"worker process died (exit code {code}) before this cell: {last_words}"}
+                results.append_row(Path(spec.rows_path), row)
+                print(_progress(row), flush=True)
+
+
+def worker_main(spec_path: str) -> int:
+    data = json.loads(Path(spec_path).read_text())
+    work(RunSpec(**data["spec"]), data["provenance"])
+    return 0
