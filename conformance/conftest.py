@@ -19,7 +19,7 @@ from conformance.strategies import profile_name
 COMMON = dict(deadline=None, print_blob=True, report_multiple_bugs=False,
               suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", max_examples=15, derandomize=True, **COMMON)
-settings.register_profile("gpu", max_examples=40, **COMMON)
+settings.register_profile("gpu", max_examples=20, **COMMON)
 settings.load_profile(profile_name())
 if os.environ.get("DECODE_BENCH_EXAMPLES"):  # e.g. a quick smoke pass: DECODE_BENCH_EXAMPLES=5
     settings.register_profile("override", parent=settings.default,

@@ -109,6 +109,8 @@ def cmd_run(args, argv) -> int:
     for backend, group in results.by_backend(rows).items():
         why = results.unavailable_everywhere(group)
         print(f"\n== {backend} ==")
+        if missing := results.missing_variants(rows, backend):
+            print(missing)
         print(f"unavailable: {why}" if why else results.text_table(group))
     print(f"\n{results.summary_counts(rows)}. Files: {out_dir}/results.{{md,csv,json}}")
     return 1 if any(r["status"] in ("FAIL", "ERROR") for r in rows) else 0

@@ -109,11 +109,17 @@ def by_backend(rows: list[dict]) -> dict[str, list[dict]]:
         order.setdefault(r["problem"], len(order))
     groups: dict[str, list[dict]] = {}
     for r in rows:
-        if r.get("applicable", True):
+        if r.get("applicable", True) and not r.get("no_kernel"):
             groups.setdefault(r["backend"], []).append(r)
     for group in groups.values():
         group.sort(key=lambda r: (order[r["problem"]], VARIANT_ORDER.get(r["variant"], 9)))
     return groups
+
+
+def missing_variants(rows: list[dict], backend: str) -> str:
+    """One line naming the variants a backend has no kernel for, and why."""
+    why = {r["variant"]: r["reason"] for r in rows if r["backend"] == backend and r.get("no_kernel")}
+    return "; ".join(f"no {v}: {reason}" for v, reason in sorted(why.items()))
 
 
 def unavailable_everywhere(group: list[dict]) -> str | None:
@@ -155,13 +161,14 @@ def render_markdown(prov: dict, rows: list[dict]) -> str:
     for backend, group in by_backend(rows).items():
         why = unavailable_everywhere(group)
         table = f"unavailable: {why}" if why else markdown_table(group)
-        parts += [f"## {backend}", "", _timing_note(group), table, ""]
+        notes = [n for n in (_timing_note(group), missing_variants(rows, backend)) if n]
+        parts += [f"## {backend}", "", *[n + "\n" for n in notes], table, ""]
     return "\n".join(parts)
 
 
 def _timing_note(group: list[dict]) -> str:
     methods = sorted({r["timing"] for r in group if r.get("timing")})
-    return f"Timing: {'; '.join(methods)}.\n" if methods else ""
+    return f"Timing: {'; '.join(methods)}." if methods else ""
 
 
 def render_csv(rows: list[dict]) -> str:

@@ -59,6 +59,7 @@ def _base_row(impl: Impl, problem: DecodeProblem, prov: dict) -> dict:
     return {"impl": impl.name, "backend": impl.backend.name, "variant": impl.variant,
             "problem": problem.label(), "spec": problem.to_dict(),
             "applicable": impl.variant in ("split-k", problem.layout),
+            "no_kernel": impl.module is None,  # the backend has no such variant at all
             **{k: prov.get(k) for k in results.ROW_PROVENANCE}}
 
 
@@ -143,7 +144,7 @@ def work(spec: RunSpec, prov: dict) -> None:
                 results.append_row(rows_path, row)
                 if row["applicable"] and (status, impl.name) not in announced:
                     print(_progress(row), flush=True)
-                if status == "UNAVAILABLE":  # the same for every problem: say it once
+                if status == "UNAVAILABLE" or impl.module is None:  # same everywhere: say it once
                     announced.add((status, impl.name))
             else:
                 runnable.append(impl)

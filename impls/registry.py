@@ -12,7 +12,8 @@ instead of copying, so its time is the library's alone; DSL kernels write the gi
 return None.
 
 A backend is a folder ``impls/<name>/`` whose ``__init__.py`` declares, without importing its
-DSL, ``BACKEND = Backend(...)`` and ``IMPLS = [Impl(...), ...]``. ``Impl.prepare`` wraps the
+DSL, ``BACKEND = Backend(...)`` and ``IMPLS = [Impl(...), ...]`` (a module outside the tree can
+do the same and be named in ``DECODE_BENCH_PLUGINS``). ``Impl.prepare`` wraps the
 module's ``prepare`` with what every backend needs, in this order, before any kernel launch:
 availability ("unavailable: <why>"), the declared capabilities ("unsupported: <why>"), the
 launch options it accepts, and ``specs.validate_inputs`` (``ProblemError`` naming the parameter).
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import pkgutil
 from dataclasses import dataclass, field
 from functools import cache
@@ -155,6 +157,9 @@ class Impl:
         return prepare(inputs, out, lse, **options)
 
 
+PLUGINS_ENV = "DECODE_BENCH_PLUGINS"  # comma-separated modules with IMPLS, for out-of-tree backends
+
+
 def _discover() -> list[Impl]:
     import impls
 
@@ -162,6 +167,8 @@ def _discover() -> list[Impl]:
     for info in sorted(pkgutil.iter_modules(impls.__path__), key=lambda m: m.name):
         if info.ispkg:
             found += importlib.import_module(f"impls.{info.name}").IMPLS
+    for module in filter(None, os.environ.get(PLUGINS_ENV, "").split(",")):
+        found += importlib.import_module(module.strip()).IMPLS
     for impl in found:
         assert impl.variant in VARIANTS, f"{impl.name}: variant must be one of {VARIANTS}"
         assert not impl.negative_control, f"{impl.name}: negative controls live in conformance/"

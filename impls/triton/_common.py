@@ -12,6 +12,8 @@ token, so any page size works), ``row`` = token % page_size. ``kv_coords`` maps 
 (outer, row); the rest of the code is layout-blind.
 """
 
+import os
+
 import triton
 import triton.language as tl
 
@@ -132,8 +134,13 @@ NUM_WARPS = 4  # one warpgroup: enough to hide the tile loads of a memory-bound 
 NUM_STAGES = 2  # software-pipelining depth of the tile loop (K/V tile double-buffered)
 
 
-def pick_launch_config(problem, device) -> dict:
-    """Compile-time shape of the kernels for ``problem`` (pure: no state, no device query)."""
+def interpreting() -> bool:
+    """Triton runs kernels in its CPU interpreter (read once by Triton at import)."""
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def pick_launch_config(problem) -> dict:
+    """Compile-time shape of the kernels for ``problem`` (no device query)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     return dict(
         HEAD_DIM=problem.head_dim,
@@ -141,7 +148,7 @@ def pick_launch_config(problem, device) -> dict:
         BLOCK_H=max(MIN_BLOCK_H, triton.next_power_of_2(problem.group_size)),
         BLOCK_N=BLOCK_N if head_dim_pad <= 128 else BLOCK_N_WIDE,
         # the CPU interpreter multiplies bf16 bit patterns in tl.dot (see attend_range)
-        UPCAST_DOT=device.type == "cpu" and problem.dtype == "bfloat16",
+        UPCAST_DOT=interpreting() and problem.dtype == "bfloat16",
         num_warps=NUM_WARPS,
         num_stages=NUM_STAGES,
     )

@@ -15,7 +15,8 @@ from impls.registry import Launch
 from impls.triton._common import LOG2E, attend, pick_launch_config, store_group
 
 
-@triton.jit
+# runtime ints that vary per problem are not specialised (fewer recompiles, same code)
+@triton.jit(do_not_specialize=["page_size", "group"])
 def _decode_paged_kernel(
     q_ptr, k_ptr, v_ptr, seq_lens_ptr, block_table_ptr, out_ptr, lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
@@ -36,7 +37,7 @@ def _decode_paged_kernel(
 
 def prepare(inputs, out, lse) -> Launch:
     p = inputs.problem
-    cfg = pick_launch_config(p, inputs.device)
+    cfg = pick_launch_config(p)
     q, k, v, table = inputs.q, inputs.k, inputs.v, inputs.block_table
     grid = (p.batch, p.num_kv_heads)
     args = (q, k, v, inputs.seq_lens, table, out, lse,

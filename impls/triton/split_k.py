@@ -31,7 +31,8 @@ MAX_SPLITS = 128
 COMBINE_BLOCK_S = 32  # partials merged per step of the combine loop (any split count works)
 
 
-@triton.jit
+# runtime ints that vary per problem are not specialised (fewer recompiles, same code)
+@triton.jit(do_not_specialize=["page_size", "group", "chunk"])
 def _split_kernel(
     q_ptr, k_ptr, v_ptr, seq_lens_ptr, block_table_ptr, part_out_ptr, part_lse_ptr,
     stride_qb, stride_qh, stride_k0, stride_k1, stride_kh, stride_btb,
@@ -55,7 +56,7 @@ def _split_kernel(
                 out, lse, stride_poh, stride_plh, group, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_splits"])
 def _combine_kernel(
     part_out_ptr, part_lse_ptr, out_ptr, lse_ptr,
     stride_pob, stride_poh, stride_pos, stride_plb, stride_plh, stride_ob, stride_oh, stride_lb,
@@ -105,7 +106,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None) -> Launch:
         num_splits = pick_num_splits(p, sm_count(inputs.device))
     elif isinstance(num_splits, bool) or not isinstance(num_splits, int) or not 1 <= num_splits <= 4096:
         raise ProblemError(f"num_splits={num_splits!r}: must be an integer in [1, 4096]")
-    cfg = pick_launch_config(p, inputs.device)
+    cfg = pick_launch_config(p)
     block_n = cfg["BLOCK_N"]
     # every split starts on a tile boundary; splits past the longest sequence stay empty
     chunk = -(-p.max_seq_len // num_splits)

@@ -1,0 +1,16 @@
+"""A backend whose kernel kills its process, loaded through DECODE_BENCH_PLUGINS by
+test_harness.py to show that one backend's crash costs no other backend's results."""
+
+import os
+
+from impls.registry import Backend, Capabilities, Impl, Launch
+
+BACKEND = Backend(name="crashy", summary="aborts its process on launch", requires=("torch",),
+                  cpu_mode="cpu")
+
+
+def prepare(inputs, out, lse):
+    return Launch(lambda: os.abort())
+
+
+IMPLS = [Impl(BACKEND, "dense", "tests.crashing_backend", Capabilities(frozenset({"dense"})))]

@@ -1,0 +1,103 @@
+"""The harness CLI end to end on the CPU: run, list, files, reproducibility of saved cases, bad
+arguments, and a crashing backend that must not take the others' results with it."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = {"num_q_heads": 8, "num_kv_heads": 2, "head_dim": 64, "seq_lens": [9, 33],
+         "layout": "paged", "page_size": 16, "dtype": "float16"}
+
+
+def harness(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, **(env or {})})
+
+
+def test_list_prints_the_capability_matrix():
+    res = harness("list")
+    assert res.returncode == 0, res.stderr
+    assert "triton" in res.stdout and "split-k" in res.stdout
+    assert "unsupported: torch 2.11 has no paged-KV attention kernel" in res.stdout
+
+
+def test_run_writes_rows_files_and_replayable_cases(tmp_path):
+    res = harness("run", "--backends", "triton", "--problem", json.dumps(SMALL),
+                  "--out", str(tmp_path / "run"), "--save-cases", str(tmp_path / "cases"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    data = json.loads((tmp_path / "run" / "results.json").read_text())
+    rows = {r["impl"]: r for r in data["rows"]}
+    assert rows["triton/paged"]["status"] == "PASS"
+    assert rows["triton/split-k"]["status"] == "PASS"
+    assert rows["triton/dense"]["status"] == "UNSUPPORTED"
+    assert rows["triton/paged"]["median_us"] > 0
+    assert data["provenance"]["commit"] and data["provenance"]["packages"]["torch"]
+    with open(tmp_path / "run" / "results.csv") as f:
+        csv_rows = list(csv.DictReader(f))
+    assert {"gpu", "driver", "commit", "timestamp"} <= set(csv_rows[0])
+    assert "## triton" in (tmp_path / "run" / "results.md").read_text()
+    assert "not performance figures" in res.stdout
+
+    case = np.load(tmp_path / "cases" / next(p.name for p in (tmp_path / "cases").iterdir()
+                                             if p.name.startswith("triton_paged")))
+    assert str(case["dtype"]) == "float16"
+    # anyone can re-check a saved result with their own reference: here, numpy in float64
+    q, k, v, lens = case["q"], case["k"], case["v"], case["seq_lens"]
+    group = q.shape[1] // k.shape[2]
+    for b, n in enumerate(lens):
+        for h in range(q.shape[1]):
+            s = k[b, :n, h // group].astype(np.float64) @ q[b, h] * float(case["sm_scale"])
+            p = np.exp(s - s.max())
+            np.testing.assert_allclose(case["out"][b, h], (p / p.sum()) @ v[b, :n, h // group],
+                                       rtol=2e-3, atol=2e-3)
+            assert abs(case["lse"][b, h] - (s.max() + np.log(p.sum()))) < 1e-4
+
+
+def test_workload_file_and_no_timing(tmp_path):
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps([{**SMALL, "layout": "dense", "dtype": "float32"}]))
+    res = harness("run", "--backends", "triton", "--variants", "dense", "--workload-file",
+                  str(path), "--no-timing", "--out", str(tmp_path / "run"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    (row,) = json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
+    assert row["status"] == "PASS" and "median_us" not in row
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--workloads", "nope"], "unknown workload 'nope'"),
+    (["--backends", "cuda-magic"], "unknown backend 'cuda-magic'"),
+    (["--variants", "sparse"], "unknown variant 'sparse'"),
+    (["--dtype", "float64"], "--dtype='float64'"),
+    (["--problem", json.dumps({**SMALL, "num_kv_heads": 3})], "num_kv_heads=3 must divide"),
+    (["--problem", json.dumps({**SMALL, "seq_lens": [4, -1]})], "seq_lens[1]=-1"),
+    (["--problem", "{oops"], "not JSON"),
+])
+def test_bad_arguments_fail_clearly_before_running(args, message, tmp_path):
+    res = harness("run", *args, "--out", str(tmp_path / "run"))
+    assert res.returncode == 2
+    assert message in res.stderr
+    assert not (tmp_path / "run" / "rows.jsonl").exists()
+
+
+def test_a_crashing_backend_keeps_every_other_result(tmp_path):
+    problem = json.dumps({**SMALL, "layout": "dense"})
+    res = harness("run", "--backends", "crashy,triton", "--variants", "dense", "--problem",
+                  problem, "--problem", json.dumps({**SMALL, "layout": "dense", "seq_lens": [3]}),
+                  "--no-timing", "--out", str(tmp_path / "run"),
+                  env={"DECODE_BENCH_PLUGINS": "tests.crashing_backend"})
+    assert res.returncode == 1  # an ERROR row makes the run fail, but it finishes
+    rows = json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
+    crashy = [r for r in rows if r["backend"] == "crashy"]
+    triton = [r for r in rows if r["backend"] == "triton"]
+    assert len(crashy) == 2 and all(r["status"] == "ERROR" for r in crashy)
+    assert "worker process died" in crashy[0]["reason"]
+    assert len(triton) == 2 and all(r["status"] == "PASS" for r in triton)
