@@ -135,10 +135,14 @@ def work(spec: RunSpec, prov: dict) -> None:
         problem = DecodeProblem.from_dict(pdict)
         runnable = []
         for impl in impls:
-            reason = impl.availability()
-            status = "UNAVAILABLE" if reason else None
-            if not reason and (reason := impl.unsupported(problem)):
+            if impl.module is None:  # no such variant, whatever the machine
+                status, reason = "UNSUPPORTED", impl.cell_unsupported
+            elif reason := impl.availability():
+                status = "UNAVAILABLE"
+            elif reason := impl.unsupported(problem):
                 status = "UNSUPPORTED"
+            else:
+                status = None
             if status:
                 row = {**_base_row(impl, problem, prov), "status": status, "reason": reason}
                 results.append_row(rows_path, row)

@@ -12,7 +12,7 @@ PY=${PYTHON:-python3}
   "$PY" -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 } 2>&1 | tee "$OUT/conformance.log"
 start=$(date +%s)
-DECODE_BENCH_PROFILE=gpu "$PY" -m pytest conformance -q -p no:cacheprovider \
+DECODE_BENCH_PROFILE=gpu "$PY" -m pytest conformance -q -p no:cacheprovider --durations=15 \
   2>&1 | tee -a "$OUT/conformance.log"
 conformance_rc=${PIPESTATUS[0]}
 echo "conformance exit code $conformance_rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/conformance.log"
