@@ -89,7 +89,7 @@ class CpuTimer:
         return _summarise(self.method, samples)
 
 
-def copy_bandwidth_gbps(device: torch.device, nbytes: int = 1 << 30, reps: int = 20) -> float:
+def copy_bandwidth_gbps(device: torch.device, nbytes: int = 4 << 30, reps: int = 20) -> float:
     """Device-to-device copy bandwidth, bytes read + written per second (the roofline's
     denominator, measured in the same run as the kernels). GB/s, median of ``reps``."""
     src = torch.empty(nbytes // 2, dtype=torch.int8, device=device).random_()

@@ -96,11 +96,11 @@ class Backend:
 
 @cache
 def _mode(backend: Backend) -> str:
+    if not torch.cuda.is_available() and backend.cpu_mode is None:
+        raise Unavailable("no CUDA GPU")
     for module in backend.requires:
         if importlib.util.find_spec(module.split(".")[0]) is None:
             raise Unavailable(f"package {module.split('.')[0]!r} not installed")
-    if not torch.cuda.is_available() and backend.cpu_mode is None:
-        raise Unavailable("no CUDA GPU")
     for module in backend.requires:
         try:
             importlib.import_module(module)

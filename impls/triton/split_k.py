@@ -18,8 +18,8 @@ import triton.language as tl
 
 import torch
 
+from impls import heuristics
 from impls.registry import Launch, sm_count
-from specs.problem import ProblemError
 from impls.triton._common import LOG2E, attend, pick_launch_config, store_group
 
 # Split-count heuristic (pick_num_splits): enough programs for WAVES waves over the SMs, but no
@@ -93,24 +93,18 @@ def _combine_kernel(
 
 
 def pick_num_splits(problem, num_sms: int) -> int:
-    """Splits per sequence: ~WAVES programs per SM, each split >= MIN_TOKENS_PER_SPLIT tokens."""
-    programs = problem.batch * problem.num_kv_heads
-    wanted = -(-WAVES * num_sms // programs)
-    useful = -(-problem.max_seq_len // MIN_TOKENS_PER_SPLIT)
-    return max(1, min(wanted, useful, MAX_SPLITS))
+    """~WAVES programs per SM, each split >= MIN_TOKENS_PER_SPLIT tokens."""
+    return heuristics.pick_num_splits(problem, num_sms, problem.batch * problem.num_kv_heads,
+                                      WAVES, MIN_TOKENS_PER_SPLIT, MAX_SPLITS)
 
 
 def prepare(inputs, out, lse, num_splits: int | None = None) -> Launch:
     p = inputs.problem
     if num_splits is None:
         num_splits = pick_num_splits(p, sm_count(inputs.device))
-    elif isinstance(num_splits, bool) or not isinstance(num_splits, int) or not 1 <= num_splits <= 4096:
-        raise ProblemError(f"num_splits={num_splits!r}: must be an integer in [1, 4096]")
+    heuristics.check_num_splits(num_splits)
     cfg = pick_launch_config(p)
-    block_n = cfg["BLOCK_N"]
-    # every split starts on a tile boundary; splits past the longest sequence stay empty
-    chunk = -(-p.max_seq_len // num_splits)
-    chunk = -(-chunk // block_n) * block_n
+    chunk = heuristics.tokens_per_split(p, num_splits, cfg["BLOCK_N"])
     paged = p.layout == "paged"
     q, k, v = inputs.q, inputs.k, inputs.v
     table = inputs.block_table if paged else inputs.seq_lens  # stand-in, never read as a table

@@ -1,0 +1,93 @@
+"""Compile-time configuration, compilation and zero-copy launch plumbing of the CuPy backend.
+
+Kernel sources are the ``.cu`` files beside this module (``decode_common.cuh`` holds the shared
+device code). ``kernel_defines(problem)`` is the pure choice of compile-time parameters;
+``get_kernel`` compiles a source with them through NVRTC (``cupy.RawModule``) once per
+specialisation and caches the module. Tensors reach the kernels as CuPy views of PyTorch's
+memory (``cupy.from_dlpack``; 16-bit types as int16 views, since CuPy has no bfloat16), and
+launches go on PyTorch's current stream.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DTYPE_IDS = {"float16": 0, "bfloat16": 1, "float32": 2}
+NUM_WARPS = 4  # 128 threads: ~128 registers each keeps 4 CTAs (16 warps) resident per SM
+UNROLL = 4  # tokens per row group per step: 2 x UNROLL 16-byte loads in flight per thread
+MAX_GROUP_PER_CTA = 8  # query heads per CTA; larger GQA groups are split into chunks of 8
+LOAD_BYTES = 16  # one vectorised load per thread per row
+LOG2E = 1.4426950408889634  # 1/ln(2): q is pre-scaled so scores come out in log2 units
+
+
+def kernel_defines(problem) -> dict[str, int]:
+    """-D values for ``problem`` (pure). Threads per row: the next power of two covering the
+    row's 16-byte vectors, capped at a warp; a thread takes more vectors when one warp is short."""
+    vec = LOAD_BYTES // problem.itemsize
+    vecs_per_row = problem.head_dim // vec
+    tpr = min(32, 1 << (vecs_per_row - 1).bit_length())
+    return dict(HEAD_DIM=problem.head_dim, GROUP=min(problem.group_size, MAX_GROUP_PER_CTA),
+                DTYPE_ID=DTYPE_IDS[problem.dtype], IS_PAGED=int(problem.layout == "paged"),
+                VEC=vec, TPR=tpr, VPT=-(-vecs_per_row // tpr), NUM_WARPS=NUM_WARPS, UNROLL=UNROLL)
+
+
+def num_chunks(problem) -> int:
+    return -(-problem.group_size // MAX_GROUP_PER_CTA)
+
+
+def source(name: str) -> str:
+    """``name`` with the shared header inlined, so CuPy's on-disk cache keys on all the code."""
+    text = (HERE / name).read_text()
+    common = (HERE / "decode_common.cuh").read_text()
+    return re.sub(r'#include "decode_common.cuh"', lambda _: common, text)
+
+
+NVRTC_OPTIONS = ("--std=c++17", "--use_fast_math")
+
+
+@functools.cache
+def _module(name: str, defines: tuple[tuple[str, int], ...]):
+    import cupy
+
+    options = NVRTC_OPTIONS + tuple(f"-D{k}={v}" for k, v in defines)
+    return cupy.RawModule(code=source(name), options=options)
+
+
+def get_kernel(name: str, function: str, defines: dict[str, int]):
+    return _module(name, tuple(sorted(defines.items()))).get_function(function)
+
+
+def view(tensor):
+    """Zero-copy CuPy view of a CUDA tensor (16-bit floats as int16: the kernels read raw bits)."""
+    import cupy
+    import torch
+
+    if tensor.dtype in (torch.float16, torch.bfloat16):
+        tensor = tensor.view(torch.int16)
+    return cupy.from_dlpack(tensor)
+
+
+def launcher(launches):
+    """``run()`` that launches ``[(kernel, grid, args), ...]`` in order on PyTorch's current stream."""
+    import cupy
+    import torch
+
+    def run():
+        with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+            for kernel, grid, args in launches:
+                kernel(grid, (NUM_WARPS * 32,), args)
+
+    return run
+
+
+def check_alignment(inputs) -> str | None:
+    """Why the 16-byte vector loads cannot be used on these tensors, if they cannot."""
+    for name in ("q", "k", "v"):
+        t = getattr(inputs, name)
+        if t.data_ptr() % LOAD_BYTES or t.stride(-1) != 1 or any(
+                s * t.element_size() % LOAD_BYTES for s in t.stride()[:-1]):
+            return f"{name} rows are not 16-byte aligned (the kernels load 16 bytes per thread)"
+    return None

@@ -1,0 +1,243 @@
+// Decode attention building blocks shared by dense.cu, paged.cu and split_k.cu.
+//
+// One CTA handles one sequence (pid_b), one KV head (pid_kvh), a chunk of up to GROUP of the
+// query heads that share it (pid_chunk), and a token range [start, end). The CTA's threads are
+// split into ROW_GROUPS "row groups" of TPR threads; a row group reads whole K/V rows, each of its
+// threads one 16-byte vector (VEC elements) per row, so a row is one coalesced segment. Every row
+// group keeps its own online-softmax state (running max m, sum l, accumulator acc) for all GROUP
+// heads in registers: each K/V load serves the whole GQA group. Scores are reduced across the
+// row's TPR lanes with warp shuffles. At the end the row groups' states are merged in shared memory.
+//
+// Compile-time parameters (-D, set by _build.py): HEAD_DIM, GROUP (heads per CTA), DTYPE_ID
+// (0 fp16, 1 bf16, 2 fp32), IS_PAGED, VEC (elements per 16-byte load), TPR (threads per row, a
+// power of two <= 32), VPT (16-byte vectors per thread per row), NUM_WARPS, UNROLL (tokens per
+// row group per step: their K and V loads are all issued before the first use).
+// No CUDA headers: fp16/bf16 conversions are PTX cvt instructions, so NVRTC and nvcc both build it.
+#pragma once
+
+#define NUM_THREADS (NUM_WARPS * 32)
+#define ROWS_PER_WARP (32 / TPR)
+#define ROW_GROUPS (NUM_WARPS * ROWS_PER_WARP)
+#define VECS_PER_ROW (HEAD_DIM / VEC)
+#define LN2 0.6931471805599453f  // log2-domain LSE back to the natural log the spec defines
+#define NEG_INF (-__int_as_float(0x7f800000))
+
+#if DTYPE_ID == 2
+typedef float scalar_t;
+#else
+typedef unsigned short scalar_t;  // raw fp16 / bf16 bits
+#endif
+
+__device__ __forceinline__ float to_float(scalar_t x) {
+#if DTYPE_ID == 0
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
+    return f;
+#elif DTYPE_ID == 1
+    return __uint_as_float(((unsigned int)x) << 16);  // bf16 is the top half of a float
+#else
+    return x;
+#endif
+}
+
+__device__ __forceinline__ void store_value(float* p, float x) { *p = x; }
+#if DTYPE_ID != 2
+__device__ __forceinline__ void store_value(scalar_t* p, float x) {
+    unsigned short h;
+#if DTYPE_ID == 0
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+#else
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
+#endif
+    *p = h;
+}
+#endif
+
+// 16 bytes -> VEC floats
+__device__ __forceinline__ void unpack(const uint4& raw, float (&out)[VEC]) {
+#if DTYPE_ID == 2
+    out[0] = __uint_as_float(raw.x); out[1] = __uint_as_float(raw.y);
+    out[2] = __uint_as_float(raw.z); out[3] = __uint_as_float(raw.w);
+#else
+    const unsigned int w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        out[2 * i] = to_float((scalar_t)(w[i] & 0xffffu));
+        out[2 * i + 1] = to_float((scalar_t)(w[i] >> 16));
+    }
+#endif
+}
+
+// Element offset of token t's row (head 0) in the K/V tensors: dense [B, S, Hkv, D] -> (b, t);
+// paged pool [P, page_size, Hkv, D] -> (block_table[b, t / page_size], t % page_size).
+__device__ __forceinline__ long long kv_row_offset(int pid_b, int t, const int* __restrict__ block_table_ptr,
+                                                   long long stride_btb, int page_size,
+                                                   long long stride_k0, long long stride_k1) {
+#if IS_PAGED
+    const int page = block_table_ptr[pid_b * stride_btb + t / page_size];
+    return (long long)page * stride_k0 + (long long)(t % page_size) * stride_k1;
+#else
+    return (long long)pid_b * stride_k0 + (long long)t * stride_k1;
+#endif
+}
+
+// Attention of heads [head0, head0 + n_heads) (n_heads <= GROUP) over tokens [start, end),
+// stored normalised to out_ptr + h * out_head_stride + d (OutT: the input dtype for a final
+// result, float for a split-K partial) and lse_ptr + h * lse_head_stride. An empty range stores
+// 0 and -inf (a split past the end of a short sequence).
+template <typename OutT>
+__device__ __forceinline__ void attend(
+    const scalar_t* __restrict__ q_ptr, const scalar_t* __restrict__ k_ptr,
+    const scalar_t* __restrict__ v_ptr, const int* __restrict__ block_table_ptr,
+    int pid_b, int pid_kvh, int head0, int n_heads, int start, int end,
+    long long stride_qb, long long stride_qh, long long stride_k0, long long stride_k1,
+    long long stride_kh, long long stride_btb, int page_size, float qk_scale,
+    OutT* __restrict__ out_ptr, long long out_head_stride, float* __restrict__ lse_ptr,
+    long long lse_head_stride) {
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int lane_in_row = lane % TPR;
+    const int rg = warp * ROWS_PER_WARP + lane / TPR;
+
+    float q[GROUP][VPT][VEC];  // pre-scaled by sm_scale * log2(e): scores come out in log2 units
+#pragma unroll
+    for (int h = 0; h < GROUP; ++h) {
+#pragma unroll
+        for (int i = 0; i < VPT; ++i) {
+            const int j = lane_in_row + i * TPR;
+            float tmp[VEC];
+            if (h < n_heads && j < VECS_PER_ROW) {
+                unpack(*reinterpret_cast<const uint4*>(q_ptr + pid_b * stride_qb + (head0 + h) * stride_qh + j * VEC), tmp);
+            } else {
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) tmp[e] = 0.f;
+            }
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) q[h][i][e] = tmp[e] * qk_scale;
+        }
+    }
+
+    float m[GROUP], l[GROUP], acc[GROUP][VPT][VEC];
+#pragma unroll
+    for (int h = 0; h < GROUP; ++h) {
+        m[h] = NEG_INF;
+        l[h] = 0.f;
+#pragma unroll
+        for (int i = 0; i < VPT; ++i)
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) acc[h][i][e] = 0.f;
+    }
+
+    const scalar_t* k_head = k_ptr + pid_kvh * stride_kh;
+    const scalar_t* v_head = v_ptr + pid_kvh * stride_kh;
+    // The loop bound is the same for every thread of the CTA (shuffles need whole warps).
+    for (int base = start; base < end; base += ROW_GROUPS * UNROLL) {
+        uint4 k_raw[UNROLL][VPT], v_raw[UNROLL][VPT];
+        bool valid[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const int t = base + rg * UNROLL + u;
+            valid[u] = t < end;  // tokens past the range are never loaded
+            const long long row = valid[u] ? kv_row_offset(pid_b, t, block_table_ptr, stride_btb, page_size, stride_k0, stride_k1) : 0;
+#pragma unroll
+            for (int i = 0; i < VPT; ++i) {
+                const int j = lane_in_row + i * TPR;
+                const bool ok = valid[u] && j < VECS_PER_ROW;
+                k_raw[u][i] = ok ? *reinterpret_cast<const uint4*>(k_head + row + j * VEC) : make_uint4(0, 0, 0, 0);
+                v_raw[u][i] = ok ? *reinterpret_cast<const uint4*>(v_head + row + j * VEC) : make_uint4(0, 0, 0, 0);
+            }
+        }
+        float s[UNROLL][GROUP];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+#pragma unroll
+            for (int h = 0; h < GROUP; ++h) s[u][h] = 0.f;
+#pragma unroll
+            for (int i = 0; i < VPT; ++i) {
+                float kf[VEC];
+                unpack(k_raw[u][i], kf);
+#pragma unroll
+                for (int h = 0; h < GROUP; ++h)
+#pragma unroll
+                    for (int e = 0; e < VEC; ++e) s[u][h] += q[h][i][e] * kf[e];
+            }
+#pragma unroll
+            for (int h = 0; h < GROUP; ++h)
+#pragma unroll
+                for (int off = TPR / 2; off > 0; off >>= 1)
+                    s[u][h] += __shfl_xor_sync(0xffffffffu, s[u][h], off);
+        }
+        float p[UNROLL][GROUP];
+#pragma unroll
+        for (int h = 0; h < GROUP; ++h) {
+            float m_new = m[h];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) m_new = valid[u] ? fmaxf(m_new, s[u][h]) : m_new;
+            // nothing seen yet (all of this step's tokens past the end): keep the state as is
+            const float alpha = m_new == NEG_INF ? 1.f : exp2f(m[h] - m_new);
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) p[u][h] = valid[u] ? exp2f(s[u][h] - m_new) : 0.f;
+            l[h] *= alpha;
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) l[h] += p[u][h];
+#pragma unroll
+            for (int i = 0; i < VPT; ++i)
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) acc[h][i][e] *= alpha;
+            m[h] = m_new;
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+#pragma unroll
+            for (int i = 0; i < VPT; ++i) {
+                float vf[VEC];
+                unpack(v_raw[u][i], vf);
+#pragma unroll
+                for (int h = 0; h < GROUP; ++h)
+#pragma unroll
+                    for (int e = 0; e < VEC; ++e) acc[h][i][e] += p[u][h] * vf[e];
+            }
+        }
+    }
+
+    // Merge the row groups' states: O = sum_r exp2(m_r - M) acc_r / sum_r exp2(m_r - M) l_r.
+    __shared__ float sm_m[ROW_GROUPS][GROUP];
+    __shared__ float sm_l[ROW_GROUPS][GROUP];
+    __shared__ float sm_acc[ROW_GROUPS][GROUP][HEAD_DIM];
+#pragma unroll
+    for (int h = 0; h < GROUP; ++h) {
+#pragma unroll
+        for (int i = 0; i < VPT; ++i) {
+            const int j = lane_in_row + i * TPR;
+            if (j < VECS_PER_ROW)
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) sm_acc[rg][h][j * VEC + e] = acc[h][i][e];
+        }
+        if (lane_in_row == 0) {
+            sm_m[rg][h] = m[h];
+            sm_l[rg][h] = l[h];
+        }
+    }
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < n_heads * HEAD_DIM; idx += NUM_THREADS) {
+        const int h = idx / HEAD_DIM;
+        const int d = idx % HEAD_DIM;
+        float big = NEG_INF;
+#pragma unroll
+        for (int r = 0; r < ROW_GROUPS; ++r) big = fmaxf(big, sm_m[r][h]);
+        float o = 0.f, lse = NEG_INF;
+        if (big != NEG_INF) {
+            float sum_l = 0.f, sum_o = 0.f;
+#pragma unroll
+            for (int r = 0; r < ROW_GROUPS; ++r) {
+                const float w = exp2f(sm_m[r][h] - big);  // a row group that saw nothing: 0
+                sum_l += w * sm_l[r][h];
+                sum_o += w * sm_acc[r][h][d];
+            }
+            o = sum_o / sum_l;
+            lse = (big + log2f(sum_l)) * LN2;
+        }
+        store_value(out_ptr + h * out_head_stride + d, o);
+        if (d == 0) lse_ptr[h * lse_head_stride] = lse;
+    }
+}

@@ -1,0 +1,64 @@
+"""CuPy raw-CUDA split-K decode, flash-decoding (kernels: ``split_k.cu`` + ``decode_common.cuh``).
+
+Algorithm: stage 1, grid (num_kv_heads x head chunks, batch, num_splits): each CTA runs the
+one-pass kernel's loop over its split's tokens and writes a normalised float32 partial output
+and its LSE (an empty split: 0 and -inf). Stage 2, grid (num_q_heads, batch): ``combine_kernel``
+merges the partials weighted by exp(lse_s - max lse). Works on both layouts (IS_PAGED).
+Why: fills the SMs at small batch; costs the partials' round trip (tiny next to the cache) and
+a second launch.
+Expected bottleneck: HBM bandwidth once there are a few CTAs per SM; launch overhead of the two
+kernels at short sequences.
+"""
+
+import numpy as np
+import torch
+
+from impls import heuristics
+from impls.cupy._build import (LOG2E, NUM_WARPS, UNROLL, check_alignment, get_kernel,
+                               kernel_defines, launcher, num_chunks, view)
+from impls.registry import Launch, Unsupported, sm_count
+
+# Split count: ~WAVES CTAs per SM (4 fit at once: 128 registers x 128 threads), no split
+# shorter than MIN_TOKENS_PER_SPLIT (4 steps of the CTA's loop at least).
+WAVES = 2
+MIN_TOKENS_PER_SPLIT = 256
+MAX_SPLITS = 128
+
+
+def pick_num_splits(problem, num_sms: int) -> int:
+    programs = problem.batch * problem.num_kv_heads * num_chunks(problem)
+    return heuristics.pick_num_splits(problem, num_sms, programs, WAVES, MIN_TOKENS_PER_SPLIT,
+                                      MAX_SPLITS)
+
+
+def prepare(inputs, out, lse, num_splits: int | None = None) -> Launch:
+    p = inputs.problem
+    if num_splits is None:
+        num_splits = pick_num_splits(p, sm_count(inputs.device))
+    heuristics.check_num_splits(num_splits)
+    if reason := check_alignment(inputs):
+        raise Unsupported(reason)
+    defines = kernel_defines(p)
+    paged = p.layout == "paged"
+    split = get_kernel("split_k.cu", "split_kernel", defines)
+    combine = get_kernel("split_k.cu", "combine_kernel", defines)
+    # a CTA's step covers ROW_GROUPS x UNROLL tokens; splits start on step boundaries
+    step = NUM_WARPS * (32 // defines["TPR"]) * UNROLL
+    chunk = heuristics.tokens_per_split(p, num_splits, step)
+    q, k, v = inputs.q, inputs.k, inputs.v
+    table = inputs.block_table if paged else inputs.seq_lens  # stand-in, never read as a table
+    part_out = torch.empty(p.batch, p.num_q_heads, num_splits, p.head_dim, dtype=torch.float32,
+                           device=q.device)
+    part_lse = torch.empty(p.batch, p.num_q_heads, num_splits, dtype=torch.float32, device=q.device)
+    i64, i32 = np.int64, np.int32
+    split_args = (view(q), view(k), view(v), view(inputs.seq_lens), view(table), view(part_out),
+                  view(part_lse), i64(q.stride(0)), i64(q.stride(1)), i64(k.stride(0)),
+                  i64(k.stride(1)), i64(k.stride(2)), i64(table.stride(0) if paged else 0),
+                  i32(p.page_size if paged else 1), i32(p.group_size), i32(num_chunks(p)),
+                  i32(p.num_q_heads), i32(chunk), np.float32(p.scale * LOG2E))
+    combine_args = (view(part_out), view(part_lse), view(out), view(lse), i32(num_splits),
+                    i64(out.stride(0)), i64(out.stride(1)), i64(lse.stride(0)))
+    run = launcher([(split, (p.num_kv_heads * num_chunks(p), p.batch, num_splits), split_args),
+                    (combine, (p.num_q_heads, p.batch), combine_args)])
+    return Launch(run, {"num_splits": num_splits, "tokens_per_split": chunk,
+                        "GROUP": defines["GROUP"], "TPR": defines["TPR"]})

@@ -1,0 +1,43 @@
+"""Every CuPy kernel source compiles for sm_90 with nvcc (no GPU needed), for each kind of
+specialisation the launchers ask for, with no local-memory stack frame (a register array that
+spilled or was indexed at run time would show there)."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from impls.cupy import _build
+from specs.problem import DecodeProblem
+
+NVCC = shutil.which("nvcc")
+pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+
+PROBLEMS = [DecodeProblem(32, 8, 128, (100,), layout=layout, dtype=dtype)
+            for dtype in ("bfloat16", "float16", "float32") for layout in ("dense", "paged")]
+PROBLEMS += [DecodeProblem(hq, hkv, d, (100,), dtype=dtype) for hq, hkv, d, dtype in [
+    (28, 4, 64, "bfloat16"),  # GQA 7, head_dim 64
+    (32, 32, 96, "float16"),  # MHA, head_dim 96: 12 vectors on 16 lanes
+    (16, 8, 256, "bfloat16"),  # head_dim 256: a warp per row
+    (16, 1, 256, "float32"),  # MQA 16 (two chunks of 8), fp32 head_dim 256: 2 vectors a lane
+]]
+SOURCES = {"dense": ["dense.cu"], "paged": ["paged.cu"]}
+
+
+def _cases():
+    for p in PROBLEMS:
+        for src in SOURCES[p.layout] + ["split_k.cu"]:
+            yield pytest.param(src, p, id=f"{src}-{p.label()}")
+
+
+@pytest.mark.parametrize("src,problem", list(_cases()))
+def test_cupy_kernel_compiles_for_sm90(src, problem, tmp_path):
+    defines = _build.kernel_defines(problem)
+    cmd = [NVCC, "-arch=sm_90", "-std=c++17", "-use_fast_math", "-cubin", "-Xptxas", "-v",
+           "-o", str(tmp_path / "k.cubin"), *(f"-D{k}={v}" for k, v in defines.items()),
+           str(_build.HERE / src)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    frames = [int(n) for n in re.findall(r"(\d+) bytes stack frame", res.stderr)]
+    assert frames and all(n == 0 for n in frames), res.stderr
