@@ -16,22 +16,38 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 DTYPE_IDS = {"float16": 0, "bfloat16": 1, "float32": 2}
-NUM_WARPS = 4  # 128 threads: ~128 registers each keeps 4 CTAs (16 warps) resident per SM
+NUM_WARPS = 4  # 128 threads per CTA
 UNROLL = 4  # tokens per row group per step: 2 x UNROLL 16-byte loads in flight per thread
+PREFETCH = 1  # issue the next step's loads before this step's arithmetic
+SMEM_LIMIT = 48 * 1024  # static shared memory of one CTA (the cross-warp merge)
 MAX_GROUP_PER_CTA = 8  # query heads per CTA; larger GQA groups are split into chunks of 8
 LOAD_BYTES = 16  # one vectorised load per thread per row
 LOG2E = 1.4426950408889634  # 1/ln(2): q is pre-scaled so scores come out in log2 units
 
 
-def kernel_defines(problem) -> dict[str, int]:
-    """-D values for ``problem`` (pure). Threads per row: the next power of two covering the
-    row's 16-byte vectors, capped at a warp; a thread takes more vectors when one warp is short."""
+def kernel_defines(problem, threads_per_row: int | None = None, unroll: int | None = None,
+                   num_warps: int = NUM_WARPS, prefetch: int = PREFETCH) -> dict[str, int]:
+    """-D values for ``problem`` (pure). Threads per row: by default the next power of two
+    covering the row's 16-byte vectors, capped at a warp; fewer threads take more vectors each
+    (fewer shuffle levels per score, more registers). UNROLL tokens x VPT vectors stay at
+    UNROLL loads per thread per step, so the K/V buffers fit in registers."""
     vec = LOAD_BYTES // problem.itemsize
     vecs_per_row = problem.head_dim // vec
-    tpr = min(32, 1 << (vecs_per_row - 1).bit_length())
-    return dict(HEAD_DIM=problem.head_dim, GROUP=min(problem.group_size, MAX_GROUP_PER_CTA),
-                DTYPE_ID=DTYPE_IDS[problem.dtype], IS_PAGED=int(problem.layout == "paged"),
-                VEC=vec, TPR=tpr, VPT=-(-vecs_per_row // tpr), NUM_WARPS=NUM_WARPS, UNROLL=UNROLL)
+    tpr = threads_per_row or min(32, 1 << (vecs_per_row - 1).bit_length())
+    vpt = -(-vecs_per_row // tpr)
+    unroll = unroll or max(1, UNROLL // vpt)
+    group = min(problem.group_size, MAX_GROUP_PER_CTA)
+    if num_warps * group * problem.head_dim * 4 > SMEM_LIMIT:
+        raise ValueError(f"{num_warps} warps x {group} heads x head_dim {problem.head_dim} "
+                         "floats exceed the shared memory of the merge")
+    return dict(HEAD_DIM=problem.head_dim, GROUP=group, DTYPE_ID=DTYPE_IDS[problem.dtype],
+                IS_PAGED=int(problem.layout == "paged"), VEC=vec, TPR=tpr,
+                VPT=vpt, NUM_WARPS=num_warps, UNROLL=unroll, PREFETCH=prefetch)
+
+
+def step_tokens(defines: dict[str, int]) -> int:
+    """Tokens one CTA consumes per loop step (row groups x UNROLL)."""
+    return defines["NUM_WARPS"] * (32 // defines["TPR"]) * defines["UNROLL"]
 
 
 def num_chunks(problem) -> int:
@@ -70,17 +86,28 @@ def view(tensor):
     return cupy.from_dlpack(tensor)
 
 
-def launcher(launches):
-    """``run()`` that launches ``[(kernel, grid, args), ...]`` in order on PyTorch's current stream."""
+def launcher(launches, defines: dict[str, int]):
+    """``run()`` that launches ``[(kernel, grid, args), ...]`` in order on PyTorch's current
+    stream, ``NUM_WARPS`` warps per CTA."""
     import cupy
     import torch
 
+    block = (defines["NUM_WARPS"] * 32,)
+
     def run():
-        with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+        with _external_stream(torch.cuda.current_stream().cuda_stream):
             for kernel, grid, args in launches:
-                kernel(grid, (NUM_WARPS * 32,), args)
+                kernel(grid, block, args)
 
     return run
+
+
+@functools.cache
+def _external_stream(handle: int):
+    """CuPy's handle on a PyTorch stream, made once per stream (graph capture uses its own)."""
+    import cupy
+
+    return cupy.cuda.ExternalStream(handle)
 
 
 def check_alignment(inputs) -> str | None:

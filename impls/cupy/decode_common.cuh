@@ -6,12 +6,14 @@
 // threads one 16-byte vector (VEC elements) per row, so a row is one coalesced segment. Every row
 // group keeps its own online-softmax state (running max m, sum l, accumulator acc) for all GROUP
 // heads in registers: each K/V load serves the whole GQA group. Scores are reduced across the
-// row's TPR lanes with warp shuffles. At the end the row groups' states are merged in shared memory.
+// row's TPR lanes with warp shuffles. At the end the row groups' states are merged, within a
+// warp by shuffles, then across warps in shared memory.
 //
 // Compile-time parameters (-D, set by _build.py): HEAD_DIM, GROUP (heads per CTA), DTYPE_ID
 // (0 fp16, 1 bf16, 2 fp32), IS_PAGED, VEC (elements per 16-byte load), TPR (threads per row, a
 // power of two <= 32), VPT (16-byte vectors per thread per row), NUM_WARPS, UNROLL (tokens per
-// row group per step: their K and V loads are all issued before the first use).
+// row group per step: their K and V loads are all issued before the first use), PREFETCH (1:
+// the next step's loads are issued before this step's arithmetic, a register double buffer).
 // No CUDA headers: fp16/bf16 conversions are PTX cvt instructions, so NVRTC and nvcc both build it.
 #pragma once
 
@@ -19,6 +21,7 @@
 #define ROWS_PER_WARP (32 / TPR)
 #define ROW_GROUPS (NUM_WARPS * ROWS_PER_WARP)
 #define VECS_PER_ROW (HEAD_DIM / VEC)
+#define STEP (ROW_GROUPS * UNROLL)  // tokens a CTA consumes per loop step
 #define LN2 0.6931471805599453f  // log2-domain LSE back to the natural log the spec defines
 #define NEG_INF (-__int_as_float(0x7f800000))
 
@@ -130,10 +133,10 @@ __device__ __forceinline__ void attend(
 
     const scalar_t* k_head = k_ptr + pid_kvh * stride_kh;
     const scalar_t* v_head = v_ptr + pid_kvh * stride_kh;
-    // The loop bound is the same for every thread of the CTA (shuffles need whole warps).
-    for (int base = start; base < end; base += ROW_GROUPS * UNROLL) {
-        uint4 k_raw[UNROLL][VPT], v_raw[UNROLL][VPT];
-        bool valid[UNROLL];
+    // Raw K/V vectors of UNROLL tokens of this row group: step `base` covers tokens
+    // [base, base + STEP), row group rg the UNROLL consecutive ones at base + rg * UNROLL.
+    auto load_step = [&](int base, uint4 (&k_raw)[UNROLL][VPT], uint4 (&v_raw)[UNROLL][VPT],
+                         bool (&valid)[UNROLL]) {
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const int t = base + rg * UNROLL + u;
@@ -147,6 +150,18 @@ __device__ __forceinline__ void attend(
                 v_raw[u][i] = ok ? *reinterpret_cast<const uint4*>(v_head + row + j * VEC) : make_uint4(0, 0, 0, 0);
             }
         }
+    };
+    uint4 k_raw[UNROLL][VPT], v_raw[UNROLL][VPT];
+    bool valid[UNROLL];
+    load_step(start, k_raw, v_raw, valid);
+    // The loop bound is the same for every thread of the CTA (shuffles need whole warps).
+    for (int base = start; base < end; base += STEP) {
+#if PREFETCH
+        // issue the next step's loads before this step's arithmetic (register double buffer)
+        uint4 k_next[UNROLL][VPT], v_next[UNROLL][VPT];
+        bool valid_next[UNROLL];
+        load_step(base + STEP, k_next, v_next, valid_next);
+#endif
         float s[UNROLL][GROUP];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
@@ -198,24 +213,61 @@ __device__ __forceinline__ void attend(
                     for (int e = 0; e < VEC; ++e) acc[h][i][e] += p[u][h] * vf[e];
             }
         }
+#if PREFETCH
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            valid[u] = valid_next[u];
+#pragma unroll
+            for (int i = 0; i < VPT; ++i) {
+                k_raw[u][i] = k_next[u][i];
+                v_raw[u][i] = v_next[u][i];
+            }
+        }
+#else
+        if (base + STEP < end) load_step(base + STEP, k_raw, v_raw, valid);
+#endif
     }
 
-    // Merge the row groups' states: O = sum_r exp2(m_r - M) acc_r / sum_r exp2(m_r - M) l_r.
-    __shared__ float sm_m[ROW_GROUPS][GROUP];
-    __shared__ float sm_l[ROW_GROUPS][GROUP];
-    __shared__ float sm_acc[ROW_GROUPS][GROUP][HEAD_DIM];
+    // Merge the row groups of each warp with shuffles (their lanes differ by multiples of TPR),
+    // so lanes [0, TPR) hold the warp's state ...
 #pragma unroll
-    for (int h = 0; h < GROUP; ++h) {
+    for (int off = TPR; off < 32; off <<= 1) {
 #pragma unroll
-        for (int i = 0; i < VPT; ++i) {
-            const int j = lane_in_row + i * TPR;
-            if (j < VECS_PER_ROW)
+        for (int h = 0; h < GROUP; ++h) {
+            const float m_other = __shfl_xor_sync(0xffffffffu, m[h], off);
+            const float l_other = __shfl_xor_sync(0xffffffffu, l[h], off);
+            const float m_new = fmaxf(m[h], m_other);
+            const float w_self = m_new == NEG_INF ? 0.f : exp2f(m[h] - m_new);
+            const float w_other = m_new == NEG_INF ? 0.f : exp2f(m_other - m_new);
+            l[h] = l[h] * w_self + l_other * w_other;
 #pragma unroll
-                for (int e = 0; e < VEC; ++e) sm_acc[rg][h][j * VEC + e] = acc[h][i][e];
+            for (int i = 0; i < VPT; ++i)
+#pragma unroll
+                for (int e = 0; e < VEC; ++e)
+                    acc[h][i][e] = acc[h][i][e] * w_self + __shfl_xor_sync(0xffffffffu, acc[h][i][e], off) * w_other;
+            m[h] = m_new;
         }
-        if (lane_in_row == 0) {
-            sm_m[rg][h] = m[h];
-            sm_l[rg][h] = l[h];
+    }
+
+    // ... and the warps' states are merged in shared memory:
+    // O = sum_w exp2(m_w - M) acc_w / sum_w exp2(m_w - M) l_w.
+    __shared__ float sm_m[NUM_WARPS][GROUP];
+    __shared__ float sm_l[NUM_WARPS][GROUP];
+    __shared__ float sm_acc[NUM_WARPS][GROUP][HEAD_DIM];
+    if (lane < TPR) {
+#pragma unroll
+        for (int h = 0; h < GROUP; ++h) {
+#pragma unroll
+            for (int i = 0; i < VPT; ++i) {
+                const int j = lane_in_row + i * TPR;
+                if (j < VECS_PER_ROW)
+#pragma unroll
+                    for (int e = 0; e < VEC; ++e) sm_acc[warp][h][j * VEC + e] = acc[h][i][e];
+            }
+            if (lane == 0) {
+                sm_m[warp][h] = m[h];
+                sm_l[warp][h] = l[h];
+            }
         }
     }
     __syncthreads();
@@ -224,15 +276,15 @@ __device__ __forceinline__ void attend(
         const int d = idx % HEAD_DIM;
         float big = NEG_INF;
 #pragma unroll
-        for (int r = 0; r < ROW_GROUPS; ++r) big = fmaxf(big, sm_m[r][h]);
+        for (int w = 0; w < NUM_WARPS; ++w) big = fmaxf(big, sm_m[w][h]);
         float o = 0.f, lse = NEG_INF;
         if (big != NEG_INF) {
             float sum_l = 0.f, sum_o = 0.f;
 #pragma unroll
-            for (int r = 0; r < ROW_GROUPS; ++r) {
-                const float w = exp2f(sm_m[r][h] - big);  // a row group that saw nothing: 0
-                sum_l += w * sm_l[r][h];
-                sum_o += w * sm_acc[r][h][d];
+            for (int w = 0; w < NUM_WARPS; ++w) {
+                const float weight = exp2f(sm_m[w][h] - big);  // a warp that saw nothing: 0
+                sum_l += weight * sm_l[w][h];
+                sum_o += weight * sm_acc[w][h][d];
             }
             o = sum_o / sum_l;
             lse = (big + log2f(sum_l)) * LN2;

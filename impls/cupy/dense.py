@@ -10,8 +10,8 @@ Expected bottleneck: HBM bandwidth when batch x num_kv_heads fills the SMs; one 
 
 import numpy as np
 
-from impls.cupy._build import (LOG2E, check_alignment, get_kernel, kernel_defines, launcher,
-                               num_chunks, view)
+from impls.cupy import _build
+from impls.cupy._build import LOG2E, check_alignment, get_kernel, launcher, num_chunks, view
 from impls.registry import Launch, Unsupported
 
 
@@ -19,7 +19,7 @@ def prepare(inputs, out, lse) -> Launch:
     p = inputs.problem
     if reason := check_alignment(inputs):
         raise Unsupported(reason)
-    defines = kernel_defines(p)
+    defines = _build.kernel_defines(p)
     kernel = get_kernel("dense.cu", "decode_dense_kernel", defines)
     q, k, v = inputs.q, inputs.k, inputs.v
     i64, i32 = np.int64, np.int32
@@ -28,4 +28,4 @@ def prepare(inputs, out, lse) -> Launch:
             i64(out.stride(0)), i64(out.stride(1)), i64(lse.stride(0)),
             i32(p.group_size), i32(num_chunks(p)), np.float32(p.scale * LOG2E))
     grid = (p.num_kv_heads * num_chunks(p), p.batch)
-    return Launch(launcher([(kernel, grid, args)]), {"GROUP": defines["GROUP"], "TPR": defines["TPR"]})
+    return Launch(launcher([(kernel, grid, args)], defines), {"GROUP": defines["GROUP"], "TPR": defines["TPR"]})

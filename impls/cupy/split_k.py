@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from impls import heuristics
-from impls.cupy._build import (LOG2E, NUM_WARPS, UNROLL, check_alignment, get_kernel,
-                               kernel_defines, launcher, num_chunks, view)
+from impls.cupy import _build
+from impls.cupy._build import LOG2E, check_alignment, get_kernel, launcher, num_chunks, view
 from impls.registry import Launch, Unsupported, sm_count
 
 # Split count: ~WAVES CTAs per SM (4 fit at once: 128 registers x 128 threads), no split
@@ -38,13 +38,12 @@ def prepare(inputs, out, lse, num_splits: int | None = None) -> Launch:
     heuristics.check_num_splits(num_splits)
     if reason := check_alignment(inputs):
         raise Unsupported(reason)
-    defines = kernel_defines(p)
+    defines = _build.kernel_defines(p)
     paged = p.layout == "paged"
     split = get_kernel("split_k.cu", "split_kernel", defines)
     combine = get_kernel("split_k.cu", "combine_kernel", defines)
-    # a CTA's step covers ROW_GROUPS x UNROLL tokens; splits start on step boundaries
-    step = NUM_WARPS * (32 // defines["TPR"]) * UNROLL
-    chunk = heuristics.tokens_per_split(p, num_splits, step)
+    # splits start on the boundaries of a CTA's loop steps
+    chunk = heuristics.tokens_per_split(p, num_splits, _build.step_tokens(defines))
     q, k, v = inputs.q, inputs.k, inputs.v
     table = inputs.block_table if paged else inputs.seq_lens  # stand-in, never read as a table
     part_out = torch.empty(p.batch, p.num_q_heads, num_splits, p.head_dim, dtype=torch.float32,
@@ -59,6 +58,6 @@ def prepare(inputs, out, lse, num_splits: int | None = None) -> Launch:
     combine_args = (view(part_out), view(part_lse), view(out), view(lse), i32(num_splits),
                     i64(out.stride(0)), i64(out.stride(1)), i64(lse.stride(0)))
     run = launcher([(split, (p.num_kv_heads * num_chunks(p), p.batch, num_splits), split_args),
-                    (combine, (p.num_q_heads, p.batch), combine_args)])
+                    (combine, (p.num_q_heads, p.batch), combine_args)], defines)
     return Launch(run, {"num_splits": num_splits, "tokens_per_split": chunk,
                         "GROUP": defines["GROUP"], "TPR": defines["TPR"]})
