@@ -22,6 +22,10 @@ class ConformanceFailure(AssertionError):
     """An implementation computed something other than decode attention (or left output unwritten)."""
 
 
+class PropertyViolation(ConformanceFailure):
+    """Two runs that must agree (a property of decode attention) do not."""
+
+
 @dataclass
 class Run:
     out: torch.Tensor
@@ -62,9 +66,13 @@ def reproducer(impl: Impl, inputs: DecodeInputs, options: dict[str, Any] | None 
     return " ".join(shlex.quote(c) if not c.startswith("#") else c for c in cmd)
 
 
-def fail(message: str, impl: Impl, inputs: DecodeInputs, options=None) -> ConformanceFailure:
-    return ConformanceFailure(f"{impl.name} on {inputs.problem.label()} (seed {inputs.seed}): "
-                              f"{message}\n  replay: {reproducer(impl, inputs, options)}")
+def fail(message: str, impl: Impl, inputs: DecodeInputs, options=None, derived: str = "",
+         kind: type[ConformanceFailure] = ConformanceFailure) -> ConformanceFailure:
+    """The failure, with a command that replays the case (for a derived case: its base case,
+    and what was derived from it)."""
+    note = f" (the check ran on inputs derived from this case: {derived})" if derived else ""
+    return kind(f"{impl.name} on {inputs.problem.label()} (seed {inputs.seed}): {message}\n"
+                f"  replay: {reproducer(impl, inputs, options)}{note}")
 
 
 @dataclass
@@ -92,8 +100,22 @@ def assert_conforms(impl: Impl, inputs: DecodeInputs, ref: Reference | None = No
 
 
 def assert_agree(impl: Impl, inputs: DecodeInputs, a: Run, b: Run, ref: Reference, what: str,
-                 options=None) -> None:
-    """Two runs that must compute the same thing agree within the tolerance rule."""
+                 options=None, derived: str = "") -> None:
+    """Two runs that must compute the same thing agree within the tolerance rule (``ref``
+    supplies the tolerance, not the expected values)."""
     c = compare(inputs.problem, a.out, a.lse, ref, expected=(b.out, b.lse))
     if not c.passed:
-        raise fail(f"{what}: {c.summary()}", impl, inputs, options)
+        raise fail(f"{what}: {c.summary()}", impl, inputs, options, derived, PropertyViolation)
+
+
+def assert_identical(impl: Impl, inputs: DecodeInputs, a: Run, b: Run, what: str,
+                     derived: str = "") -> None:
+    """Two runs of the same kernel on inputs that differ only where it must not read give the
+    same bits (NaN included)."""
+    for name in ("out", "lse"):
+        x, y = getattr(a, name), getattr(b, name)
+        same = (x == y) | (torch.isnan(x) & torch.isnan(y))
+        if not bool(same.all()):
+            idx = (~same).nonzero()[:5].tolist()
+            raise fail(f"{what}: {int((~same).sum())} {name} element(s) differ, first at {idx}",
+                       impl, inputs, derived=derived, kind=PropertyViolation)

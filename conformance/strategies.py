@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from hypothesis import assume
 from hypothesis import strategies as st
 
 from impls.registry import Impl
@@ -56,8 +55,7 @@ def _lengths(page_size: int, max_len: int):
 
 
 @st.composite
-def problems(draw, layout: str | None = None, min_group: int = 1, min_batch: int = 1,
-             ragged: bool = False) -> DecodeProblem:
+def problems(draw, layout: str | None = None, min_group: int = 1, min_batch: int = 1) -> DecodeProblem:
     """A valid problem drawn from the spec's axes (``fit`` then adapts it to one impl)."""
     sz = sizes()
     layout = layout or draw(st.sampled_from(("dense", "paged")))
@@ -68,8 +66,6 @@ def problems(draw, layout: str | None = None, min_group: int = 1, min_batch: int
     page_size = draw(st.sampled_from(PAGE_SIZES))
     batch = draw(st.integers(min_batch, max(min_batch, sz.max_batch)))
     seq_lens = draw(st.lists(_lengths(page_size, sz.max_seq_len), min_size=batch, max_size=batch))
-    if ragged:
-        assume(len(set(seq_lens)) > 1)
     return DecodeProblem(num_kv_heads * group, num_kv_heads, head_dim, tuple(seq_lens),
                          layout=layout, page_size=page_size, dtype=dtype)
 
@@ -78,16 +74,20 @@ seeds = st.integers(0, 2**16)
 
 
 def fit(problem: DecodeProblem, impl: Impl) -> DecodeProblem:
-    """A pinned example moved onto a layout and dtype ``impl`` handles; assume()s it away if
-    the implementation cannot take it at all (a head_dim it does not support, say)."""
+    """``problem`` moved onto what ``impl`` declares it handles (layout, dtype, head_dim, page
+    size, uniform lengths), so a pinned example is adapted rather than silently dropped."""
     caps = impl.caps
     if problem.layout not in caps.layouts:
         problem = problem.replace(layout=sorted(caps.layouts)[0])
     if problem.dtype not in caps.dtypes:
         problem = problem.replace(dtype=sorted(caps.dtypes)[0])
+    step = caps.head_dim_multiple
+    head_dim = min(-(-problem.head_dim // step) * step, caps.max_head_dim // step * step)
+    if head_dim != problem.head_dim:
+        problem = problem.replace(head_dim=head_dim, sm_scale=None)
     if problem.page_size % caps.page_size_multiple:
         problem = problem.replace(page_size=caps.page_size_multiple)
     if caps.uniform_lengths_only and not problem.uniform:
         problem = problem.replace(seq_lens=(problem.max_seq_len,) * problem.batch)
-    assume(impl.unsupported(problem) is None)
+    assert impl.unsupported(problem) is None, (impl.name, problem, impl.unsupported(problem))
     return problem

@@ -34,8 +34,8 @@ def _replace(inputs, **changes):
 BREAKERS = {
     "page index past the pool": ("paged", lambda i: _set_table(i, i.k.shape[0]), "block_table["),
     "negative page index": ("paged", lambda i: _set_table(i, -1), "block_table["),
-    "block table too short": ("paged", lambda i: _replace(i, block_table=i.block_table[:, :-1]),
-                              "block_table has"),
+    "block table too short": ("paged", lambda i: _replace(
+        i, block_table=i.block_table[:, :i.problem.max_pages_per_seq - 1]), "block_table has"),
     "block table not int32": ("paged", lambda i: _replace(i, block_table=i.block_table.long()),
                               "block_table"),
     "k dtype differs from q": ("both", lambda i: _replace(i, k=i.k.to(_other_dtype(i.k))), "k.dtype"),
@@ -43,10 +43,22 @@ BREAKERS = {
     "q heads wrong": ("both", lambda i: _replace(i, q=i.q[:, :-1]), "q.shape"),
     "seq_lens tensor disagrees": ("both", lambda i: _replace(i, seq_lens=i.seq_lens + 1), "seq_lens"),
     "seq_lens not int32": ("both", lambda i: _replace(i, seq_lens=i.seq_lens.long()), "seq_lens"),
-    "dense cache shorter than a length": ("dense", lambda i: _replace(i, k=i.k[:, :-1], v=i.v[:, :-1]),
-                                          "k.shape"),
+    "dense cache shorter than a length": ("dense", lambda i: _shorter(i), "k.shape"),
+    "v longer than k": ("dense", lambda i: _replace(i, v=torch.cat([i.v, i.v[:, :1]], dim=1)),
+                        "v.shape"),
+    "q head_dim not contiguous": ("both", lambda i: _replace(i, q=_strided(i.q)), "q.stride(-1)"),
     "unknown launch option": ("both", lambda i: (i, {"bogus_option": 1}), "launch option"),
 }
+
+
+def _shorter(inputs):
+    n = inputs.problem.max_seq_len - 1
+    return _replace(inputs, k=inputs.k[:, :n], v=inputs.v[:, :n])
+
+
+def _strided(t):
+    """The same values with the head_dim axis at stride 2."""
+    return torch.stack([t, t], dim=-1)[..., 0]
 
 
 def _set_table(inputs, value):

@@ -92,9 +92,11 @@ def cmd_run(args, argv) -> int:
     print(f"{len(problems)} problem(s) x {len(impls)} implementation(s); rows -> {rows_path}")
 
     options = {"num_splits": args.num_splits} if args.num_splits else {}
+    all_cells = [(p_index, impl.name) for p_index in range(len(problems)) for impl in impls]
     for backend in sorted({i.backend.name for i in impls}):
-        chosen = [i.name for i in impls if i.backend.name == backend]
-        spec = RunSpec([p.to_dict() for p in problems], chosen, args.seed, options,
+        cells = [(cell, p_index, name) for cell, (p_index, name) in enumerate(all_cells)
+                 if registry.get(name).backend.name == backend]
+        spec = RunSpec([p.to_dict() for p in problems], cells, args.seed, options,
                        not args.no_timing, args.quick, str(rows_path),
                        str(args.save_cases) if args.save_cases else None)
         print(f"[{backend}]", flush=True)

@@ -1,10 +1,11 @@
 """Conformance, then timing, of every selected implementation on every problem.
 
 The parent process resolves the run (problems, implementations), records provenance and the
-GPU's copy bandwidth, then runs each backend in a worker process of its own: a kernel that
-crashes its process (or corrupts its CUDA context) costs that backend's remaining cells, which
-are recorded as ERROR with the worker's last words, and every other backend still runs. Workers
-append each row to ``rows.jsonl`` as soon as it exists.
+GPU's copy bandwidth, then runs each backend in a worker process of its own. A kernel that
+crashes its process (or corrupts its CUDA context), or a worker silent for WORKER_SILENCE_S,
+costs one cell: it is recorded as ERROR with the worker's last words and a fresh worker goes on
+with the backend's remaining cells; every other backend runs regardless. Workers append each
+row to ``rows.jsonl`` as soon as it exists.
 
 Per (implementation, problem) a worker: skips with UNAVAILABLE / UNSUPPORTED and the reason;
 draws fresh seeded inputs (shared by all of the backend's variants for that problem) and the
@@ -16,9 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import itertools
 import json
+import selectors
 import subprocess
 import sys
+import time
 import traceback
 from collections import deque
 from pathlib import Path
@@ -31,20 +35,23 @@ from conformance.checks import check
 from harness import results
 from harness.timing import CpuTimer, GpuTimer, GPU_REPS, GPU_REPS_QUICK
 from impls import registry
-from impls.registry import Impl, Unavailable, Unsupported
+from impls.registry import Impl, Unsupported
 from specs.inputs import default_device, make_inputs
 from specs.problem import DecodeProblem, ProblemError
 from specs.reference import reference
 
 ERROR_TEXT_LIMIT = 600  # characters of an exception kept in a row
+WORKER_SILENCE_S = 900  # a worker that prints nothing this long is hung: killed, its cell ERROR
+MAX_WORKER_STARTS = 50  # per backend: past that, the remaining cells are ERROR without a try
 
 
 @dataclasses.dataclass
 class RunSpec:
-    """Everything a worker needs, as plain data (written to JSON for the worker process)."""
+    """Everything a worker needs, as plain data (written to JSON for the worker process).
+    ``cells`` are (cell id, problem index, implementation name), run in order."""
 
     problems: list[dict]
-    impls: list[str]  # backend/variant names
+    cells: list[tuple[int, int, str]]
     seed: int
     options: dict[str, Any]
     timing: bool
@@ -53,10 +60,10 @@ class RunSpec:
     save_cases: str | None
 
 
-def _base_row(impl: Impl, problem: DecodeProblem, prov: dict) -> dict:
+def _base_row(cell: int, impl: Impl, problem: DecodeProblem, prov: dict) -> dict:
     # "applicable": the variant is meant for this layout (split-k reads both); tables show only
     # those, the files keep every row
-    return {"impl": impl.name, "backend": impl.backend.name, "variant": impl.variant,
+    return {"cell": cell, "impl": impl.name, "backend": impl.backend.name, "variant": impl.variant,
             "problem": problem.label(), "spec": problem.to_dict(),
             "applicable": impl.variant in ("split-k", problem.layout),
             "no_kernel": impl.module is None,  # the backend has no such variant at all
@@ -76,16 +83,15 @@ def _save_case(folder: Path, impl: Impl, inputs, out, lse) -> None:
                         spec=np.array(json.dumps(p.to_dict())))
 
 
-def evaluate(impl: Impl, problem: DecodeProblem, inputs, ref, spec: RunSpec, timer, prov) -> dict:
+def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: RunSpec, timer,
+             prov) -> dict:
     """One cell: check, then (PASS only) time. Never raises."""
-    row = _base_row(impl, problem, prov)
+    row = _base_row(cell, impl, problem, prov)
     options = {k: v for k, v in spec.options.items() if k in impl.options}
     try:
         checked = check(impl, inputs, ref, options)
-    except Unsupported as e:
+    except Unsupported as e:  # a constraint only the launcher can see (e.g. alignment)
         return {**row, "status": "UNSUPPORTED", "reason": str(e)}
-    except Unavailable as e:
-        return {**row, "status": "UNAVAILABLE", "reason": str(e)}
     except Exception as e:  # a crash in one cell is a row, not the end of the run
         text = f"{type(e).__name__}: {e}"
         if not isinstance(e, ProblemError):
@@ -122,8 +128,8 @@ def _progress(row: dict) -> str:
 
 
 def work(spec: RunSpec, prov: dict) -> None:
-    """Worker body: every (problem, implementation) of ``spec``, rows appended as they finish."""
-    impls = [registry.get(name) for name in spec.impls]
+    """Worker body: the cells of ``spec`` in order, rows appended as they finish. Consecutive
+    cells of one problem share its inputs and reference."""
     rows_path = Path(spec.rows_path)
     device = default_device()
     timer = None
@@ -131,10 +137,11 @@ def work(spec: RunSpec, prov: dict) -> None:
         timer = GpuTimer(device, GPU_REPS_QUICK if spec.quick else GPU_REPS) if device.type == "cuda" \
             else CpuTimer()
     announced = set()
-    for pdict in spec.problems:
-        problem = DecodeProblem.from_dict(pdict)
+    for index, group in itertools.groupby(spec.cells, key=lambda c: c[1]):
+        problem = DecodeProblem.from_dict(spec.problems[index])
         runnable = []
-        for impl in impls:
+        for cell, _, name in group:
+            impl = registry.get(name)
             if impl.module is None:  # no such variant, whatever the machine
                 status, reason = "UNSUPPORTED", impl.cell_unsupported
             elif reason := impl.availability():
@@ -142,22 +149,20 @@ def work(spec: RunSpec, prov: dict) -> None:
             elif reason := impl.unsupported(problem):
                 status = "UNSUPPORTED"
             else:
-                status = None
-            if status:
-                row = {**_base_row(impl, problem, prov), "status": status, "reason": reason}
-                results.append_row(rows_path, row)
-                if row["applicable"] and (status, impl.name) not in announced:
-                    print(_progress(row), flush=True)
-                if status == "UNAVAILABLE" or impl.module is None:  # same everywhere: say it once
-                    announced.add((status, impl.name))
-            else:
-                runnable.append(impl)
+                runnable.append((cell, impl))
+                continue
+            row = {**_base_row(cell, impl, problem, prov), "status": status, "reason": reason}
+            results.append_row(rows_path, row)
+            if row["applicable"] and (status, impl.name) not in announced:
+                print(_progress(row), flush=True)
+            if status == "UNAVAILABLE" or impl.module is None:  # same everywhere: say it once
+                announced.add((status, impl.name))
         if not runnable:
             continue
         inputs = make_inputs(problem, spec.seed, device)
         ref = reference(inputs)
-        for impl in runnable:
-            row = evaluate(impl, problem, inputs, ref, spec, timer, prov)
+        for cell, impl in runnable:
+            row = evaluate(cell, impl, problem, inputs, ref, spec, timer, prov)
             results.append_row(rows_path, row)
             print(_progress(row), flush=True)
         del inputs, ref
@@ -166,30 +171,63 @@ def work(spec: RunSpec, prov: dict) -> None:
             torch.cuda.empty_cache()
 
 
-def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str) -> None:
-    """``work`` in a child process for one backend; a death there becomes ERROR rows."""
-    spec_path = out_dir / f".worker-{backend}.json"
+def _spawn_worker(spec: RunSpec, prov: dict, spec_path: Path) -> tuple[int | str, list[str]]:
+    """Run one worker; returns its exit code (or "silent" when killed for silence) and its
+    last lines of output, which it also echoes."""
     spec_path.write_text(json.dumps({"spec": dataclasses.asdict(spec), "provenance": prov}))
     proc = subprocess.Popen([sys.executable, "-m", "harness", "_worker", str(spec_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     tail: deque[str] = deque(maxlen=15)
-    for line in proc.stdout:
-        sys.stdout.write(line)
-        tail.append(line.rstrip())
-    code = proc.wait()
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    last_output = time.monotonic()
+    code: int | str | None = None
+    while code is None:
+        if selector.select(timeout=5):
+            line = proc.stdout.readline()
+            if line:
+                sys.stdout.write(line)
+                tail.append(line.rstrip())
+                last_output = time.monotonic()
+                continue
+            code = proc.wait()  # end of output: the worker is done or dead
+        elif time.monotonic() - last_output > WORKER_SILENCE_S:
+            proc.kill()
+            proc.wait()
+            code = "silent"
+    selector.close()
     spec_path.unlink(missing_ok=True)
-    if code == 0:
-        return
-    done = {(r["impl"], json.dumps(r["spec"], sort_keys=True)) for r in results.read_rows(Path(spec.rows_path))}
-    last_words = " / ".join(l for l in tail if l.strip())[-ERROR_TEXT_LIMIT:]
-    for pdict in spec.problems:
-        problem = DecodeProblem.from_dict(pdict)
-        for name in spec.impls:
-            if (name, json.dumps(problem.to_dict(), sort_keys=True)) not in done:
-                row = {**_base_row(registry.get(name), problem, prov), "status": "ERROR",
-                       "reason": f"worker process died (exit code {code}) before this cell: {last_words}"}
-                results.append_row(Path(spec.rows_path), row)
-                print(_progress(row), flush=True)
+    return code, [line for line in tail if line.strip()]
+
+
+def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str) -> None:
+    """``work`` in child processes for one backend: when a worker dies or hangs, its current
+    cell becomes an ERROR row and a fresh worker resumes with the cells after it."""
+    rows_path = Path(spec.rows_path)
+    remaining = list(spec.cells)
+    for _ in range(MAX_WORKER_STARTS):
+        code, tail = _spawn_worker(dataclasses.replace(spec, cells=remaining), prov,
+                                   out_dir / f".worker-{backend}.json")
+        done = {r["cell"] for r in results.read_rows(rows_path)}
+        remaining = [c for c in remaining if c[0] not in done]
+        if not remaining:
+            return
+        what = "hung (no output for %d s)" % WORKER_SILENCE_S if code == "silent" else \
+            f"died (exit code {code})"
+        _error_row(spec, prov, remaining.pop(0), f"worker process {what} in this cell: "
+                   + " / ".join(tail)[-ERROR_TEXT_LIMIT:])
+        if not remaining:
+            return
+    for cell in remaining:
+        _error_row(spec, prov, cell, f"not run: the worker failed {MAX_WORKER_STARTS} times")
+
+
+def _error_row(spec: RunSpec, prov: dict, cell: tuple[int, int, str], reason: str) -> None:
+    cell_id, index, name = cell
+    row = {**_base_row(cell_id, registry.get(name), DecodeProblem.from_dict(spec.problems[index]), prov),
+           "status": "ERROR", "reason": reason}
+    results.append_row(Path(spec.rows_path), row)
+    print(_progress(row), flush=True)
 
 
 def worker_main(spec_path: str) -> int:

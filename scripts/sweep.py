@@ -33,10 +33,10 @@ def cupy_configs():
 
     original = _build.kernel_defines
     for tpr_div, unroll, prefetch, warps in itertools.product((1, 2), (None, 8), (0, 1), (4, 8)):
-        def patched(problem, _o=original, **kw):
+        def patched(problem, _o=original, _t=tpr_div, _u=unroll, _p=prefetch, _w=warps):
             natural = _o(problem)["TPR"]
-            return _o(problem, threads_per_row=max(1, natural // tpr_div), unroll=unroll,
-                      num_warps=warps, prefetch=prefetch)
+            return _o(problem, threads_per_row=max(1, natural // _t), unroll=_u, num_warps=_w,
+                      prefetch=_p)
         yield f"tpr/{tpr_div} unroll={unroll} prefetch={prefetch} warps={warps}", \
             lambda p=patched: setattr(_build, "kernel_defines", p), \
             lambda: setattr(_build, "kernel_defines", original)

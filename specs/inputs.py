@@ -1,15 +1,17 @@
 """Seeded, adversarial inputs for a ``DecodeProblem``, in either KV layout.
 
-Generation first draws the *logical* cache, ``k_logical, v_logical [batch, max_seq_len,
-num_kv_heads, head_dim]``, then lays it out. Everything a correct kernel must not read is
-poisoned so that reading it shows up in the output:
+Generation first draws the *logical* cache, ``k_logical, v_logical [batch, max_seq_len +
+TAIL_ROWS, num_kv_heads, head_dim]``, then lays it out. Everything a correct kernel must not read
+is poisoned so that reading it shows up in the output:
 
-* rows past a sequence's length (in the dense tensors, and in the tail of a sequence's last
-  page): K rows drawn like real keys, so a leaked row gets a normal softmax weight, and V rows of
+* rows past a sequence's length, the longest sequence's included (the dense cache keeps
+  TAIL_ROWS rows past the longest; in the paged layout, the tail of each last page): K rows
+  drawn like real keys, so a leaked row gets a normal softmax weight, and V rows of
   +-``POISON_V``, so that weight drags the output far off (a finite value: some kernels legally
   load a whole tile and mask the scores, and 0 * finite is 0);
 * pool pages no sequence uses: NaN in K and V. The block table's entries past a sequence's last
-  page point at such pages, so a kernel that walks too far reads NaN.
+  page (TAIL_PAGES more columns than the longest sequence needs) point at such pages, so a
+  kernel that walks too far reads NaN.
 
 Pages are handed to sequences in a shuffled order (``seed``). The poison values come from their
 own generator (``poison_seed``): the same logical cache with two poison seeds must give
@@ -30,6 +32,8 @@ from specs.problem import DecodeProblem, ProblemError
 POISON_V = 1.0e4  # finite in fp16/bf16/fp32, and ~1e4x the size of a real value
 SPIKE_PROB = 0.02  # fraction of keys scaled up ...
 SPIKE_SCALE = 4.0  # ... by this factor, so late tokens can raise the softmax maximum
+TAIL_ROWS = 64  # poisoned rows past the *longest* sequence too (a tile a kernel might overrun)
+TAIL_PAGES = 1  # block-table columns past the longest sequence's pages, pointing at NaN pages
 
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 
@@ -81,7 +85,7 @@ def make_logical(problem: DecodeProblem, seed: int, device: torch.device | None 
     p = problem
     dtype = TORCH_DTYPES[p.dtype]
     g = _generator(device, seed)
-    shape = (p.batch, p.max_seq_len, p.num_kv_heads, p.head_dim)
+    shape = (p.batch, p.max_seq_len + TAIL_ROWS, p.num_kv_heads, p.head_dim)
     q = torch.randn(p.batch, p.num_q_heads, p.head_dim, generator=g, device=device)
     k = torch.randn(shape, generator=g, device=device)
     spikes = torch.rand(shape[:3] + (1,), generator=g, device=device) < SPIKE_PROB
@@ -139,10 +143,11 @@ def _to_paged(p: DecodeProblem, k_logical: torch.Tensor, v_logical: torch.Tensor
     unused = max(1, used // 8)  # pages no sequence owns, NaN-filled, so stray reads are seen
     num_pages = used + unused
     order = torch.randperm(num_pages, generator=_generator(device, seed + 2), device=device)
-    used_mask = torch.arange(max_pages, device=device)[None, :] < pages_needed[:, None]  # [B, P]
+    cols = max_pages + TAIL_PAGES
+    used_mask = torch.arange(cols, device=device)[None, :] < pages_needed[:, None]  # [B, cols]
     # Entries past a sequence's last page point at unused (NaN) pages, never out of the pool.
     spare = order[used:]
-    table = spare[torch.arange(p.batch * max_pages, device=device) % unused].view(p.batch, max_pages)
+    table = spare[torch.arange(p.batch * cols, device=device) % unused].view(p.batch, cols)
     table = table.clone()
     table[used_mask] = order[:used]
 
@@ -156,7 +161,7 @@ def _to_paged(p: DecodeProblem, k_logical: torch.Tensor, v_logical: torch.Tensor
     for logical, pool in ((k_logical, k_pool), (v_logical, v_pool)):
         # Rows past a length inside a used page come from the logical tail: already poisoned.
         pages = logical[:, :rows].reshape(p.batch, max_pages, ps, *logical.shape[2:])
-        pool[table[used_mask].long()] = pages[used_mask]
+        pool[table[used_mask].long()] = pages[used_mask[:, :max_pages]]
     return k_pool, v_pool, table.to(torch.int32).contiguous()
 
 
@@ -203,7 +208,7 @@ def validate_inputs(inputs: DecodeInputs, out: torch.Tensor | None = None,
             if t.dim() != 4 or t.shape[1] < p.max_seq_len:
                 raise ProblemError(f"{name}.shape={tuple(t.shape)}: dense layout needs "
                                    f"[{B}, >= max(seq_lens)={p.max_seq_len}, {Hkv}, {D}]")
-            _expect(name, t, (B, t.shape[1], Hkv, D), dtype, dev)
+            _expect(name, t, (B, inputs.k.shape[1], Hkv, D), dtype, dev)
         if inputs.block_table is not None:
             raise ProblemError("block_table: must be None for the dense layout")
     else:
@@ -233,3 +238,11 @@ def validate_inputs(inputs: DecodeInputs, out: torch.Tensor | None = None,
         _expect("out", out, (B, Hq, D), dtype, dev)
     if lse is not None:
         _expect("lse", lse, (B, Hq), torch.float32, dev)
+    # Kernels address v with k's strides and read rows as contiguous vectors.
+    for name, t in (("q", inputs.q), ("k", inputs.k), ("v", inputs.v), ("out", out)):
+        if t is not None and t.stride(-1) != 1:
+            raise ProblemError(f"{name}.stride(-1)={t.stride(-1)}: the head_dim axis must be "
+                               "contiguous (stride 1)")
+    if inputs.k.stride() != inputs.v.stride():
+        raise ProblemError(f"v.stride()={inputs.v.stride()} differs from k.stride()="
+                           f"{inputs.k.stride()}: k and v must share one layout")

@@ -28,6 +28,7 @@ from specs.problem import DecodeProblem  # noqa: E402
 TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32",
          torch.int32: "i32", torch.int64: "i64"}
 OPTIONS = ("num_warps", "num_stages")
+HOPPER_SMEM = 227 * 1024  # shared memory one block may use on sm_90
 captured = []
 
 
@@ -73,6 +74,7 @@ def compile_all(problems) -> list[str]:
         dtype = next(t for t in signature.values() if t.startswith("*") and t != "*i32")
         report.append(f"{fn.__name__} {dtype} {constexprs} {options} shared={kernel.metadata.shared} "
                       f"mma={mma}")
+        assert kernel.metadata.shared <= HOPPER_SMEM, f"{fn.__name__} needs {kernel.metadata.shared} B"
     return report
 
 

@@ -30,7 +30,8 @@ def kv_coords(pid_b, offs_n, mask_n, block_table_ptr, stride_btb, page_size,
                        other=0)
         return page.to(tl.int64), offs_n % page_size
     else:
-        return pid_b.to(tl.int64) + tl.zeros_like(offs_n).to(tl.int64), offs_n
+        # int64: token x row stride overflows int32 past 2^31 elements (e.g. MHA at 512k tokens)
+        return pid_b.to(tl.int64) + tl.zeros_like(offs_n).to(tl.int64), offs_n.to(tl.int64)
 
 
 @triton.jit
@@ -128,10 +129,13 @@ def store_group(out_ptr, lse_ptr, out, lse, row_stride, lse_row_stride, group,
 
 # ---- launch configuration ----------------------------------------------------------------------
 MIN_BLOCK_H = 16  # tl.dot needs at least 16 rows: the query group is padded up to this
-BLOCK_N = 64  # tokens per K/V tile: 64 x 128 x 2 B = 16 KB per tile at head_dim 128
-BLOCK_N_WIDE = 32  # head_dim 256: halve the tile so K, V and acc still fit in registers
-NUM_WARPS = 4  # one warpgroup: enough to hide the tile loads of a memory-bound loop
-NUM_STAGES = 2  # software-pipelining depth of the tile loop (K/V tile double-buffered)
+# Tile and pipeline from scripts/sweep.py on an H200 (results/nvidia-h200/*/sweep_triton.log):
+# BLOCK_N 128 with 3 stages took 16 x 4096 one-pass from 119.7 us (64, 2 stages) to 75.2 us and
+# 1 x 32k split-k to 49.2 us; at 64 x 2048 the configurations were within 1 %.
+MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V at bf16 D=128
+TILE_PAIR_BYTES = 64 * 1024  # K + V tile of one pipeline stage: wider rows get fewer tokens
+NUM_WARPS = 4  # one warpgroup: enough to issue the tile loads of a memory-bound loop
+NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one is consumed
 
 
 def interpreting() -> bool:
@@ -142,11 +146,12 @@ def interpreting() -> bool:
 def pick_launch_config(problem) -> dict:
     """Compile-time shape of the kernels for ``problem`` (no device query)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
+    fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.itemsize)  # tokens in one stage's K+V
     return dict(
         HEAD_DIM=problem.head_dim,
         HEAD_DIM_PAD=head_dim_pad,
         BLOCK_H=max(MIN_BLOCK_H, triton.next_power_of_2(problem.group_size)),
-        BLOCK_N=BLOCK_N if head_dim_pad <= 128 else BLOCK_N_WIDE,
+        BLOCK_N=min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1)),
         # the CPU interpreter multiplies bf16 bit patterns in tl.dot (see attend_range)
         UPCAST_DOT=interpreting() and problem.dtype == "bfloat16",
         num_warps=NUM_WARPS,
