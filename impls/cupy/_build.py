@@ -20,6 +20,7 @@ NUM_WARPS = 4  # 128 threads per CTA
 UNROLL = 4  # tokens per row group per step: 2 x UNROLL 16-byte loads in flight per thread
 PREFETCH = 1  # issue the next step's loads before this step's arithmetic
 SMEM_LIMIT = 48 * 1024  # static shared memory of one CTA (the cross-warp merge)
+REGISTER_FLOATS = 64  # per thread for q (and as many for the accumulator): no spills at 128 threads
 MAX_GROUP_PER_CTA = 8  # query heads per CTA; larger GQA groups are split into chunks of 8
 LOAD_BYTES = 16  # one vectorised load per thread per row
 LOG2E = 1.4426950408889634  # 1/ln(2): q is pre-scaled so scores come out in log2 units
@@ -27,16 +28,24 @@ LOG2E = 1.4426950408889634  # 1/ln(2): q is pre-scaled so scores come out in log
 
 def kernel_defines(problem, threads_per_row: int | None = None, unroll: int | None = None,
                    num_warps: int = NUM_WARPS, prefetch: int = PREFETCH) -> dict[str, int]:
-    """-D values for ``problem`` (pure). Threads per row: by default the next power of two
-    covering the row's 16-byte vectors, capped at a warp; fewer threads take more vectors each
-    (fewer shuffle levels per score, more registers). UNROLL tokens x VPT vectors stay at
-    UNROLL loads per thread per step, so the K/V buffers fit in registers."""
+    """-D values for ``problem`` (pure).
+
+    Threads per row: half the power of two covering the row's 16-byte vectors, so each thread
+    takes two vectors (one shuffle level less per score; scripts/sweep.py on an H200: 151 us
+    against 156 us at 64 x 2048, 77.5 against 79.9 at 16 x 4096), unless the GQA group's q and
+    accumulator would then exceed REGISTER_FLOATS. UNROLL tokens x VPT vectors stay at UNROLL
+    loads per thread per step, so the K/V buffers fit in registers."""
     vec = LOAD_BYTES // problem.itemsize
     vecs_per_row = problem.head_dim // vec
-    tpr = threads_per_row or min(32, 1 << (vecs_per_row - 1).bit_length())
+    group = min(problem.group_size, MAX_GROUP_PER_CTA)
+    natural = min(32, 1 << (vecs_per_row - 1).bit_length())
+    tpr = threads_per_row or natural
+    if threads_per_row is None and natural > 1:
+        half = natural // 2
+        if group * -(-vecs_per_row // half) * vec <= REGISTER_FLOATS:
+            tpr = half
     vpt = -(-vecs_per_row // tpr)
     unroll = unroll or max(1, UNROLL // vpt)
-    group = min(problem.group_size, MAX_GROUP_PER_CTA)
     if num_warps * group * problem.head_dim * 4 > SMEM_LIMIT:
         raise ValueError(f"{num_warps} warps x {group} heads x head_dim {problem.head_dim} "
                          "floats exceed the shared memory of the merge")

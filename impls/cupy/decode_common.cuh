@@ -77,8 +77,13 @@ __device__ __forceinline__ long long kv_row_offset(int pid_b, int t, const int* 
                                                    long long stride_btb, int page_size,
                                                    long long stride_k0, long long stride_k1) {
 #if IS_PAGED
-    const int page = block_table_ptr[pid_b * stride_btb + t / page_size];
-    return (long long)page * stride_k0 + (long long)(t % page_size) * stride_k1;
+    // page_size is a power of two in practice (16): a shift and a mask instead of a division
+    const bool pow2 = (page_size & (page_size - 1)) == 0;
+    const int shift = __ffs(page_size) - 1;
+    const int page_idx = pow2 ? t >> shift : t / page_size;
+    const int row = pow2 ? t & (page_size - 1) : t - page_idx * page_size;
+    const int page = block_table_ptr[pid_b * stride_btb + page_idx];
+    return (long long)page * stride_k0 + (long long)row * stride_k1;
 #else
     return (long long)pid_b * stride_k0 + (long long)t * stride_k1;
 #endif
