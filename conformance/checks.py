@@ -108,13 +108,21 @@ def assert_agree(impl: Impl, inputs: DecodeInputs, a: Run, b: Run, ref: Referenc
         raise fail(f"{what}: {c.summary()}", impl, inputs, options, derived, PropertyViolation)
 
 
+def _same(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return (x == y) | (torch.isnan(x) & torch.isnan(y))
+
+
+def identical(a: Run, b: Run) -> bool:
+    """The two runs' out and lse are the same bits (NaN included)."""
+    return all(bool(_same(getattr(a, n), getattr(b, n)).all()) for n in ("out", "lse"))
+
+
 def assert_identical(impl: Impl, inputs: DecodeInputs, a: Run, b: Run, what: str,
                      derived: str = "") -> None:
     """Two runs of the same kernel on inputs that differ only where it must not read give the
     same bits (NaN included)."""
     for name in ("out", "lse"):
-        x, y = getattr(a, name), getattr(b, name)
-        same = (x == y) | (torch.isnan(x) & torch.isnan(y))
+        same = _same(getattr(a, name), getattr(b, name))
         if not bool(same.all()):
             idx = (~same).nonzero()[:5].tolist()
             raise fail(f"{what}: {int((~same).sum())} {name} element(s) differ, first at {idx}",

@@ -16,7 +16,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from conformance.checks import (ConformanceFailure, PropertyViolation, assert_agree,
-                                assert_conforms, assert_identical, fail, run_impl)
+                                assert_conforms, assert_identical, fail, identical, run_impl)
 from conformance.negative_controls import CONTROLS
 from conformance.strategies import fit, problems, seeds
 from impls import registry
@@ -171,13 +171,18 @@ def test_batch_permutation(impl, problem, seed, perm_seed):
 @given(problem=problems(), seed=seeds)
 def test_no_leak(impl, problem, seed):
     """The same logical cache under two different poisonings (rows past each length, unused
-    pages) gives bit-identical outputs."""
+    pages) gives bit-identical outputs, when the kernel is deterministic (two runs on the same
+    inputs give the same bits); otherwise outputs within the tolerance of each other."""
     problem = fit(problem, impl)
     a = make_inputs(problem, seed)
     b = make_inputs(problem, seed, poison_seed=seed + 7919)
-    assert_identical(impl, a, run_impl(impl, b), run_impl(impl, a),
-                     "output depends on the poison past the lengths",
-                     derived=f"a second poisoning, poison_seed={seed + 7919}")
+    run_a, run_a_again, run_b = run_impl(impl, a), run_impl(impl, a), run_impl(impl, b)
+    derived = f"a second poisoning, poison_seed={seed + 7919}"
+    what = "output depends on the poison past the lengths"
+    if identical(run_a, run_a_again):
+        assert_identical(impl, a, run_b, run_a, what, derived=derived)
+    else:  # a nondeterministic kernel: the poison may still not move it beyond the tolerance
+        assert_agree(impl, a, run_b, run_a, reference(a), what, derived=derived)
 
 
 # 7. Every output element is written.
