@@ -98,7 +98,6 @@ def view(tensor):
 def launcher(launches, defines: dict[str, int]):
     """``run()`` that launches ``[(kernel, grid, args), ...]`` in order on PyTorch's current
     stream, ``NUM_WARPS`` warps per CTA."""
-    import cupy
     import torch
 
     block = (defines["NUM_WARPS"] * 32,)
