@@ -130,8 +130,10 @@ def store_group(out_ptr, lse_ptr, out, lse, row_stride, lse_row_stride, group,
 # ---- launch configuration ----------------------------------------------------------------------
 MIN_BLOCK_H = 16  # tl.dot needs at least 16 rows: the query group is padded up to this
 # Tile and pipeline from scripts/sweep.py on an H200 (results/nvidia-h200/sweeps/2026-11-21-triton.log):
-# BLOCK_N 128 with 3 stages took 16 x 4096 one-pass from 119.7 us (64, 2 stages) to 75.2 us and
-# 1 x 32k split-k to 49.2 us; at 64 x 2048 the configurations were within 1 %.
+# BLOCK_N 128 with 3 stages was the fastest configuration for the 16 x 4096 one-pass kernel
+# (75.2 us; BLOCK_N 64 with 2 stages had run 119.7 us in the grid run of results/nvidia-h200/
+# 2026-11-21-triton-torch) and for 1 x 32k split-k (49.2 us); at 64 x 2048 the best configurations
+# were within 1 % of each other.
 MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V at bf16 D=128
 TILE_PAIR_BYTES = 64 * 1024  # K + V tile of one pipeline stage: wider rows get fewer tokens
 NUM_WARPS = 4  # one warpgroup: enough to issue the tile loads of a memory-bound loop
