@@ -13,7 +13,7 @@ import torch
 from harness import provenance, results
 from harness.runner import RunSpec, run_isolated, work, worker_main
 from harness.timing import copy_bandwidth_gbps
-from impls import registry
+from impls import heuristics, registry
 from specs import workloads
 from specs.problem import DecodeProblem, ProblemError
 
@@ -72,9 +72,9 @@ def resolve_problems(args) -> list[DecodeProblem]:
 
 def cmd_run(args, argv) -> int:
     problems = resolve_problems(args)
-    impls = [i for i in registry.select(args.backends, args.variants)]
-    if args.num_splits is not None and args.num_splits < 1:
-        raise ProblemError(f"--num-splits={args.num_splits}: must be >= 1")
+    impls = registry.select(args.backends, args.variants)
+    if args.num_splits is not None:
+        heuristics.check_num_splits(args.num_splits)  # the launchers' rule, before anything runs
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out_dir = args.out or Path("runs") / stamp
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -92,10 +92,10 @@ def cmd_run(args, argv) -> int:
     print(f"{len(problems)} problem(s) x {len(impls)} implementation(s); rows -> {rows_path}")
 
     options = {"num_splits": args.num_splits} if args.num_splits else {}
-    all_cells = [(p_index, impl.name) for p_index in range(len(problems)) for impl in impls]
+    all_cells = [(p_index, impl) for p_index in range(len(problems)) for impl in impls]
     for backend in sorted({i.backend.name for i in impls}):
-        cells = [(cell, p_index, name) for cell, (p_index, name) in enumerate(all_cells)
-                 if registry.get(name).backend.name == backend]
+        cells = [(cell, p_index, impl.name) for cell, (p_index, impl) in enumerate(all_cells)
+                 if impl.backend.name == backend]
         spec = RunSpec([p.to_dict() for p in problems], cells, args.seed, options,
                        not args.no_timing, args.quick, str(rows_path),
                        str(args.save_cases) if args.save_cases else None)
@@ -132,11 +132,7 @@ def cmd_list() -> int:
         dims = f"<= {caps.max_head_dim}" + (f", % {caps.head_dim_multiple}" if caps.head_dim_multiple > 1 else "")
         body.append((impl.backend.name, impl.variant, status, ",".join(sorted(caps.layouts)),
                      ",".join(sorted(caps.dtypes)), dims, impl.summary))
-    widths = [max(len(r[i]) for r in (header, *body)) for i in range(len(header))]
-    for n, r in enumerate((header, *body)):
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-        if n == 0:
-            print("  ".join("-" * w for w in widths))
+    print(results.columns(header, body))
     return 0
 
 

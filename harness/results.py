@@ -87,15 +87,20 @@ def markdown_table(rows: Iterable[dict]) -> str:
     return "\n".join(lines)
 
 
-def text_table(rows: Iterable[dict]) -> str:
-    body = [list(TABLE_COLUMNS)] + [_table_row(r) for r in rows]
-    widths = [max(len(row[i]) for row in body) for i in range(len(TABLE_COLUMNS))]
+def columns(header, body) -> str:
+    """Fixed-width text: the header, a rule, then one line per row of strings."""
+    table = [list(header)] + [list(row) for row in body]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     out = []
-    for n, row in enumerate(body):
+    for n, row in enumerate(table):
         out.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
         if n == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out)
+
+
+def text_table(rows: Iterable[dict]) -> str:
+    return columns(TABLE_COLUMNS, [_table_row(r) for r in rows])
 
 
 VARIANT_ORDER = {"dense": 0, "paged": 1, "split-k": 2}

@@ -1,5 +1,7 @@
 """Launch heuristics shared by backends (pure functions of the problem and the GPU)."""
 
+from specs.problem import ProblemError
+
 
 def pick_num_splits(problem, num_sms: int, programs: int, waves: int, min_tokens: int,
                     max_splits: int) -> int:
@@ -13,8 +15,6 @@ def pick_num_splits(problem, num_sms: int, programs: int, waves: int, min_tokens
 
 
 def check_num_splits(num_splits) -> None:
-    from specs.problem import ProblemError
-
     if isinstance(num_splits, bool) or not isinstance(num_splits, int) or not 1 <= num_splits <= 4096:
         raise ProblemError(f"num_splits={num_splits!r}: must be an integer in [1, 4096]")
 

@@ -80,6 +80,8 @@ def test_workload_file_and_no_timing(tmp_path):
     (["--problem", json.dumps({**SMALL, "num_kv_heads": 3})], "num_kv_heads=3 must divide"),
     (["--problem", json.dumps({**SMALL, "seq_lens": [4, -1]})], "seq_lens[1]=-1"),
     (["--problem", "{oops"], "not JSON"),
+    (["--num-splits", "0"], "num_splits=0: must be an integer in [1, 4096]"),
+    (["--num-splits", "5000"], "num_splits=5000: must be an integer in [1, 4096]"),
 ])
 def test_bad_arguments_fail_clearly_before_running(args, message, tmp_path):
     res = harness("run", *args, "--out", str(tmp_path / "run"))
