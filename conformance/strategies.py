@@ -31,6 +31,11 @@ SIZES = {
     "ci": Sizes(max_batch=3, max_seq_len=160, max_q_heads=16),
     "gpu": Sizes(max_batch=8, max_seq_len=4096, max_q_heads=64),
 }
+# The Numba CUDA simulator runs every thread as a Python thread, about 50x slower than Triton's
+# (numpy-vectorised) interpreter per element: in the ci profile, problems for backends in that
+# mode are clamped further by fit() (lengths, batch, heads; GQA group, head_dim, page size and
+# dtype are kept), so CI stays short. On a GPU nothing is clamped.
+SIMULATOR_SIZES = Sizes(max_batch=2, max_seq_len=48, max_q_heads=8)
 
 
 def profile_name() -> str:
@@ -89,5 +94,16 @@ def fit(problem: DecodeProblem, impl: Impl) -> DecodeProblem:
         problem = problem.replace(page_size=caps.page_size_multiple)
     if caps.uniform_lengths_only and not problem.uniform:
         problem = problem.replace(seq_lens=(problem.max_seq_len,) * problem.batch)
+    if profile_name() == "ci" and impl.availability() is None and impl.backend.mode() == "simulator":
+        problem = _clamp(problem, SIMULATOR_SIZES)
     assert impl.unsupported(problem) is None, (impl.name, problem, impl.unsupported(problem))
     return problem
+
+
+def _clamp(problem: DecodeProblem, sz: Sizes) -> DecodeProblem:
+    lens = tuple(min(n, sz.max_seq_len) for n in problem.seq_lens[:sz.max_batch])
+    kv_heads = min(problem.num_kv_heads, max(1, sz.max_q_heads // problem.group_size))
+    if lens == problem.seq_lens and kv_heads == problem.num_kv_heads:
+        return problem
+    return problem.replace(seq_lens=lens, num_kv_heads=kv_heads,
+                           num_q_heads=kv_heads * problem.group_size)

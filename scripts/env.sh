@@ -4,7 +4,7 @@
 # .venv is created and filled. torch is pinned to 2.13.0: on this workplace's CPU machines pip
 # takes it from a local CPU-only wheel (a bare "torch" would pull gigabytes of CUDA packages).
 # scripts/cpu-constraints.txt pins what the CPU interpreters need (see the comments there).
-need='import torch, triton, numpy, hypothesis, pytest'
+need='import torch, triton, numba_cuda, numpy, hypothesis, pytest'
 if [ -z "${PY:-}" ] && python3 -c "$need" 2>/dev/null; then
   PY=python3
 elif [ -z "${PY:-}" ]; then
@@ -13,7 +13,7 @@ elif [ -z "${PY:-}" ]; then
   if ! "$PY" -c "$need" 2>/dev/null; then
     echo "installing into .venv (first run only)..." >&2
     "$PY" -m pip install -q --disable-pip-version-check "torch==2.13.0"
-    "$PY" -m pip install -q --disable-pip-version-check -c scripts/cpu-constraints.txt -e ".[triton,test]"
+    "$PY" -m pip install -q --disable-pip-version-check -c scripts/cpu-constraints.txt -e ".[triton,numba,test]"
   fi
 fi
 export PY

@@ -2,7 +2,7 @@
 backend's kernels on a few cells and print the fastest per cell. Every configuration is checked
 against the reference first; a wrong one is reported, never chosen.
 
-    python scripts/sweep.py cupy|triton [--quick]
+    python scripts/sweep.py cupy|triton|numba [--quick]
 """
 
 from __future__ import annotations
@@ -42,6 +42,23 @@ def cupy_configs():
             lambda: setattr(_build, "kernel_defines", original)
 
 
+def numba_configs():
+    from impls.numba import _launch
+
+    original = _launch.config_for
+    for tpr_div, unroll, warps, min_blocks in itertools.product((2,), (2, 4), (4, 8), (0, 2, 4)):
+        if warps * min_blocks > 16:
+            continue
+        def patched(problem, out_kind=None, _o=original, _t=tpr_div, _u=unroll, _w=warps,
+                    _m=min_blocks):
+            natural = min(32, 1 << (problem.head_dim * problem.itemsize // 8 - 1).bit_length())
+            return _o(problem, out_kind, tpr=max(1, natural // _t), unroll=_u, num_warps=_w,
+                      min_blocks=_m)
+        yield f"tpr/{tpr_div} unroll={unroll} warps={warps} min_blocks={min_blocks}", \
+            lambda p=patched: setattr(_launch, "config_for", p), \
+            lambda: setattr(_launch, "config_for", original)
+
+
 def triton_configs():
     from impls.triton import _common, dense, paged, split_k
 
@@ -61,13 +78,16 @@ def triton_configs():
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("backend", choices=("cupy", "triton"))
+    parser.add_argument("backend", choices=("cupy", "triton", "numba"))
+    parser.add_argument("--cells", help="indices into CELLS, comma-separated (default: all)")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     timer = GpuTimer(torch.device("cuda"), reps=20 if args.quick else 50)
-    configs = list(cupy_configs() if args.backend == "cupy" else triton_configs())
-    splits_options = (None, 16, 32, 64)
-    for batch, seq, variant in CELLS:
+    configs = list({"cupy": cupy_configs, "triton": triton_configs,
+                    "numba": numba_configs}[args.backend]())
+    splits_options = (None, 16, 32, 64, 128)
+    cells = [CELLS[int(i)] for i in args.cells.split(",")] if args.cells else CELLS
+    for batch, seq, variant in cells:
         layout = "paged" if variant == "paged" else "dense"
         problem = workloads.model_problem("llama3-8b", [seq] * batch, layout)
         impl = registry.get(f"{args.backend}/{variant}")
