@@ -91,6 +91,9 @@ WORKLOADS: dict[str, tuple[str, Callable[[bool], list[DecodeProblem]]]] = {
                _ragged),
     "models": ("every model shape at 1 x 32k and 16 x 4k, paged (page 16), bf16",
                lambda quick: _models()),
+    "batch1": ("Llama-3-8B bf16, batch 1 at 4k, 8k, 16k and 32k tokens, dense and paged: how "
+               "flat single-sequence latency stays as the sequence grows (split-K's job)",
+               lambda quick: _grid([(1, 4096), (1, 8192), (1, 16384), (1, 32768)])),
     "long": ("Llama-3-8B bf16, 1 x 128k tokens, dense and paged",
              lambda quick: _grid([(1, 131072)])),
     "cpu": ("small problems of every shape class, sized for the CPU interpreters",

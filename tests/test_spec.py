@@ -175,3 +175,4 @@ def test_workload_file(tmp_path):
     path.write_text("{not json")
     with pytest.raises(ProblemError, match="cannot read JSON"):
         workloads.load_file(path)
+

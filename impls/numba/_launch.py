@@ -44,25 +44,30 @@ SIM_SWITCH_INTERVAL_S = 5e-4
 
 def config_for(problem, out_kind: int | None = None, tpr: int | None = None,
                unroll: int | None = None, num_warps: int | None = None,
-               min_blocks: int | None = None) -> Config:
+               min_blocks: int | None = None, simulator: bool = SIMULATOR) -> Config:
     """Compile-time parameters for ``problem`` (pure). Threads per row: half the power of two
     covering the row's words, so each lane takes two words, unless the GQA group's q and
-    accumulator would then exceed REGISTER_FLOATS per thread (then one word per lane)."""
+    accumulator would then exceed REGISTER_FLOATS per thread (then one word per lane). Warps:
+    NUM_WARPS, halved until the cross-warp merge fits the shared memory (group 8 at head_dim
+    256 takes 4). Explicit values are taken as given (``ValueError`` when they cannot work)."""
     epw = WORD_BYTES // problem.itemsize
     words = problem.head_dim // epw
     group = min(problem.group_size, MAX_GROUP_PER_BLOCK)
     natural = min(32, 1 << (words - 1).bit_length())
-    if SIMULATOR:
+    if simulator:
         default_tpr, default_warps = min(SIM_TPR, natural), SIM_NUM_WARPS
     else:
         default_tpr, default_warps = natural, NUM_WARPS
         if natural > 1 and group * -(-words // (natural // 2)) * epw <= REGISTER_FLOATS:
             default_tpr = natural // 2
     tpr = tpr or default_tpr
-    num_warps = num_warps or default_warps
+    if num_warps is None:
+        num_warps = default_warps
+        while num_warps > 1 and num_warps * group * problem.head_dim * 4 > SMEM_LIMIT:
+            num_warps //= 2
     wpt = -(-words // tpr)
     if unroll is None:
-        unroll = SIM_UNROLL if SIMULATOR else max(1, LOADS_PER_STEP // wpt)
+        unroll = SIM_UNROLL if simulator else max(1, LOADS_PER_STEP // wpt)
     if num_warps * group * problem.head_dim * 4 > SMEM_LIMIT:
         raise ValueError(f"{num_warps} warps x {group} heads x head_dim {problem.head_dim} "
                          "floats exceed the shared memory of the merge")
