@@ -33,12 +33,15 @@ def _git(*args: str) -> str | None:
 
 
 def commit() -> str:
-    """HEAD (+ "-dirty" with uncommitted changes); on a copy without .git (the GPU machine),
-    the value the caller exported in DECODE_BENCH_COMMIT."""
+    """The value the caller exported in DECODE_BENCH_COMMIT, if any (a copy of a working tree,
+    as on the GPU machine, may carry a .git whose HEAD is not what was copied); else HEAD
+    (+ "-dirty" with uncommitted changes)."""
+    if os.environ.get("DECODE_BENCH_COMMIT"):
+        return os.environ["DECODE_BENCH_COMMIT"] + " (declared by DECODE_BENCH_COMMIT)"
     head = _git("rev-parse", "HEAD")
     if head:
         return head + ("-dirty" if _git("status", "--porcelain", "--untracked-files=no") else "")
-    return os.environ.get("DECODE_BENCH_COMMIT", "unknown")
+    return "unknown"
 
 
 def _driver() -> str | None:

@@ -22,7 +22,7 @@ WARMUP_CALLS = 5  # after the correctness check already compiled everything
 GPU_REPS = 100  # repetitions per cell (each one event pair)
 GPU_REPS_QUICK = 20
 GPU_TIME_CAP_S = 2.0  # a cell stops repeating after this much measured time
-CPU_REPS = 3  # interpreter calls are slow and not a performance figure anyway
+CPU_REPS = 1  # interpreter/simulator calls are slow (seconds) and not a performance figure anyway
 FLUSH_FACTOR = 2  # the L2-eviction buffer is this many times the L2
 SPIN_CYCLES = 500_000  # ~250 us at ~2 GHz: longer than any backend's host launch path
 
