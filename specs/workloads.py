@@ -71,16 +71,17 @@ def _models() -> list[DecodeProblem]:
 
 
 def _cpu() -> list[DecodeProblem]:
-    """Small problems the CPU interpreters finish in seconds, covering every shape class."""
+    """Small problems the CPU interpreters finish in seconds, covering every shape class (sized
+    for the Numba simulator, the slowest: a few seconds per call)."""
     return [
-        model_problem("llama3-8b", [256, 256], "dense"),
-        model_problem("llama3-8b", [256, 256], "paged"),
-        model_problem("qwen2.5-1.5b", [37, 300, 129], "paged"),
-        model_problem("qwen2.5-7b", [100], "dense"),
+        model_problem("llama3-8b", [64, 40], "dense"),
+        model_problem("llama3-8b", [64, 40], "paged"),
+        model_problem("qwen2.5-1.5b", [37, 100, 17], "paged"),
+        model_problem("qwen2.5-7b", [50], "dense"),
         model_problem("llama3.2-1b", [1, 70], "paged", page_size=1),
-        model_problem("gemma2-9b", [65], "dense"),
+        model_problem("gemma2-9b", [33], "dense"),
         model_problem("phi3-mini", [17], "paged", dtype="float16"),
-        model_problem("llama3-70b-tp8", [200], "dense", dtype="float32"),
+        model_problem("llama3-70b-tp8", [60], "dense", dtype="float32"),
     ]
 
 
