@@ -35,7 +35,7 @@ SIZES = {
 # (numpy-vectorised) interpreter per element: in the ci profile, problems for backends in that
 # mode are clamped further by fit() (lengths, batch, heads; GQA group, head_dim, page size and
 # dtype are kept), so CI stays short. On a GPU nothing is clamped.
-SIMULATOR_SIZES = Sizes(max_batch=2, max_seq_len=48, max_q_heads=4)  # GQA groups up to 16 kept
+SIMULATOR_SIZES = Sizes(max_batch=3, max_seq_len=48, max_q_heads=4)  # GQA groups up to 16 kept
 
 
 def profile_name() -> str:

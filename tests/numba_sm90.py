@@ -44,6 +44,8 @@ PROBLEMS += [DecodeProblem(hq, hkv, d, (100,), dtype=dtype) for hq, hkv, d, dtyp
     (32, 32, 96, "float16"),  # MHA, head_dim 96: 24 words on 16 lanes
     (16, 8, 256, "bfloat16"),  # head_dim 256
     (16, 1, 256, "float32"),  # MQA 16 (two chunks of 8), fp32 head_dim 256
+    (16, 2, 192, "bfloat16"),  # GQA 8 at head_dim 192: the merge's shared memory near 48 KB
+    (12, 2, 256, "float16"),  # GQA 6 at head_dim 256, fp16 (no launch bounds)
 ]]
 
 

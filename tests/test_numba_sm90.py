@@ -1,7 +1,8 @@
 """Every Numba kernel specialisation compiles for sm_90 (no GPU needed): a typing or lowering
 error is caught in CI, not on the GPU. ptxas then checks what makes the kernels fast: no local
 memory (a per-thread array that was not promoted to registers, or spilled), no float64
-arithmetic (a silently widened expression), and warp shuffles in the attention kernel."""
+arithmetic (a silently widened expression), warp shuffles in the attention kernel, and static
+shared memory within the 48 KB a kernel may declare."""
 
 import os
 import re
@@ -15,6 +16,7 @@ import pytest
 pytest.importorskip("numba_cuda")
 ROOT = Path(__file__).resolve().parent.parent
 PTXAS = shutil.which("ptxas")
+STATIC_SMEM_LIMIT = 48 * 1024  # a kernel's static shared memory (more needs dynamic + opt-in)
 
 
 def test_all_numba_kernels_compile_for_sm90(tmp_path):
@@ -37,3 +39,5 @@ def test_all_numba_kernels_compile_for_sm90(tmp_path):
         spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", res.stderr)]
         frames = [int(n) for n in re.findall(r"(\d+) bytes stack frame", res.stderr)]
         assert spills and not any(spills) and not any(frames), (ptx.name, res.stderr)
+        smem = [int(n) for n in re.findall(r"(\d+) bytes smem", res.stderr)]
+        assert all(n <= STATIC_SMEM_LIMIT for n in smem), (ptx.name, res.stderr)

@@ -14,8 +14,8 @@ the shuffle for a shared-memory exchange (documented there), and ``device_functi
 device functions as plain Python functions: the simulator's device-function wrapper only swaps
 ``numba.cuda`` for its fake module in the function's globals, which the kernel, defined in the
 same module, has already done, and it costs a lock and a context manager per call (per element
-here). Two simulator defects are worked around (both switched on only in the simulator):
-``cuda.shared.array`` is made race-free (``_lock_simulator_shared_arrays``).
+here). One simulator defect is worked around (only in the simulator): ``cuda.shared.array``
+is made race-free (``_lock_simulator_shared_arrays``).
 """
 
 from __future__ import annotations
@@ -67,7 +67,9 @@ def _lock_simulator_shared_arrays() -> None:
     from each call site (get, then set, on a dict, with no lock), so two simulated threads that
     reach a site together can each get an array of their own and never see each other's
     writes (seen here as a merge reading unwritten memory: "math domain error" in log2).
-    The replacement allocates each site's array once per block under a lock."""
+    The replacement allocates each site's array once per launch (the simulator keeps one
+    shared-memory object per launch and runs its blocks one after another) under a lock."""
+    from numba.core.types import Type
     from numba.cuda.simulator import kernelapi
     from numba.np.numpy_support import as_dtype
 
@@ -85,8 +87,7 @@ def _lock_simulator_shared_arrays() -> None:
         with lock:
             arrays = self.__dict__.setdefault("_site_arrays", {})
             if site not in arrays:
-                arrays[site] = numpy.empty(shape, dtype if isinstance(dtype, numpy.dtype)
-                                           else as_dtype(dtype) if not isinstance(dtype, type)
+                arrays[site] = numpy.empty(shape, as_dtype(dtype) if isinstance(dtype, Type)
                                            else numpy.dtype(dtype))
             return arrays[site]
 

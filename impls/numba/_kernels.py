@@ -56,6 +56,40 @@ LN2 = 0.6931471805599453
 FULL_MASK = 0xFFFFFFFF
 
 
+HALF_RESCALE = np.float32(2.0 ** 112)
+
+
+@device_function
+def bits_as_float(bits):
+    """The low 32 bits of an integer reinterpreted as a float32 (a bitcast on the GPU)."""
+    return np.uint32(bits).view(np.float32)
+
+
+@device_function
+def half_as_float(h):
+    """IEEE half bits (0 <= h < 2^16) to float32, exactly: the exponent and mantissa bits moved
+    into a float32 and rescaled by 2^(127 - 15) (normals and subnormals alike; inf and NaN keep
+    an all-ones exponent)."""
+    mag = (h & 0x7FFF) << 13
+    if (h & 0x7C00) == 0x7C00:  # inf, NaN
+        f = bits_as_float(mag | 0x7F800000)
+    else:
+        f = bits_as_float(mag) * HALF_RESCALE
+    return -f if h & 0x8000 else f
+
+
+@device_function
+def bf16_bits(x):
+    """float32 x rounded to nearest-even bfloat16, as the signed 16-bit integer with its bits
+    (NaN stays a quiet NaN)."""
+    u = np.int64(np.float32(x).view(np.uint32))
+    if (u & 0x7FFFFFFF) > 0x7F800000:
+        bits = np.int64(0x7FC0)
+    else:  # round to nearest even on the 16 bits dropped
+        bits = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    return bits - ((bits & 0x8000) << 1)
+
+
 @dataclass(frozen=True)
 class Config:
     """Everything the kernels are specialised on (all compile-time constants)."""
@@ -104,25 +138,10 @@ def build(c: Config):
     NS = UNROLL * GROUP  # scores per thread per step
     NACC = GROUP * EPT
     NSTATE = 2 * GROUP + NACC  # m[GROUP], l[GROUP], acc[GROUP][EPT]
+    NOTHER = max(NS, NSTATE)  # takes both the scores and the state from another lane
     NWORDS = UNROLL * WPT
     NEG_INF = np.float32(-np.inf)
-    HALF_RESCALE = np.float32(2.0 ** 112)
     ZERO = np.float32(0.0)
-
-    @device_function
-    def bits_as_float(bits):
-        return np.uint32(bits).view(np.float32)
-
-    @device_function
-    def half_as_float(h):
-        """IEEE half bits (0 <= h < 2^16) to float32, exactly: the exponent and mantissa bits
-        moved into a float32 and rescaled by 2^(127 - 15) (normals and subnormals alike)."""
-        mag = (h & 0x7FFF) << 13
-        if (h & 0x7C00) == 0x7C00:  # inf, NaN
-            f = bits_as_float(mag | 0x7F800000)
-        else:
-            f = bits_as_float(mag) * HALF_RESCALE
-        return -f if h & 0x8000 else f
 
     @device_function
     def element(w, e):
@@ -139,15 +158,10 @@ def build(c: Config):
         if OUT != OUT_BF16:  # float32, or float16 through the array's own conversion
             out[b, h, s, d] = x
         else:
-            u = np.int64(np.float32(x).view(np.uint32))
-            if (u & 0x7FFFFFFF) > 0x7F800000:  # NaN stays a (quiet) NaN
-                bits = np.int64(0x7FC0)
-            else:  # round to nearest even on the 16 bits dropped
-                bits = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
-            out[b, h, s, d] = np.int16(bits - ((bits & 0x8000) << 1))  # as signed 16 bits
+            out[b, h, s, d] = np.int16(bf16_bits(x))
 
     if SIMULATOR:
-        XMAX = max(NS, NSTATE)
+        XMAX = NOTHER
 
         @device_function
         def exchange(src, dst, n, off):
@@ -227,7 +241,7 @@ def build(c: Config):
                     q[h * EPT + i * EPW + e] = element(w, e) * qk_scale
 
         st = cuda.local.array(NSTATE, np.float32)
-        other = cuda.local.array(NSTATE, np.float32)
+        other = cuda.local.array(NOTHER, np.float32)  # the exchange's landing buffer
         for h in range(GROUP):
             st[h] = NEG_INF
             st[GROUP + h] = ZERO

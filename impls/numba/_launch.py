@@ -63,14 +63,17 @@ def config_for(problem, out_kind: int | None = None, tpr: int | None = None,
     tpr = tpr or default_tpr
     if num_warps is None:
         num_warps = default_warps
-        while num_warps > 1 and num_warps * group * problem.head_dim * 4 > SMEM_LIMIT:
+        while num_warps > 1 and merge_smem_bytes(num_warps, group, problem.head_dim) > SMEM_LIMIT:
             num_warps //= 2
     wpt = -(-words // tpr)
     if unroll is None:
         unroll = SIM_UNROLL if simulator else max(1, LOADS_PER_STEP // wpt)
-    if num_warps * group * problem.head_dim * 4 > SMEM_LIMIT:
-        raise ValueError(f"{num_warps} warps x {group} heads x head_dim {problem.head_dim} "
-                         "floats exceed the shared memory of the merge")
+    if tpr not in (1, 2, 4, 8, 16, 32) or unroll < 1 or num_warps < 1:
+        raise ValueError(f"tpr={tpr}, unroll={unroll}, num_warps={num_warps}: tpr must be a "
+                         "power of two <= 32, unroll and num_warps >= 1")
+    if merge_smem_bytes(num_warps, group, problem.head_dim) > SMEM_LIMIT:
+        raise ValueError(f"{num_warps} warps x {group} heads x head_dim {problem.head_dim}: the "
+                         f"merge needs more than {SMEM_LIMIT} bytes of shared memory")
     return Config(head_dim=problem.head_dim, group=group, dtype=problem.dtype,
                   paged=problem.layout == "paged",
                   out_kind=OUT_KINDS[problem.dtype] if out_kind is None else out_kind,
@@ -78,6 +81,11 @@ def config_for(problem, out_kind: int | None = None, tpr: int | None = None,
                   min_blocks=min_blocks if min_blocks is not None
                   else MIN_BLOCKS if group * wpt * epw <= CAP_STATE_FLOATS
                   and problem.dtype != "float16" else 0)
+
+
+def merge_smem_bytes(num_warps: int, group: int, head_dim: int) -> int:
+    """Static shared memory of the cross-warp merge: acc, m and l of every warp and head."""
+    return num_warps * group * (head_dim + 2) * 4
 
 
 def num_chunks(problem) -> int:

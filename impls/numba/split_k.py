@@ -10,7 +10,7 @@ two Numba launches at short sequences.
 """
 
 from impls import heuristics
-from impls.numba._launch import check_alignment, config_for, launcher, num_chunks, plan
+from impls.numba._launch import check_alignment, launcher, num_chunks, plan
 from impls.registry import Launch, Unsupported, sm_count
 
 # Split count: ~WAVES blocks per SM, no split shorter than MIN_TOKENS_PER_SPLIT.
@@ -32,6 +32,5 @@ def prepare(inputs, out, lse, num_splits: int | None = None, **tile) -> Launch:
     heuristics.check_num_splits(num_splits)
     if reason := check_alignment(inputs):
         raise Unsupported(reason)
-    config_for(p, **tile)  # a tile that cannot work fails here, before any launch
     launches, config = plan(inputs, out, lse, num_splits=num_splits, **tile)
     return Launch(launcher(launches), config)
