@@ -25,17 +25,11 @@ MIN_TOKENS_PER_SPLIT = 256
 MAX_SPLITS = 128
 
 
-def pick_num_splits(problem, num_sms: int) -> int:
-    programs = problem.batch * problem.num_kv_heads * num_chunks(problem)
-    return heuristics.pick_num_splits(problem, num_sms, programs, WAVES, MIN_TOKENS_PER_SPLIT,
-                                      MAX_SPLITS)
-
-
 def prepare(inputs, out, lse, num_splits: int | None = None) -> Launch:
     p = inputs.problem
-    if num_splits is None:
-        num_splits = pick_num_splits(p, sm_count(inputs.device))
-    heuristics.check_num_splits(num_splits)
+    num_splits = heuristics.resolve_num_splits(
+        num_splits, p, sm_count(inputs.device), p.batch * p.num_kv_heads * num_chunks(p), WAVES, MIN_TOKENS_PER_SPLIT,
+        MAX_SPLITS)
     if reason := check_alignment(inputs):
         raise Unsupported(reason)
     defines = _build.kernel_defines(p)

@@ -17,6 +17,7 @@ import sys
 import numpy as np
 import torch
 
+from impls import heuristics
 from impls.numba._compat import SIMULATOR, cuda
 from impls.numba._kernels import LOG2E, OUT_FLOAT32, OUT_KINDS, WORD_BYTES, Config, build
 
@@ -154,8 +155,6 @@ def plan(inputs, out: torch.Tensor, lse: torch.Tensor, num_splits: int | None,
     """Launches for one problem: ``num_splits=None`` is the one-pass kernel writing out/lse;
     otherwise ``num_splits`` token ranges of ``split_len`` tokens each write float32 partials,
     then the combine kernel. Returns (launches, config to report)."""
-    from impls import heuristics
-
     p = inputs.problem
     paged = p.layout == "paged"
     table = inputs.block_table if paged else inputs.seq_lens.view(-1, 1)  # never read when dense

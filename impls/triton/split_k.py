@@ -22,7 +22,7 @@ from impls import heuristics
 from impls.registry import Launch, sm_count
 from impls.triton._common import LOG2E, attend, pick_launch_config, store_group
 
-# Split-count heuristic (pick_num_splits): enough programs for WAVES waves over the SMs, but no
+# Split-count heuristic (heuristics.pick_num_splits): enough programs for WAVES waves over the SMs, but no
 # split shorter than MIN_TOKENS_PER_SPLIT, where the workspace write and the combine cost more
 # than the extra parallelism saves; MAX_SPLITS bounds the workspace and the combine's tile.
 WAVES = 1  # sweep (H200, 1 x 32k): 16-17 splits beat 33 (49 us vs 53 us)
@@ -92,17 +92,11 @@ def _combine_kernel(
     tl.store(lse_ptr + pid_b * stride_lb + pid_h, m + tl.log(total))
 
 
-def pick_num_splits(problem, num_sms: int) -> int:
-    """~WAVES programs per SM, each split >= MIN_TOKENS_PER_SPLIT tokens."""
-    return heuristics.pick_num_splits(problem, num_sms, problem.batch * problem.num_kv_heads,
-                                      WAVES, MIN_TOKENS_PER_SPLIT, MAX_SPLITS)
-
-
 def prepare(inputs, out, lse, num_splits: int | None = None) -> Launch:
     p = inputs.problem
-    if num_splits is None:
-        num_splits = pick_num_splits(p, sm_count(inputs.device))
-    heuristics.check_num_splits(num_splits)
+    num_splits = heuristics.resolve_num_splits(
+        num_splits, p, sm_count(inputs.device), p.batch * p.num_kv_heads, WAVES, MIN_TOKENS_PER_SPLIT,
+        MAX_SPLITS)
     cfg = pick_launch_config(p)
     chunk = heuristics.tokens_per_split(p, num_splits, cfg["BLOCK_N"])
     paged = p.layout == "paged"
