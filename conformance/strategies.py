@@ -88,6 +88,8 @@ def fit(problem: DecodeProblem, impl: Impl) -> DecodeProblem:
         problem = problem.replace(dtype=sorted(caps.dtypes)[0])
     step = caps.head_dim_multiple
     head_dim = min(-(-problem.head_dim // step) * step, caps.max_head_dim // step * step)
+    if caps.head_dims is not None and head_dim not in caps.head_dims:  # the next one up, or the largest
+        head_dim = min((d for d in caps.head_dims if d >= head_dim), default=max(caps.head_dims))
     if head_dim != problem.head_dim:
         problem = problem.replace(head_dim=head_dim, sm_scale=None)
     if problem.page_size % caps.page_size_multiple:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
+import tempfile
 import sys
 from pathlib import Path
 
@@ -44,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="output folder (default runs/<UTC time>)")
     run.add_argument("--save-cases", type=Path, metavar="DIR",
                      help="write one .npz per (implementation, problem): inputs and outputs")
+    run.add_argument("--fresh-caches", action="store_true",
+                     help="start every JIT disk cache empty (Triton, CuPy, FlashInfer, FA4), so "
+                          "each configuration's first call includes its compilation")
     run.add_argument("--no-isolate", action="store_true",
                      help="run backends in this process (debugging; a crash ends the run)")
     sub.add_parser("list", help="capability matrix: backend x variant, available or why not")
@@ -82,6 +87,8 @@ def cmd_run(args, argv) -> int:
     rows_path.unlink(missing_ok=True)
 
     prov = provenance.collect(argv)
+    prov["compile_caches"] = _fresh_caches() if args.fresh_caches else \
+        "as configured (may hold kernels compiled by earlier runs: first calls can be cache loads)"
     if torch.cuda.is_available():
         prov["copy_bw_gbps"] = round(copy_bandwidth_gbps(torch.device("cuda")), 1)
     else:
@@ -106,16 +113,36 @@ def cmd_run(args, argv) -> int:
             run_isolated(spec, prov, out_dir, backend)
 
     rows = results.read_rows(rows_path)
-    results.add_baseline_ratios(rows)
+    results.add_vendor_ratios(rows)
     results.write_all(out_dir, prov, rows)
     for backend, group in results.by_backend(rows).items():
         why = results.unavailable_everywhere(group)
         print(f"\n== {backend} ==")
-        if missing := results.missing_variants(rows, backend):
-            print(missing)
+        for note in (results.missing_variants(rows, backend), results.compile_note(group)):
+            if note:
+                print(note)
         print(f"unavailable: {why}" if why else results.text_table(group))
+    header, body = results.side_by_side(rows)
+    if len(header) > 2:
+        print(f"\n== side by side ==\n{results.SIDE_NOTE}")
+        print(results.columns(header, body))
     print(f"\n{results.summary_counts(rows)}. Files: {out_dir}/results.{{md,csv,json}}")
     return 1 if any(r["status"] in ("FAIL", "ERROR") for r in rows) else 0
+
+
+CACHE_VARIABLES = {  # where each run-time compiler keeps its disk cache
+    "TRITON_CACHE_DIR": "triton", "CUPY_CACHE_DIR": "cupy", "FLASHINFER_WORKSPACE_BASE": "flashinfer",
+    "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": "flash_attn"}
+
+
+def _fresh_caches() -> str:
+    """Point every JIT disk cache at a new empty temporary folder (the workers inherit the
+    environment); Numba and FA4 (by default) keep no disk cache."""
+    root = Path(tempfile.mkdtemp(prefix="decode-bench-jit-"))
+    for var, name in CACHE_VARIABLES.items():
+        (root / name).mkdir(parents=True)
+        os.environ[var] = str((root / name).resolve())
+    return f"fresh: empty at the start of the run ({root})"
 
 
 def cmd_list() -> int:
@@ -129,7 +156,8 @@ def cmd_list() -> int:
             continue
         status = f"unavailable: {why}" if why else f"available ({impl.backend.mode()})"
         caps = impl.caps
-        dims = f"<= {caps.max_head_dim}" + (f", % {caps.head_dim_multiple}" if caps.head_dim_multiple > 1 else "")
+        dims = ",".join(map(str, sorted(caps.head_dims))) if caps.head_dims else \
+            f"<= {caps.max_head_dim}" + (f", % {caps.head_dim_multiple}" if caps.head_dim_multiple > 1 else "")
         body.append((impl.backend.name, impl.variant, status, ",".join(sorted(caps.layouts)),
                      ",".join(sorted(caps.dtypes)), dims, impl.summary))
     print(results.columns(header, body))

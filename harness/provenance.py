@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 PACKAGES = ("torch", "triton", "numpy", "hypothesis", "cupy-cuda13x", "cupy-cuda12x", "numba",
-            "numba-cuda", "flash-attn-4", "flash-attn", "flashinfer-python")
+            "numba-cuda", "flash-attn-4", "nvidia-cutlass-dsl", "flash-attn", "flashinfer-python")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -63,6 +63,8 @@ def collect(argv: list[str] | None = None) -> dict:
         "packages": {p: v for p in PACKAGES if (v := _version(p))},
         "cuda_runtime": torch.version.cuda,
     }
+    if torch.backends.cudnn.is_available():
+        info["packages"]["cudnn (torch's)"] = str(torch.backends.cudnn.version())
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
         info.update(device="gpu", gpu=props.name, sm_count=props.multi_processor_count,

@@ -18,7 +18,7 @@ STATUSES = ("PASS", "FAIL", "UNSUPPORTED", "UNAVAILABLE", "ERROR")
 ROW_PROVENANCE = ("gpu", "driver", "commit", "timestamp")
 CSV_FIELDS = ("backend", "variant", "problem", "status", "reason", "out_max_err", "out_err_ratio",
               "lse_max_err", "lse_err_ratio", "median_us", "p20_us", "p80_us", "reps",
-              "bytes", "gbps", "pct_peak_bw", "vs_torch", "first_call_ms", "timing", "config",
+              "bytes", "gbps", "pct_peak_bw", "vs_vendor", "vendor_best", "first_call_ms", "timing", "config",
               "spec") + ROW_PROVENANCE
 
 
@@ -34,21 +34,20 @@ def read_rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def logical_key(spec: dict) -> tuple:
-    """The logical problem, layout and page size aside: rows of the same cache compare."""
-    return (spec["num_q_heads"], spec["num_kv_heads"], spec["head_dim"], tuple(spec["seq_lens"]),
-            spec["dtype"], spec.get("sm_scale"))
-
-
-def add_baseline_ratios(rows: list[dict], baseline: str = "torch/dense") -> None:
-    """``vs_torch``: the torch baseline's median on the same logical problem over this row's
-    (> 1: faster than torch). Paged rows compare against torch on the dense layout of the same
-    cache, the only layout torch has a kernel for."""
-    base = {logical_key(r["spec"]): r["median_us"] for r in rows
-            if r["impl"] == baseline and r.get("median_us")}
+def add_vendor_ratios(rows: list[dict]) -> None:
+    """``vs_vendor``: the fastest vendor kernel's median on the same problem (same shape,
+    lengths, layout, page size and dtype) over this row's, so > 1 means faster than every vendor
+    kernel timed on it; ``vendor_best`` names that kernel and ``vendor_best_us`` gives its time.
+    Only PASS rows of vendor backends count (a wrong answer is no baseline)."""
+    best: dict[str, tuple[float, str]] = {}
     for r in rows:
-        t = base.get(logical_key(r["spec"]))
-        r["vs_torch"] = round(t / r["median_us"], 3) if t and r.get("median_us") else None
+        if r.get("vendor") and r["status"] == "PASS" and r.get("median_us") and r.get("applicable", True):
+            if r["problem"] not in best or r["median_us"] < best[r["problem"]][0]:
+                best[r["problem"]] = (r["median_us"], r["impl"])
+    for r in rows:
+        b = best.get(r["problem"])
+        r["vendor_best"], r["vendor_best_us"] = (b[1], b[0]) if b else (None, None)
+        r["vs_vendor"] = round(b[0] / r["median_us"], 3) if b and r.get("median_us") else None
 
 
 def _fmt(value, spec: str = "") -> str:
@@ -64,20 +63,20 @@ def _cell_status(r: dict) -> str:
 
 
 TABLE_COLUMNS = ("problem", "variant", "status", "median us", "p20-p80 us", "GB/s", "% BW",
-                 "vs torch", "config / reason")
+                 "vs vendor", "1st call ms", "config / reason")
 
 
 def _table_row(r: dict) -> list[str]:
     if r["status"] in ("PASS", "FAIL"):
         cfg = ", ".join(f"{k}={v}" for k, v in (r.get("config") or {}).items()
-                        if k in ("num_splits", "BLOCK_N", "TPR", "kernel"))
+                        if k in ("num_splits", "BLOCK_N", "TPR", "kernel", "split_kv"))
         note = cfg if r["status"] == "PASS" else r.get("reason", "")
     else:
         note = r.get("reason", "")
     spread = f"{r['p20_us']:.1f}-{r['p80_us']:.1f}" if r.get("p20_us") is not None else ""
     return [r["problem"], r["variant"], _cell_status(r), _fmt(r.get("median_us"), ".1f"), spread,
             _fmt(r.get("gbps"), ".0f"), _fmt(r.get("pct_peak_bw"), ".1f"),
-            _fmt(r.get("vs_torch"), ".2f"), note[:90]]
+            _fmt(r.get("vs_vendor"), ".2f"), _fmt(r.get("first_call_ms"), ".0f"), note[:90]]
 
 
 def markdown_table(rows: Iterable[dict]) -> str:
@@ -148,6 +147,7 @@ def provenance_lines(prov: dict) -> list[str]:
         f"- device: {device}",
         f"- {bw}",
         "- packages: " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items())),
+        f"- JIT disk caches: {prov.get('compile_caches', 'not recorded')}",
         f"- python {prov.get('python')}, commit {prov.get('commit')}, {prov.get('timestamp')}, "
         f"host {prov.get('host')}",
     ]
@@ -158,15 +158,67 @@ def summary_counts(rows: list[dict]) -> str:
     return ", ".join(f"{n} {s}" for s, n in counts.items() if n)
 
 
+SIDE_NOTE = ("Side by side: each backend's fastest passing variant per problem: median us "
+             "[d]ense / [p]aged / [s]plit-k, % of measured bandwidth, and the fastest vendor "
+             "kernel's time over this one (> 1: faster than every vendor kernel on the problem).")
+
+
+def side_by_side(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """One line per problem, one column per backend (DSLs first, then vendor libraries)."""
+    groups = by_backend(rows)
+    names = sorted(groups, key=lambda b: (any(r.get("vendor") for r in groups[b]), b))
+    problems = list(dict.fromkeys(r["problem"] for r in rows))
+    body = []
+    for problem in problems:
+        first = next(r for r in rows if r["problem"] == problem)
+        vendor = f"{first['vendor_best']} {first['vendor_best_us']:.1f}" if first.get("vendor_best") else ""
+        line = [problem, vendor]
+        for name in names:
+            mine = [r for r in groups[name] if r["problem"] == problem]
+            timed = [r for r in mine if r["status"] == "PASS" and r.get("median_us")]
+            bad = sorted({r["status"] for r in mine if r["status"] in ("FAIL", "ERROR")})
+            cell = ""
+            if timed:
+                r = min(timed, key=lambda r: r["median_us"])
+                cell = f"{r['median_us']:.1f} [{r['variant'][0]}]"
+                if r.get("pct_peak_bw") is not None:
+                    cell += f" {r['pct_peak_bw']:.0f}%"
+                if r.get("vs_vendor") is not None:
+                    cell += f" {r['vs_vendor']:.2f}x"
+            elif mine and all(r["status"] == "PASS" for r in mine):
+                cell = "PASS"
+            line.append(" ".join(filter(None, [cell, "+".join(bad)])) or "-")
+        body.append(line)
+    return ["problem", "fastest vendor (us)", *names], body
+
+
+def compile_note(group: list[dict]) -> str:
+    """How long first calls took (prepare + first launch, synced), for a backend that compiles."""
+    what = next((r.get("compiles") for r in group if r.get("compiles")), "")
+    firsts = [r["first_call_ms"] for r in group if r.get("first_call_ms") is not None]
+    if not what or not firsts:
+        return ""
+    return (f"Compiles at run time ({what}): first call (set-up + compile + launch, synced) "
+            f"{min(firsts):.0f}-{max(firsts):.0f} ms over these cells, apart from the timed "
+            "median; a configuration compiled by an earlier cell of the run is not compiled again.")
+
+
 def render_markdown(prov: dict, rows: list[dict]) -> str:
     parts = ["# decode-bench results", "", *provenance_lines(prov), "",
              f"Cells: {summary_counts(rows)}. Status PASS/FAIL carries the worst error in units "
-             "of the tolerance (specs/tolerance.py). 'vs torch' is the torch baseline's time on "
-             "the same logical cache (dense layout) over this row's: > 1 is faster.", ""]
+             "of the tolerance (specs/tolerance.py). 'vs vendor' is the fastest vendor kernel's "
+             "time on the same problem over this row's: > 1 is faster than all of them. "
+             "'1st call ms' is set-up plus the first launch, synced (JIT compilation included).", ""]
+    header, body = side_by_side(rows)
+    if len(header) > 2:
+        parts += ["## Side by side", "", SIDE_NOTE, "", "| " + " | ".join(header) + " |",
+                  "|" + "---|" * len(header),
+                  *["| " + " | ".join(c.replace("|", "/") for c in line) + " |" for line in body], ""]
     for backend, group in by_backend(rows).items():
         why = unavailable_everywhere(group)
         table = f"unavailable: {why}" if why else markdown_table(group)
-        notes = [n for n in (_timing_note(group), missing_variants(rows, backend)) if n]
+        notes = [n for n in (_timing_note(group), compile_note(group),
+                             missing_variants(rows, backend)) if n]
         parts += [f"## {backend}", "", *[n + "\n" for n in notes], table, ""]
     return "\n".join(parts)
 

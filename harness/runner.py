@@ -67,6 +67,7 @@ def _base_row(cell: int, impl: Impl, problem: DecodeProblem, prov: dict) -> dict
             "problem": problem.label(), "spec": problem.to_dict(),
             "applicable": impl.variant in ("split-k", problem.layout),
             "no_kernel": impl.module is None,  # the backend has no such variant at all
+            "vendor": impl.backend.vendor, "compiles": impl.backend.compiles,
             **{k: prov.get(k) for k in results.ROW_PROVENANCE}}
 
 

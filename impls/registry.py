@@ -49,6 +49,9 @@ class Unavailable(Exception):
 class Launch:
     run: Callable[[], Any]  # launches the kernels; returns None, or (out, lse) it allocated
     config: dict[str, Any] = field(default_factory=dict)  # choices made (num_splits, BLOCK_N, ...)
+    # The library returns its LSE in base 2 (log2 of the sum of 2^(scores * log2 e)), as
+    # FlashInfer does: the check converts it to the spec's natural log, outside the timed call.
+    lse_base2: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class Capabilities:
     dtypes: frozenset[str] = frozenset(DTYPES)
     max_head_dim: int = 256
     head_dim_multiple: int = 1
+    head_dims: frozenset[int] | None = None  # an explicit set (a library's compiled head dims)
     page_size_multiple: int = 1
     uniform_lengths_only: bool = False
     note: str = ""  # why the limits are what they are
@@ -69,6 +73,8 @@ class Capabilities:
             return f"{p.layout} layout (handles: {', '.join(sorted(self.layouts))}){why}"
         if p.dtype not in self.dtypes:
             return f"dtype {p.dtype} (handles: {', '.join(sorted(self.dtypes))}){why}"
+        if self.head_dims is not None and p.head_dim not in self.head_dims:
+            return f"head_dim {p.head_dim} (handles: {', '.join(map(str, sorted(self.head_dims)))}){why}"
         if p.head_dim > self.max_head_dim or p.head_dim % self.head_dim_multiple:
             return (f"head_dim {p.head_dim} (handles multiples of {self.head_dim_multiple} up to "
                     f"{self.max_head_dim}){why}")
@@ -89,6 +95,8 @@ class Backend:
     requires: tuple[str, ...]  # importable module names
     cpu_mode: str | None = None  # how it runs without a GPU, if it can ("interpreter", ...)
     probe_module: str | None = None  # module with probe() -> None for extra checks
+    vendor: bool = False  # a library's own kernels (the baselines), not a DSL written here
+    compiles: str = ""  # when it compiles at run time: "" (never: prebuilt), or what and when
 
     def mode(self) -> str:
         return _mode(self)

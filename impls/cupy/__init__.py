@@ -7,6 +7,7 @@ BACKEND = Backend(
     summary="raw CUDA C++ compiled by NVRTC through cupy.RawModule, launched on torch's stream",
     requires=("cupy",),
     cpu_mode=None,  # CUDA kernels need a GPU
+    compiles="NVRTC on the first use of each kernel specialisation; cached on disk (CUPY_CACHE_DIR)",
 )
 
 # 16-byte vector loads: head_dim a multiple of 8 (16-bit) elements; up to 256.

@@ -7,6 +7,7 @@ BACKEND = Backend(
     summary="Triton kernels; GQA group as a 16-row tl.dot tile, online softmax",
     requires=("triton",),
     cpu_mode="interpreter",  # TRITON_INTERPRET=1, set by impls/__init__.py without a GPU
+    compiles="Triton JIT on the first launch of each specialisation; cached on disk (TRITON_CACHE_DIR)",
 )
 
 # Head dims are padded to a power of two inside the kernels (masked), up to 256.

@@ -1,0 +1,126 @@
+"""The vendor backends' host-side pieces, on the CPU: registry entries and their reasons,
+FA4's finite-tail precondition, FlashInfer's base-2 LSE convention, head-dim sets in fit(), and
+the vendor ratios and side-by-side table of the results."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import impls  # noqa: F401  (first: CPU modes before any DSL import)
+from conformance.checks import check
+from conformance.strategies import fit
+from harness import results
+from impls import registry
+from impls.flash_attn.fa4 import nonfinite_tail
+from impls.registry import Backend, Capabilities, Impl, Launch
+from specs.inputs import make_inputs
+from specs.problem import DecodeProblem
+from specs.reference import reference
+
+
+def test_vendor_cells_and_their_reasons():
+    impls_by_name = {i.name: i for i in registry.all_impls()}
+    assert impls_by_name["flash_attn/split-k"].cell_unsupported == \
+        "flash-attn-4 has no split-KV on sm90"
+    for name in ("flash_attn/dense", "flash_attn/paged", "flashinfer/dense", "flashinfer/paged",
+                 "flashinfer/split-k", "torch-cudnn/dense", "torch-fa2/dense"):
+        impl = impls_by_name[name]
+        assert impl.backend.vendor and impl.allocates_outputs, name
+        if not torch.cuda.is_available():
+            assert impl.availability() == "no CUDA GPU", name
+    assert not any(i.backend.vendor for i in registry.all_impls()
+                   if i.backend.name in ("triton", "cupy", "numba"))
+
+
+# ---- FA4: rows past the length in the last tile / page must be finite ------------------------
+@pytest.mark.parametrize("layout", ["dense", "paged"])
+def test_conformance_inputs_meet_fa4s_precondition(layout):
+    p = DecodeProblem(8, 2, 64, (15, 16, 17, 40), layout=layout, page_size=16)
+    assert nonfinite_tail(make_inputs(p, 3)) is None  # finite poison past every length
+
+
+def test_nan_in_a_last_page_tail_is_named_nan_elsewhere_is_allowed():
+    p = DecodeProblem(8, 2, 64, (15, 16, 40), layout="paged", page_size=16)
+    inputs = make_inputs(p, 3)
+    # pages no sequence owns hold NaN already (FA4 never loads them): fine
+    assert torch.isnan(inputs.k).any() and nonfinite_tail(inputs) is None
+    last = int(inputs.block_table[2, 2])  # seq 2 (40 tokens): its last page holds tokens 32..47
+    inputs.v[last, 7] = float("nan")  # token 39: inside the length, not the precondition's business
+    assert nonfinite_tail(inputs) is None
+    inputs.k[last, 12] = float("inf")  # token 44: past the length, in the last page
+    why = nonfinite_tail(inputs)
+    assert why is not None and "seq_lens[2]=40" in why and f"page {last}" in why
+    inputs.k[last, 12] = 0.0
+    inputs.v[int(inputs.block_table[0, 0]), 15] = float("nan")  # seq 0 (15 tokens): row 15
+    assert "seq_lens[0]=15" in nonfinite_tail(inputs)
+    assert nonfinite_tail(make_inputs(p.replace(seq_lens=(16, 32, 48)), 3)) is None  # full pages
+
+
+def test_dense_tail_rows_checked_within_a_tile():
+    p = DecodeProblem(8, 2, 64, (5, 300), layout="dense")
+    inputs = make_inputs(p, 1)
+    assert nonfinite_tail(inputs) is None
+    inputs.v[0, 300] = float("nan")  # 295 rows past seq 0's length: beyond any FA4 tile
+    assert nonfinite_tail(inputs) is None
+    inputs.v[0, 100] = float("nan")  # inside the 256-row window past it
+    assert "seq_lens[0]=5" in nonfinite_tail(inputs)
+
+
+# ---- a library whose LSE is base 2 (FlashInfer) ----------------------------------------------
+def _correct_but_base2(inputs, out, lse):
+    ref = reference(inputs)
+    o = ref.out.to(inputs.q.dtype)
+    lse2 = (ref.lse / math.log(2.0)).float()
+    return Launch(lambda: (o, lse2), lse_base2=inputs.problem.seq_lens[0] != 7)
+
+
+def test_base2_lse_is_converted_outside_the_timed_call(monkeypatch):
+    backend = Backend(name="base2", summary="", requires=("torch",), cpu_mode="cpu")
+    impl = Impl(backend, "dense", __name__, Capabilities(frozenset({"dense"})),
+                entry="_correct_but_base2", allocates_outputs=True)
+    p = DecodeProblem(4, 2, 64, (9, 30))
+    assert check(impl, make_inputs(p, 0)).comparison.passed
+    # control: the same base-2 LSE without the declaration is caught
+    undeclared = check(impl, make_inputs(p.replace(seq_lens=(7, 30)), 0)).comparison
+    assert not undeclared.passed and undeclared.lse_err_ratio > 1
+
+
+def test_fit_moves_head_dim_into_an_explicit_set():
+    flashinfer = registry.get("flashinfer/paged")
+    for given, expected in ((96, 128), (64, 64), (256, 256), (40, 64)):
+        p = DecodeProblem(8, 2, given, (5,), layout="paged", page_size=16)
+        assert fit(p, flashinfer).head_dim == expected
+    assert "head_dim 96 (handles: 64, 128, 256)" in flashinfer.unsupported(
+        DecodeProblem(8, 2, 96, (5,), layout="paged"))
+
+
+# ---- results: the fastest vendor kernel per problem, and the side-by-side table --------------
+def _row(impl, problem, us, status="PASS", vendor=False):
+    backend, variant = impl.split("/")
+    return {"impl": impl, "backend": backend, "variant": variant, "problem": problem,
+            "status": status, "median_us": us if status == "PASS" else None, "vendor": vendor,
+            "applicable": True, "pct_peak_bw": 50.0 if us else None}
+
+
+def test_vendor_ratio_is_against_the_fastest_passing_vendor_kernel_of_the_same_problem():
+    rows = [_row("torch-cudnn/dense", "A dense", 100.0, vendor=True),
+            _row("flash_attn/dense", "A dense", 80.0, vendor=True),
+            _row("flashinfer/dense", "A dense", 50.0, status="FAIL", vendor=True),  # no baseline
+            _row("triton/dense", "A dense", 40.0),
+            _row("triton/paged", "A paged", 60.0),  # no vendor timed on this problem
+            _row("flash_attn/paged", "A paged", None, status="UNSUPPORTED", vendor=True)]
+    results.add_vendor_ratios(rows)
+    triton = rows[3]
+    assert triton["vendor_best"] == "flash_attn/dense" and triton["vs_vendor"] == 2.0
+    assert rows[0]["vs_vendor"] == 0.8 and rows[1]["vs_vendor"] == 1.0
+    assert rows[4]["vs_vendor"] is None and rows[4]["vendor_best"] is None
+    header, body = results.side_by_side(rows)
+    assert header[:2] == ["problem", "fastest vendor (us)"]
+    assert header.index("triton") < header.index("flash_attn")  # DSLs first, then vendors
+    line = dict(zip(header, body[0]))
+    assert line["fastest vendor (us)"] == "flash_attn/dense 80.0"
+    assert line["triton"] == "40.0 [d] 50% 2.00x"
+    assert line["flashinfer"] == "FAIL"
