@@ -90,7 +90,8 @@ def check(impl: Impl, inputs: DecodeInputs, ref: Reference | None = None,
     """Run on poisoned outputs and compare with the float64 oracle (no assertion)."""
     ref = ref if ref is not None else reference(inputs)
     run = run_impl(impl, inputs, options)
-    return Checked(run, compare(inputs.problem, run.out, run.lse, ref), ref)
+    return Checked(run, compare(inputs.problem, run.out, run.lse, ref,
+                                lse_rounded_sum=run.launch.lse_rounded_sum), ref)
 
 
 def assert_conforms(impl: Impl, inputs: DecodeInputs, ref: Reference | None = None,
@@ -106,7 +107,8 @@ def assert_agree(impl: Impl, inputs: DecodeInputs, a: Run, b: Run, ref: Referenc
                  options=None, derived: str = "") -> None:
     """Two runs that must compute the same thing agree within the tolerance rule (``ref``
     supplies the tolerance, not the expected values)."""
-    c = compare(inputs.problem, a.out, a.lse, ref, expected=(b.out, b.lse))
+    c = compare(inputs.problem, a.out, a.lse, ref, expected=(b.out, b.lse),
+                lse_rounded_sum=a.launch.lse_rounded_sum or b.launch.lse_rounded_sum)
     if not c.passed:
         raise fail(f"{what}: {c.summary()}", impl, inputs, options, derived, PropertyViolation)
 

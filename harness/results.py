@@ -69,7 +69,7 @@ TABLE_COLUMNS = ("problem", "variant", "status", "median us", "p20-p80 us", "GB/
 def _table_row(r: dict) -> list[str]:
     if r["status"] in ("PASS", "FAIL"):
         cfg = ", ".join(f"{k}={v}" for k, v in (r.get("config") or {}).items()
-                        if k in ("num_splits", "BLOCK_N", "TPR", "kernel", "split_kv"))
+                        if k in ("num_splits", "BLOCK_N", "TPR", "kernel", "split_kv", "lse"))
         note = cfg if r["status"] == "PASS" else r.get("reason", "")
     else:
         note = r.get("reason", "")

@@ -124,3 +124,18 @@ def test_vendor_ratio_is_against_the_fastest_passing_vendor_kernel_of_the_same_p
     assert line["fastest vendor (us)"] == "flash_attn/dense 80.0"
     assert line["triton"] == "40.0 [d] 50% 2.00x"
     assert line["flashinfer"] == "FAIL"
+
+
+def test_declared_rounded_sum_lse_bound_is_u_more_and_no_looser():
+    from specs.tolerance import UNIT_ROUNDOFF, compare
+
+    p = DecodeProblem(8, 2, 64, (40, 7), dtype="bfloat16")
+    inputs = make_inputs(p, 2)
+    ref = reference(inputs)
+    out = ref.out.to(inputs.q.dtype)
+    u = UNIT_ROUNDOFF["bfloat16"]
+    near = (ref.lse + 0.5 * u).float()  # what a normaliser of rounded P can do (<= u)
+    assert not compare(p, out, near, ref).passed  # beyond the float32 rule ...
+    assert compare(p, out, near, ref, lse_rounded_sum=True).passed  # ... within the declared one
+    far = (ref.lse + 2 * u).float()  # a real error (one token of ~128 dropped) is still caught
+    assert not compare(p, out, far, ref, lse_rounded_sum=True).passed
