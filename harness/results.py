@@ -196,7 +196,8 @@ def compile_note(group: list[dict]) -> str:
     """How long first calls took (prepare + first launch, synced), for a backend that compiles."""
     what = next((r.get("compiles") for r in group if r.get("compiles")), "")
     firsts = [r["first_call_ms"] for r in group if r.get("first_call_ms") is not None]
-    if not what or not firsts:
+    on_gpu = any(str(r.get("timing", "")).startswith("cuda") for r in group)
+    if not what or not firsts or not on_gpu:  # interpreters and simulators compile nothing
         return ""
     return (f"Compiles at run time ({what}): first call (set-up + compile + launch, synced) "
             f"{min(firsts):.0f}-{max(firsts):.0f} ms over these cells, apart from the timed "

@@ -139,3 +139,20 @@ def test_declared_rounded_sum_lse_bound_is_u_more_and_no_looser():
     assert compare(p, out, near, ref, lse_rounded_sum=True).passed  # ... within the declared one
     far = (ref.lse + 2 * u).float()  # a real error (one token of ~128 dropped) is still caught
     assert not compare(p, out, far, ref, lse_rounded_sum=True).passed
+
+
+@pytest.mark.parametrize("layout", ["dense", "paged"])
+def test_flashinfer_csr_form_addresses_exactly_each_sequences_rows(layout):
+    from impls.flashinfer.decode import _csr
+
+    p = DecodeProblem(8, 2, 64, (15, 16, 100, 1), layout=layout, page_size=16)
+    inputs = make_inputs(p, 0)
+    indptr, indices, last, page_size, (k, v) = _csr(inputs)
+    assert indptr.dtype == indices.dtype == last.dtype == torch.int32
+    if layout == "dense":  # a view of the dense cache, pages small enough to split the KV axis
+        assert k.data_ptr() == inputs.k.data_ptr() and page_size == 4  # 164 rows = 41 x 4
+    for b, n in enumerate(p.seq_lens):
+        pages = indices[indptr[b]:indptr[b + 1]].long()
+        assert int(last[b]) == n - (len(pages) - 1) * page_size and 1 <= int(last[b]) <= page_size
+        for cache, logical in ((k, inputs.k_logical), (v, inputs.v_logical)):
+            assert torch.equal(cache[pages].flatten(0, 1)[:n], logical[b, :n])

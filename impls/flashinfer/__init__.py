@@ -22,7 +22,7 @@ _PATH = ("tensor-core path (its prefill kernel) for GQA groups >= 4, CUDA-core d
 IMPLS = [
     Impl(BACKEND, "dense", "impls.flashinfer.decode", Capabilities(frozenset({"dense"}), **_CAPS),
          entry="prepare_one_pass", allocates_outputs=True,
-         summary=_PATH + "the dense cache as B pages of max_seq_len rows, disable_split_kv=True"),
+         summary=_PATH + "the dense cache viewed as pages of up to 64 rows (no copy), disable_split_kv=True"),
     Impl(BACKEND, "paged", "impls.flashinfer.decode", Capabilities(frozenset({"paged"}), **_CAPS),
          entry="prepare_one_pass", allocates_outputs=True,
          summary=_PATH + "CSR page indices from the block table, disable_split_kv=True"),

@@ -5,8 +5,9 @@ Algorithm: FlashInfer's batch decode. For GQA groups of 4 or more it runs its te
 SGLang makes and the faster one in ../shared/ANCHORS.md); below that its CUDA-core decode kernel.
 ``plan`` (outside the timed call: it syncs with the host) turns the layout into FlashInfer's CSR
 form: ``indptr``, the used page ids in order, and each sequence's last-page length. Paged: the
-block table's used entries. Dense: the cache ``[B, S, Hkv, D]`` read as B pages of S rows (page
-b = sequence b, last page length = its length), zero-copy. ``paged`` and ``dense`` plan with
+block table's used entries. Dense: the cache ``[B, S, Hkv, D]`` viewed as pages of the largest
+power of two up to 64 rows dividing S (sequence b owns pages b * S/ps ...), zero-copy; not one
+page per sequence, since FlashInfer splits the KV axis at page granularity. ``paged`` and ``dense`` plan with
 ``disable_split_kv=True`` (one pass, like the other backends' one-pass variants); ``split-k`` lets
 FlashInfer's scheduler split the KV axis and merge the partial states as it decides.
 FlashInfer's LSE is base 2; the check converts it (``Launch.lse_base2``), outside the timed call.
@@ -19,7 +20,7 @@ Expected bottleneck: HBM bandwidth at large batch; at batch 1, its split schedul
 
 import torch
 
-from impls.registry import Launch, Unavailable
+from impls.registry import Launch, Unavailable, Unsupported
 
 WORKSPACE_BYTES = 128 << 20  # FlashInfer's recommended float workspace (split-KV partials)
 TENSOR_CORE_MIN_GROUP = 4
@@ -31,20 +32,34 @@ def probe() -> None:
         raise Unavailable(f"FlashInfer's decode kernels need sm80 or newer (this GPU: sm{major}x)")
 
 
+DENSE_PAGE_SIZES = (64, 32, 16, 8, 4, 2, 1)  # the largest that divides the dense cache's rows
+
+
 def _csr(inputs):
-    """(indptr, indices, last_page_len, page_size) of the cache, all int32 on the device."""
+    """(indptr, indices, last_page_len, page_size, k_cache, v_cache): the cache in FlashInfer's
+    CSR form, index tensors int32 on the device, caches as views (no copy)."""
     p = inputs.problem
     lens = inputs.seq_lens
     dev = inputs.device
     if p.layout == "dense":
-        ids = torch.arange(p.batch + 1, dtype=torch.int32, device=dev)
-        return ids, ids[:-1], lens, inputs.k.shape[1]
-    ps = p.page_size
+        # Sequence b's rows are contiguous: pages b * per_seq + j of ps rows each. FlashInfer
+        # splits the KV axis at page granularity, so one page per sequence would forbid a split.
+        rows = inputs.k.shape[1]
+        if not (inputs.k.is_contiguous() and inputs.v.is_contiguous()):
+            raise Unsupported("the dense cache is read as pages without a copy: it must be "
+                              "contiguous")
+        ps = next(n for n in DENSE_PAGE_SIZES if rows % n == 0)
+        per_seq = rows // ps
+        table = torch.arange(p.batch * per_seq, dtype=torch.int32, device=dev).view(p.batch, per_seq)
+        shape = (p.batch * per_seq, ps, p.num_kv_heads, p.head_dim)
+        caches = inputs.k.view(shape), inputs.v.view(shape)
+    else:
+        ps, table, caches = p.page_size, inputs.block_table, (inputs.k, inputs.v)
     pages = (lens + ps - 1) // ps
-    used = torch.arange(inputs.block_table.shape[1], device=dev)[None, :] < pages[:, None]
+    used = torch.arange(table.shape[1], device=dev)[None, :] < pages[:, None]
     indptr = torch.zeros(p.batch + 1, dtype=torch.int32, device=dev)
     indptr[1:] = torch.cumsum(pages, 0)
-    return indptr, inputs.block_table[used].contiguous(), lens - (pages - 1) * ps, ps
+    return indptr, table[used].contiguous(), (lens - (pages - 1) * ps).int(), ps, caches
 
 
 def _prepare(inputs, split_kv: bool) -> Launch:
@@ -56,11 +71,10 @@ def _prepare(inputs, split_kv: bool) -> Launch:
     workspace = torch.zeros(WORKSPACE_BYTES, dtype=torch.uint8, device=inputs.device)
     wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD",
                                                             use_tensor_cores=tensor_cores)
-    indptr, indices, last_page_len, page_size = _csr(inputs)
+    indptr, indices, last_page_len, page_size, cache = _csr(inputs)
     wrapper.plan(indptr, indices, last_page_len, p.num_q_heads, p.num_kv_heads, p.head_dim,
                  page_size, q_data_type=dtype, kv_data_type=dtype, sm_scale=p.scale,
                  disable_split_kv=not split_kv)
-    cache = (inputs.k, inputs.v)
 
     def run():
         return wrapper.run(inputs.q, cache, return_lse=True)
