@@ -13,6 +13,7 @@ CUDNN = Backend(
     requires=("torch",),
     cpu_mode=None,  # the point is torch's CUDA kernels; its CPU path is no baseline
     vendor=True,
+    compiles="cuDNN builds an execution plan per shape on its first call (kept in-process)",
 )
 FA2 = Backend(
     name="torch-fa2",
