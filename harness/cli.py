@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import datetime
 import json
 import os
-import tempfile
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
@@ -118,7 +120,8 @@ def cmd_run(args, argv) -> int:
     for backend, group in results.by_backend(rows).items():
         why = results.unavailable_everywhere(group)
         print(f"\n== {backend} ==")
-        for note in (results.missing_variants(rows, backend), results.compile_note(group)):
+        for note in (results.missing_variants(rows, backend),
+                     results.compile_note(group, bool(prov.get("gpu")))):
             if note:
                 print(note)
         print(f"unavailable: {why}" if why else results.text_table(group))
@@ -132,13 +135,15 @@ def cmd_run(args, argv) -> int:
 
 CACHE_VARIABLES = {  # where each run-time compiler keeps its disk cache
     "TRITON_CACHE_DIR": "triton", "CUPY_CACHE_DIR": "cupy", "FLASHINFER_WORKSPACE_BASE": "flashinfer",
-    "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": "flash_attn"}
+    "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": "flash_attn",
+    "CUDA_CACHE_PATH": "cuda-driver"}  # the driver's PTX-to-SASS cache (Numba, CuPy load PTX)
 
 
 def _fresh_caches() -> str:
     """Point every JIT disk cache at a new empty temporary folder (the workers inherit the
     environment); Numba and FA4 (by default) keep no disk cache."""
     root = Path(tempfile.mkdtemp(prefix="decode-bench-jit-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
     for var, name in CACHE_VARIABLES.items():
         (root / name).mkdir(parents=True)
         os.environ[var] = str((root / name).resolve())

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 PACKAGES = ("torch", "triton", "numpy", "hypothesis", "cupy-cuda13x", "cupy-cuda12x", "numba",
-            "numba-cuda", "flash-attn-4", "nvidia-cutlass-dsl", "flash-attn", "flashinfer-python")
+            "numba-cuda", "flash-attn-4", "nvidia-cutlass-dsl", "quack-kernels", "flash-attn", "flashinfer-python")
 ROOT = Path(__file__).resolve().parent.parent
 
 

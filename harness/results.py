@@ -18,7 +18,7 @@ STATUSES = ("PASS", "FAIL", "UNSUPPORTED", "UNAVAILABLE", "ERROR")
 ROW_PROVENANCE = ("gpu", "driver", "commit", "timestamp")
 CSV_FIELDS = ("backend", "variant", "problem", "status", "reason", "out_max_err", "out_err_ratio",
               "lse_max_err", "lse_err_ratio", "median_us", "p20_us", "p80_us", "reps",
-              "bytes", "gbps", "pct_peak_bw", "vs_vendor", "vendor_best", "first_call_ms", "timing", "config",
+              "bytes", "gbps", "pct_peak_bw", "vs_vendor", "vendor_best", "vendor_best_us", "first_call_ms", "timing", "config",
               "spec") + ROW_PROVENANCE
 
 
@@ -34,6 +34,11 @@ def read_rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def problem_key(row: dict) -> str:
+    """The whole problem (every length, the scale), not its label, which abbreviates them."""
+    return json.dumps(row["spec"], sort_keys=True)
+
+
 def add_vendor_ratios(rows: list[dict]) -> None:
     """``vs_vendor``: the fastest vendor kernel's median on the same problem (same shape,
     lengths, layout, page size and dtype) over this row's, so > 1 means faster than every vendor
@@ -42,10 +47,11 @@ def add_vendor_ratios(rows: list[dict]) -> None:
     best: dict[str, tuple[float, str]] = {}
     for r in rows:
         if r.get("vendor") and r["status"] == "PASS" and r.get("median_us") and r.get("applicable", True):
-            if r["problem"] not in best or r["median_us"] < best[r["problem"]][0]:
-                best[r["problem"]] = (r["median_us"], r["impl"])
+            key = problem_key(r)
+            if key not in best or r["median_us"] < best[key][0]:
+                best[key] = (r["median_us"], r["impl"])
     for r in rows:
-        b = best.get(r["problem"])
+        b = best.get(problem_key(r))
         r["vendor_best"], r["vendor_best_us"] = (b[1], b[0]) if b else (None, None)
         r["vs_vendor"] = round(b[0] / r["median_us"], 3) if b and r.get("median_us") else None
 
@@ -167,14 +173,14 @@ def side_by_side(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     """One line per problem, one column per backend (DSLs first, then vendor libraries)."""
     groups = by_backend(rows)
     names = sorted(groups, key=lambda b: (any(r.get("vendor") for r in groups[b]), b))
-    problems = list(dict.fromkeys(r["problem"] for r in rows))
+    problems = list(dict.fromkeys(problem_key(r) for r in rows))
     body = []
-    for problem in problems:
-        first = next(r for r in rows if r["problem"] == problem)
+    for key in problems:
+        first = next(r for r in rows if problem_key(r) == key)
         vendor = f"{first['vendor_best']} {first['vendor_best_us']:.1f}" if first.get("vendor_best") else ""
-        line = [problem, vendor]
+        line = [first["problem"], vendor]
         for name in names:
-            mine = [r for r in groups[name] if r["problem"] == problem]
+            mine = [r for r in groups[name] if problem_key(r) == key]
             timed = [r for r in mine if r["status"] == "PASS" and r.get("median_us")]
             bad = sorted({r["status"] for r in mine if r["status"] in ("FAIL", "ERROR")})
             cell = ""
@@ -192,11 +198,10 @@ def side_by_side(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     return ["problem", "fastest vendor (us)", *names], body
 
 
-def compile_note(group: list[dict]) -> str:
+def compile_note(group: list[dict], on_gpu: bool) -> str:
     """How long first calls took (prepare + first launch, synced), for a backend that compiles."""
     what = next((r.get("compiles") for r in group if r.get("compiles")), "")
     firsts = [r["first_call_ms"] for r in group if r.get("first_call_ms") is not None]
-    on_gpu = any(str(r.get("timing", "")).startswith("cuda") for r in group)
     if not what or not firsts or not on_gpu:  # interpreters and simulators compile nothing
         return ""
     return (f"Compiles at run time ({what}): first call (set-up + compile + launch, synced) "
@@ -218,7 +223,7 @@ def render_markdown(prov: dict, rows: list[dict]) -> str:
     for backend, group in by_backend(rows).items():
         why = unavailable_everywhere(group)
         table = f"unavailable: {why}" if why else markdown_table(group)
-        notes = [n for n in (_timing_note(group), compile_note(group),
+        notes = [n for n in (_timing_note(group), compile_note(group, bool(prov.get("gpu"))),
                              missing_variants(rows, backend)) if n]
         parts += [f"## {backend}", "", *[n + "\n" for n in notes], table, ""]
     return "\n".join(parts)

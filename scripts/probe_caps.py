@@ -2,31 +2,33 @@
 
     python scripts/probe_caps.py flash_attn/paged --head-dims 16:256:8 --page-sizes 1,16,128
 
-For every (dtype, head_dim, page_size) it draws one ragged GQA problem, calls the
-implementation's entry point directly (its declared capabilities are bypassed, the inputs still
-validated) and compares with the float64 reference under the suite's tolerance. It prints one
-line per head_dim: PASS, FAIL (worst error in tolerance units), ERROR or UNSUPPORTED per page
-size. This is how a backend's capability declaration is established; the conformance suite is
-what then holds it to it.
+For every (dtype, head_dim, page_size) it draws one ragged GQA problem, runs the implementation
+with its declared capabilities lifted (inputs still validated; the same run and check as the
+conformance suite: ``conformance.checks.check``) and prints one line per head_dim: PASS, FAIL
+(worst error in tolerance units), ERROR (an exception) or FAULT (the CUDA context died: the
+probe stops there, as every later call would fail). This is how a backend's capability
+declaration is established; the conformance suite then holds it to it.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import dataclasses
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import impls  # noqa: E402,F401  (first: CPU modes before any DSL import)
-from conformance.checks import sync  # noqa: E402
+from conformance.checks import check, sync  # noqa: E402
 from impls import registry  # noqa: E402
-from impls.registry import Unsupported  # noqa: E402
-from specs.inputs import make_inputs, validate_inputs  # noqa: E402
-from specs.problem import DecodeProblem  # noqa: E402
-from specs.reference import reference  # noqa: E402
-from specs.tolerance import compare  # noqa: E402
+from impls.registry import Capabilities, Unsupported  # noqa: E402
+from specs.inputs import make_inputs  # noqa: E402
+from specs.problem import DTYPES, DecodeProblem  # noqa: E402
+
+
+class Fault(Exception):
+    """The device is unusable after the call (illegal address, ...)."""
 
 
 def _range(text: str) -> list[int]:
@@ -37,25 +39,17 @@ def _range(text: str) -> list[int]:
 
 
 def probe_one(impl, problem: DecodeProblem, seed: int) -> str:
-    import math
-
     inputs = make_inputs(problem, seed)
-    out, lse = inputs.new_outputs()
     try:
-        validate_inputs(inputs, out, lse)
-        prepare = getattr(importlib.import_module(impl.module), impl.entry)
-        launch = prepare(inputs, out, lse)
-        produced = launch.run()
-        if produced is not None:
-            out, lse = produced
-        sync(inputs.device)
+        c = check(impl, inputs).comparison
     except Unsupported as e:
         return f"UNSUPPORTED ({str(e)[:40]})"
     except Exception as e:  # noqa: BLE001  (a probe reports, it does not stop)
+        try:
+            sync(inputs.device)  # an exception can hide a dead context: look now
+        except Exception as dead:  # noqa: BLE001
+            raise Fault(f"{type(e).__name__}: {str(e)[:60]}; then {str(dead)[:80]}") from None
         return f"ERROR ({type(e).__name__}: {str(e)[:60]})"
-    if launch.lse_base2:
-        lse = lse * math.log(2.0)
-    c = compare(problem, out, lse, reference(inputs), lse_rounded_sum=launch.lse_rounded_sum)
     return "PASS" if c.passed else f"FAIL({max(c.out_err_ratio, c.lse_err_ratio):.0f}x)"
 
 
@@ -70,22 +64,27 @@ def main() -> int:
     ap.add_argument("--seq-lens", default="25,200,129")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    impl = registry.get(args.impl)
-    if why := impl.availability():
-        print(f"{impl.name}: unavailable: {why}")
+    declared = registry.get(args.impl)
+    if why := declared.availability():
+        print(f"{declared.name}: unavailable: {why}")
         return 1
-    layout = sorted(impl.caps.layouts)[0] if impl.caps.layouts != {"dense", "paged"} else "paged"
+    lifted = Capabilities(declared.caps.layouts, frozenset(DTYPES), max_head_dim=1 << 16)
+    impl = dataclasses.replace(declared, caps=lifted)
+    layout = "paged" if "paged" in impl.caps.layouts else "dense"
+    page_sizes = args.page_sizes if layout == "paged" else [16]
     lens = tuple(int(x) for x in args.seq_lens.split(","))
-    for dtype in args.dtypes.split(","):
-        print(f"{impl.name} {dtype} group {args.group} seq_lens {lens} ({layout}); "
-              f"columns: page_size {args.page_sizes}" if layout == "paged" else
-              f"{impl.name} {dtype} group {args.group} seq_lens {lens} ({layout})", flush=True)
-        for hd in args.head_dims:
-            cells = []
-            for ps in args.page_sizes if layout == "paged" else [16]:
-                p = DecodeProblem(2 * args.group, 2, hd, lens, layout=layout, page_size=ps, dtype=dtype)
-                cells.append(probe_one(impl, p, args.seed))
-            print(f"  head_dim {hd:>3}: " + "  ".join(cells), flush=True)
+    try:
+        for dtype in args.dtypes.split(","):
+            print(f"{impl.name} {dtype} group {args.group} seq_lens {lens} ({layout}"
+                  + (f"; columns: page_size {page_sizes})" if layout == "paged" else ")"), flush=True)
+            for hd in args.head_dims:
+                cells = [probe_one(impl, DecodeProblem(2 * args.group, 2, hd, lens, layout=layout,
+                                                       page_size=ps, dtype=dtype), args.seed)
+                         for ps in page_sizes]
+                print(f"  head_dim {hd:>3}: " + "  ".join(cells), flush=True)
+    except Fault as e:
+        print(f"  FAULT at head_dim {hd}: {e}\n  (the CUDA context is gone: probe stopped)", flush=True)
+        return 1
     return 0
 
 

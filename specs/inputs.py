@@ -4,8 +4,9 @@ Generation first draws the *logical* cache, ``k_logical, v_logical [batch, max_s
 TAIL_ROWS, num_kv_heads, head_dim]``, then lays it out. Everything a correct kernel must not read
 is poisoned so that reading it shows up in the output:
 
-* rows past a sequence's length, the longest sequence's included (the dense cache keeps
-  TAIL_ROWS rows past the longest; in the paged layout, the tail of each last page): K rows
+* rows past a sequence's length, the longest sequence's included (the dense cache keeps at
+  least TAIL_ROWS rows past the longest, its row count rounded up to a multiple of ROW_BLOCK as
+  a real cache is allocated; in the paged layout, the tail of each last page): K rows
   drawn like real keys, so a leaked row gets a normal softmax weight, and V rows of
   +-``POISON_V``, so that weight drags the output far off (a finite value: some kernels legally
   load a whole tile and mask the scores, and 0 * finite is 0);
@@ -33,6 +34,7 @@ POISON_V = 1.0e4  # finite in fp16/bf16/fp32, and ~1e4x the size of a real value
 SPIKE_PROB = 0.02  # fraction of keys scaled up ...
 SPIKE_SCALE = 4.0  # ... by this factor, so late tokens can raise the softmax maximum
 TAIL_ROWS = 64  # poisoned rows past the *longest* sequence too (a tile a kernel might overrun)
+ROW_BLOCK = 64  # the dense cache's rows per sequence are a multiple of this (pages can view it)
 TAIL_PAGES = 1  # block-table columns past the longest sequence's pages, pointing at NaN pages
 
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
@@ -85,7 +87,8 @@ def make_logical(problem: DecodeProblem, seed: int, device: torch.device | None 
     p = problem
     dtype = TORCH_DTYPES[p.dtype]
     g = _generator(device, seed)
-    shape = (p.batch, p.max_seq_len + TAIL_ROWS, p.num_kv_heads, p.head_dim)
+    rows = -(-(p.max_seq_len + TAIL_ROWS) // ROW_BLOCK) * ROW_BLOCK
+    shape = (p.batch, rows, p.num_kv_heads, p.head_dim)
     q = torch.randn(p.batch, p.num_q_heads, p.head_dim, generator=g, device=device)
     k = torch.randn(shape, generator=g, device=device)
     spikes = torch.rand(shape[:3] + (1,), generator=g, device=device) < SPIKE_PROB

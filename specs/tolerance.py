@@ -28,9 +28,11 @@ by ~1e-4).
 
 A kernel may declare that it sums the softmax normaliser from probabilities already rounded to
 the input dtype (FlashInfer's tensor-core path: an MMA row sum of P in bf16/fp16, consistent with
-the P.V product it normalises). Each term then carries a relative error <= u, so the normaliser
-does too and its log moves by <= u: the LSE bound gains ``u`` (2^-8 in bf16) for that kernel
-only, the output bound is unchanged, and the harness reports the declaration beside the row.
+the P.V product it normalises). Each term then carries a relative error <= u, or an absolute
+one <= UNDERFLOW when it is subnormal in the dtype (fp16 below 2^-14); the normaliser is >= 1
+(the largest term is 1), so its log moves by <= u + L * UNDERFLOW for L tokens: the LSE bound
+gains that much (2^-8 in bf16) for that kernel only, the output bound is unchanged, and the
+harness reports the declaration beside the row.
 
 NaN or inf anywhere fails. Reports are bounded: counts, then the first few mismatches.
 """
@@ -47,6 +49,8 @@ from specs.reference import Reference
 UNIT_ROUNDOFF = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24}
 FLOOR = 2.0**-16
 LSE_FLOOR = 2.0**-17
+# half the spacing of the dtype's subnormals: the absolute rounding error of a tiny probability
+UNDERFLOW = {"float16": 2.0**-25, "bfloat16": 2.0**-134, "float32": 2.0**-150}
 MAX_REPORTED = 5  # mismatches listed per tensor
 
 
@@ -88,7 +92,7 @@ def compare(problem: DecodeProblem, out: torch.Tensor, lse: torch.Tensor, ref: R
     ``expected`` (another run's out and lse) replaces the oracle's values while keeping its
     tolerance: two runs that must agree (paged vs dense, split counts) are held to the same rule.
     ``lse_rounded_sum``: the kernel declared a normaliser summed from dtype-rounded
-    probabilities (the LSE bound gains u, see above).
+    probabilities (the LSE bound gains u + L * UNDERFLOW, see above).
     """
     o = out.double()
     l = lse.double()
@@ -98,7 +102,10 @@ def compare(problem: DecodeProblem, out: torch.Tensor, lse: torch.Tensor, ref: R
 
     u = UNIT_ROUNDOFF[problem.dtype]
     o_tol = 2 * u * (ref.v_weight + ref.out.abs()) + FLOOR * ref.v_weight
-    l_tol = LSE_FLOOR * (1 + ref.lse.abs()) + (u if lse_rounded_sum else 0.0)
+    l_tol = LSE_FLOOR * (1 + ref.lse.abs())
+    if lse_rounded_sum:
+        lens = torch.tensor(problem.seq_lens, dtype=torch.float64, device=l_tol.device)[:, None]
+        l_tol = l_tol + u + lens * UNDERFLOW[problem.dtype]
 
     o_nonfinite = ~torch.isfinite(o)
     l_nonfinite = ~torch.isfinite(l)

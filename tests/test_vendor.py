@@ -77,12 +77,15 @@ def _correct_but_base2(inputs, out, lse):
     return Launch(lambda: (o, lse2), lse_base2=inputs.problem.seq_lens[0] != 7)
 
 
-def test_base2_lse_is_converted_outside_the_timed_call(monkeypatch):
+def test_a_declared_base2_lse_is_converted_by_the_check_not_by_run():
     backend = Backend(name="base2", summary="", requires=("torch",), cpu_mode="cpu")
     impl = Impl(backend, "dense", __name__, Capabilities(frozenset({"dense"})),
                 entry="_correct_but_base2", allocates_outputs=True)
     p = DecodeProblem(4, 2, 64, (9, 30))
-    assert check(impl, make_inputs(p, 0)).comparison.passed
+    checked = check(impl, make_inputs(p, 0))
+    assert checked.comparison.passed
+    ref = reference(make_inputs(p, 0))  # what run() returns, the timed call, stays base 2
+    assert torch.allclose(checked.run.launch.run()[1].double(), ref.lse / math.log(2.0), rtol=1e-6)
     # control: the same base-2 LSE without the declaration is caught
     undeclared = check(impl, make_inputs(p.replace(seq_lens=(7, 30)), 0)).comparison
     assert not undeclared.passed and undeclared.lse_err_ratio > 1
@@ -102,7 +105,7 @@ def _row(impl, problem, us, status="PASS", vendor=False):
     backend, variant = impl.split("/")
     return {"impl": impl, "backend": backend, "variant": variant, "problem": problem,
             "status": status, "median_us": us if status == "PASS" else None, "vendor": vendor,
-            "applicable": True, "pct_peak_bw": 50.0 if us else None}
+            "applicable": True, "pct_peak_bw": 50.0 if us else None, "spec": {"label": problem}}
 
 
 def test_vendor_ratio_is_against_the_fastest_passing_vendor_kernel_of_the_same_problem():
@@ -150,7 +153,7 @@ def test_flashinfer_csr_form_addresses_exactly_each_sequences_rows(layout):
     indptr, indices, last, page_size, (k, v) = _csr(inputs)
     assert indptr.dtype == indices.dtype == last.dtype == torch.int32
     if layout == "dense":  # a view of the dense cache, pages small enough to split the KV axis
-        assert k.data_ptr() == inputs.k.data_ptr() and page_size == 4  # 164 rows = 41 x 4
+        assert k.data_ptr() == inputs.k.data_ptr() and page_size == 64  # 164 rows -> 192
     for b, n in enumerate(p.seq_lens):
         pages = indices[indptr[b]:indptr[b + 1]].long()
         assert int(last[b]) == n - (len(pages) - 1) * page_size and 1 <= int(last[b]) <= page_size

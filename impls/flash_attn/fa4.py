@@ -12,8 +12,10 @@ The library allocates its outputs; ``run()`` returns them (LSE natural log, ``[B
 
 FA4's precondition: it loads whole KV tiles and masks the scores past ``seqused_k``, so the
 rows past a sequence's length that share its last tile (dense) or its last page (paged) must be
-finite (P = 0 times NaN is NaN). ``prepare`` checks exactly those rows and raises Unsupported,
-naming the sequence, when they are not. The conformance inputs meet it without any change for
+finite (P = 0 times NaN is NaN). ``prepare`` checks those rows (paged: the rest of each last
+page; dense ragged: the next 256 rows past each length, more than any FA4 tile) and raises
+Unsupported, naming the sequence, when they are not. Uniform dense lengths need no check: FA4
+gets the cache cut at the length. The conformance inputs meet it without any change for
 FA4: ``specs.inputs`` already poisons those rows with finite values (keys drawn like real ones,
 V rows of +-1e4 that wreck the output if weighted), and keeps NaN for what no kernel may touch
 (pages no sequence owns, reached through the block table's entries past a sequence's last page).
@@ -94,15 +96,15 @@ def _launch(call, p, config) -> Launch:
 def prepare_dense(inputs, out, lse) -> Launch:
     from flash_attn.cute import flash_attn_func, flash_attn_varlen_func
 
-    _check(inputs)
     p = inputs.problem
     q = inputs.q.unsqueeze(1)  # [B, 1, Hq, D]
-    if p.uniform:
+    if p.uniform:  # views cut at the length: nothing past it to load
         length = p.seq_lens[0]
         (q, k, v), copied = _aligned(q, inputs.k[:, :length], inputs.v[:, :length])
         call = lambda: flash_attn_func(q, k, v, softmax_scale=p.scale, num_splits=1,  # noqa: E731
                                        return_lse=True)
         return _launch(call, p, {"kernel": "flash_attn_func", "copied_inputs": copied})
+    _check(inputs)
     (q, k, v), copied = _aligned(q, inputs.k, inputs.v)
     call = lambda: flash_attn_varlen_func(  # noqa: E731
         q, k, v, seqused_k=inputs.seq_lens, max_seqlen_q=1, max_seqlen_k=p.max_seq_len,

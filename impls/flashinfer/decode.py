@@ -13,7 +13,7 @@ FlashInfer's scheduler split the KV axis and merge the partial states as it deci
 FlashInfer's LSE is base 2; the check converts it (``Launch.lse_base2``), outside the timed call.
 Its tensor-core path sums the softmax normaliser with an MMA over P cast to the input dtype
 (``compute_sfm_v`` in its prefill.cuh), so its LSE is good to the dtype's roundoff (measured:
-up to 7e-4 in bf16, 17x the float32 LSE bound): declared as ``Launch.lse_rounded_sum``, which
+up to 1.05e-3 in bf16, about a quarter of u = 2^-8): declared as ``Launch.lse_rounded_sum``, which
 the check bounds by u more (specs.tolerance); the output is held to the common bound.
 Expected bottleneck: HBM bandwidth at large batch; at batch 1, its split schedule.
 """
@@ -23,16 +23,19 @@ import torch
 from impls.registry import Launch, Unavailable, Unsupported
 
 WORKSPACE_BYTES = 128 << 20  # FlashInfer's recommended float workspace (split-KV partials)
+# GQA groups from this size take the tensor-core path: SGLang's rule, and 1.5x faster than the
+# CUDA-core kernel at group 4 in ../shared/ANCHORS.md; the CUDA-core kernel also only exists for
+# groups 1, 2, 3, 4, 6, 8 and 16.
 TENSOR_CORE_MIN_GROUP = 4
+# Dense cache viewed as pages: the largest of these dividing its rows (specs.inputs makes the row
+# count a multiple of 64, so 64 unless a caller's cache is shaped otherwise).
+DENSE_PAGE_SIZES = (64, 32, 16, 8, 4, 2, 1)
 
 
 def probe() -> None:
     major, _ = torch.cuda.get_device_capability()
     if major < 8:
         raise Unavailable(f"FlashInfer's decode kernels need sm80 or newer (this GPU: sm{major}x)")
-
-
-DENSE_PAGE_SIZES = (64, 32, 16, 8, 4, 2, 1)  # the largest that divides the dense cache's rows
 
 
 def _csr(inputs):

@@ -24,8 +24,6 @@ FA2 = Backend(
     vendor=True,
 )
 
-_NO_PAGED = "torch {v} has no paged-KV attention kernel"
-
 IMPLS = [
     Impl(CUDNN, "dense", "impls.torch_baseline.sdpa_cudnn",
          Capabilities(frozenset({"dense"}), dtypes=frozenset({"float16", "bfloat16"}),
