@@ -1,4 +1,5 @@
-"""``python -m harness``: run (conformance, then timing), list (capability matrix)."""
+"""``python -m harness``: run (conformance, then timing), list (capability matrix), report
+(tables and plots of a saved run), compare (two saved runs, regressions beyond the noise)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import torch
 
 from harness import provenance, results
 from harness.runner import RunSpec, run_isolated, work, worker_main
-from harness.timing import copy_bandwidth_gbps
+from harness import bandwidth
+from harness.timing import MODES
 from impls import heuristics, registry
 from specs import workloads
 from specs.problem import DecodeProblem, ProblemError
@@ -45,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
     run.add_argument("--num-splits", type=int, help="force split-k's split count")
     run.add_argument("--no-timing", action="store_true", help="conformance check only")
+    run.add_argument("--timing", type=_csv, default=list(MODES), metavar="MODES",
+                     help="timing modes on a GPU, comma-separated (default: all): cold (events, "
+                          "cold L2; the primary figure), graph (CUDA-graph replay), wall (host "
+                          "wall-clock + sync), launch (host dispatch + launch overhead)")
     run.add_argument("--out", type=Path, help="output folder (default runs/<UTC time>)")
     run.add_argument("--save-cases", type=Path, metavar="DIR",
                      help="write one .npz per (implementation, problem): inputs and outputs")
@@ -54,6 +60,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-isolate", action="store_true",
                      help="run backends in this process (debugging; a crash ends the run)")
     sub.add_parser("list", help="capability matrix: backend x variant, available or why not")
+    rep = sub.add_parser("report", help="tables and PNG plots of a saved run")
+    rep.add_argument("results", type=Path, help="a run folder or its results.json")
+    rep.add_argument("--out", type=Path, help="where to write (default: the run's folder)")
+    rep.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
+    cmp = sub.add_parser("compare", help="per-row changes between two saved runs; exit 1 on a "
+                                         "regression beyond the noise")
+    cmp.add_argument("old", type=Path)
+    cmp.add_argument("new", type=Path)
+    cmp.add_argument("--threshold", type=float, default=0.02,
+                     help="relative change that counts, with the 95%% intervals apart (default 0.02)")
+    cmp.add_argument("--any-gpu", action="store_true", help="compare runs of different devices")
     worker = sub.add_parser("_worker", help=argparse.SUPPRESS)
     worker.add_argument("spec_path")
     return parser
@@ -80,6 +97,8 @@ def resolve_problems(args) -> list[DecodeProblem]:
 def cmd_run(args, argv) -> int:
     problems = resolve_problems(args)
     impls = registry.select(args.backends, args.variants)
+    if unknown := sorted(set(args.timing) - set(MODES)) or (not args.timing and ["(none)"]):
+        raise ProblemError(f"--timing: unknown mode(s) {unknown}; known: {list(MODES)}")
     if args.num_splits is not None:
         heuristics.check_num_splits(args.num_splits)  # the launchers' rule, before anything runs
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -92,7 +111,9 @@ def cmd_run(args, argv) -> int:
     prov["compile_caches"] = _fresh_caches() if args.fresh_caches else \
         "as configured (may hold kernels compiled by earlier runs: first calls can be cache loads)"
     if torch.cuda.is_available():
-        prov["copy_bw_gbps"] = round(copy_bandwidth_gbps(torch.device("cuda")), 1)
+        bw = bandwidth.measure(torch.device("cuda"))
+        prov.update(bandwidth=bw["probes"], bandwidth_limit_gbps=bw["limit_gbps"],
+                    bandwidth_limit_probe=bw["limit_probe"], copy_bw_gbps=bw["probes"]["copy"])
     else:
         print("No CUDA GPU: Triton runs in its interpreter and Numba in its simulator. Their "
               "timings below measure Python, not kernels: they are no performance figures.")
@@ -107,7 +128,7 @@ def cmd_run(args, argv) -> int:
                  if impl.backend.name == backend]
         spec = RunSpec([p.to_dict() for p in problems], cells, args.seed, options,
                        not args.no_timing, args.quick, str(rows_path),
-                       str(args.save_cases) if args.save_cases else None)
+                       str(args.save_cases) if args.save_cases else None, tuple(args.timing))
         print(f"[{backend}]", flush=True)
         if args.no_isolate:
             work(spec, prov)
@@ -115,20 +136,9 @@ def cmd_run(args, argv) -> int:
             run_isolated(spec, prov, out_dir, backend)
 
     rows = results.read_rows(rows_path)
-    results.add_vendor_ratios(rows)
+    results.annotate(rows)
     results.write_all(out_dir, prov, rows)
-    for backend, group in results.by_backend(rows).items():
-        why = results.unavailable_everywhere(group)
-        print(f"\n== {backend} ==")
-        for note in (results.missing_variants(rows, backend),
-                     results.compile_note(group, bool(prov.get("gpu")))):
-            if note:
-                print(note)
-        print(f"unavailable: {why}" if why else results.text_table(group))
-    header, body = results.side_by_side(rows)
-    if len(header) > 2:
-        print(f"\n== side by side ==\n{results.SIDE_NOTE}")
-        print(results.columns(header, body))
+    print(results.render_text(prov, rows))
     print(f"\n{results.summary_counts(rows)}. Files: {out_dir}/results.{{md,csv,json}}")
     return 1 if any(r["status"] in ("FAIL", "ERROR") for r in rows) else 0
 
@@ -178,6 +188,15 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(args, argv)
         if args.command == "list":
             return cmd_list()
+        if args.command == "report":
+            from harness import report
+            print(report.report(args.results, args.out, plots=not args.no_plots))
+            return 0
+        if args.command == "compare":
+            from harness import report
+            text, regressed = report.compare(args.old, args.new, args.threshold, args.any_gpu)
+            print(text)
+            return 1 if regressed else 0
         if args.command == "_worker":
             return worker_main(args.spec_path)
     except ProblemError as e:

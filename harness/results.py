@@ -13,11 +13,15 @@ import json
 from pathlib import Path
 from typing import Iterable
 
+from harness import stats
+
 STATUSES = ("PASS", "FAIL", "UNSUPPORTED", "UNAVAILABLE", "ERROR")
 # provenance fields repeated in every CSV row, so a row read alone still says where it came from
 ROW_PROVENANCE = ("gpu", "driver", "commit", "timestamp")
 CSV_FIELDS = ("backend", "variant", "problem", "status", "reason", "out_max_err", "out_err_ratio",
-              "lse_max_err", "lse_err_ratio", "median_us", "p20_us", "p80_us", "reps",
+              "lse_max_err", "lse_err_ratio", "median_us", "ci_lo_us", "ci_hi_us", "p20_us",
+              "p80_us", "reps", "cold_stop", "graph_us", "graph_ci_us", "graph_note", "wall_us",
+              "wall_ci_us", "launch_us", "launch_ci_us", "launch_note", "rank", "tied",
               "bytes", "gbps", "pct_peak_bw", "vs_vendor", "vendor_best", "vendor_best_us", "first_call_ms", "timing", "config",
               "spec") + ROW_PROVENANCE
 
@@ -37,6 +41,30 @@ def read_rows(path: Path) -> list[dict]:
 def problem_key(row: dict) -> str:
     """The whole problem (every length, the scale), not its label, which abbreviates them."""
     return json.dumps(row["spec"], sort_keys=True)
+
+
+def annotate(rows: list[dict]) -> None:
+    """Everything computed across rows: ranks with ties, then the vendor ratios."""
+    add_ranks(rows)
+    add_vendor_ratios(rows)
+
+
+def add_ranks(rows: list[dict]) -> None:
+    """``rank`` on each problem among its timed PASS rows: 1 + the rows faster beyond doubt
+    (their primary figure's 95 % interval wholly below this row's); ``tied`` when another row
+    shares the rank (intervals that overlap: no order between them)."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        r.pop("rank", None), r.pop("tied", None)
+        gpu_figure = not str(r.get("timing", "")).startswith("cpu")  # interpreters: no ranking
+        if r["status"] == "PASS" and r.get("ci_lo_us") is not None and r.get("applicable", True) \
+                and gpu_figure:
+            groups.setdefault(problem_key(r), []).append(r)
+    for group in groups.values():
+        for r, rank in zip(group, stats.ranks([(r["ci_lo_us"], r["ci_hi_us"]) for r in group])):
+            r["rank"] = rank
+        for r in group:
+            r["tied"] = sum(o["rank"] == r["rank"] for o in group) > 1
 
 
 def add_vendor_ratios(rows: list[dict]) -> None:
@@ -68,8 +96,8 @@ def _cell_status(r: dict) -> str:
     return r["status"]
 
 
-TABLE_COLUMNS = ("problem", "variant", "status", "median us", "p20-p80 us", "GB/s", "% BW",
-                 "vs vendor", "1st call ms", "config / reason")
+TABLE_COLUMNS = ("problem", "variant", "status", "cold us [95% CI]", "graph us", "wall us",
+                 "launch us", "GB/s", "% BW", "rank", "vs vendor", "1st call ms", "config / reason")
 
 
 def _table_row(r: dict) -> list[str]:
@@ -79,10 +107,25 @@ def _table_row(r: dict) -> list[str]:
         note = cfg if r["status"] == "PASS" else r.get("reason", "")
     else:
         note = r.get("reason", "")
-    spread = f"{r['p20_us']:.1f}-{r['p80_us']:.1f}" if r.get("p20_us") is not None else ""
-    return [r["problem"], r["variant"], _cell_status(r), _fmt(r.get("median_us"), ".1f"), spread,
-            _fmt(r.get("gbps"), ".0f"), _fmt(r.get("pct_peak_bw"), ".1f"),
-            _fmt(r.get("vs_vendor"), ".2f"), _fmt(r.get("first_call_ms"), ".0f"), note[:90]]
+    primary = ""
+    if r.get("median_us") is not None:
+        primary = f"{r['median_us']:.1f}"
+        if r.get("ci_lo_us") is not None and (r.get("reps") or 0) > 1:
+            primary += f" [{r['ci_lo_us']:.1f}-{r['ci_hi_us']:.1f}]"
+        if r.get("primary_mode") not in (None, "cold"):
+            primary += f" ({r['primary_mode']})"
+    rank = f"{r['rank']}{'=' if r.get('tied') else ''}" if r.get("rank") else ""
+    return [r["problem"], r["variant"], _cell_status(r), primary, _mode_cell(r, "graph"),
+            _mode_cell(r, "wall"), _mode_cell(r, "launch"), _fmt(r.get("gbps"), ".0f"),
+            _fmt(r.get("pct_peak_bw"), ".1f"), rank, _fmt(r.get("vs_vendor"), ".2f"),
+            _fmt(r.get("first_call_ms"), ".0f"), note[:90]]
+
+
+def _mode_cell(r: dict, mode: str) -> str:
+    """A secondary mode's median ('n/a' when it has none, '!' when it carries a note)."""
+    if r.get(f"{mode}_us") is None:
+        return "n/a" if r.get(f"{mode}_note") else ""
+    return f"{r[f'{mode}_us']:.1f}" + ("!" if r.get(f"{mode}_note") else "")
 
 
 def markdown_table(rows: Iterable[dict]) -> str:
@@ -145,9 +188,17 @@ def provenance_lines(prov: dict) -> list[str]:
     device = (f"{prov['gpu']} ({prov.get('sm_count')} SMs, {prov.get('l2_mb')} MB L2), driver "
               f"{prov.get('driver')}, CUDA runtime {prov.get('cuda_runtime')}") if prov.get("gpu") \
         else f"CPU only ({prov.get('cpu')}, {prov.get('cpu_count')} cores): interpreter/simulator timings are not performance figures"
-    bw = (f"measured copy bandwidth (read + write): {prov['copy_bw_gbps']:.0f} GB/s; '% BW' is "
-          "the bytes each problem must move over that") if prov.get("copy_bw_gbps") else \
-        "no bandwidth figures without a GPU"
+    if prov.get("bandwidth_limit_gbps"):
+        probes = ", ".join(f"{k} {v:.0f}" if isinstance(v, (int, float)) else f"{k}: {v}"
+                           for k, v in prov.get("bandwidth", {}).items())
+        bw = (f"memory bandwidth measured in the run: {prov['bandwidth_limit_gbps']:.0f} GB/s "
+              f"({prov.get('bandwidth_limit_probe')}; probes in GB/s: {probes}); '% BW' is the "
+              "bytes each problem must move over that")
+    elif prov.get("copy_bw_gbps"):  # results from before the read probes
+        bw = (f"measured copy bandwidth (read + write): {prov['copy_bw_gbps']:.0f} GB/s; '% BW' is "
+              "the bytes each problem must move over that")
+    else:
+        bw = "no bandwidth figures without a GPU"
     return [
         f"- command: `{prov['command']}`",
         f"- device: {device}",
@@ -165,8 +216,9 @@ def summary_counts(rows: list[dict]) -> str:
 
 
 SIDE_NOTE = ("Side by side: each backend's fastest passing variant per problem: median us "
-             "[d]ense / [p]aged / [s]plit-k, % of measured bandwidth, and the fastest vendor "
-             "kernel's time over this one (> 1: faster than every vendor kernel on the problem).")
+             "[d]ense / [p]aged / [s]plit-k, % of measured bandwidth, the fastest vendor "
+             "kernel's time over this one (> 1: faster than every vendor kernel on the problem) "
+             "and its rank among all rows on the problem (#2= : tied, intervals overlap).")
 
 
 def side_by_side(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
@@ -191,6 +243,8 @@ def side_by_side(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
                     cell += f" {r['pct_peak_bw']:.0f}%"
                 if r.get("vs_vendor") is not None:
                     cell += f" {r['vs_vendor']:.2f}x"
+                if r.get("rank"):
+                    cell += f" #{r['rank']}{'=' if r.get('tied') else ''}"
             elif mine and all(r["status"] == "PASS" for r in mine):
                 cell = "PASS"
             line.append(" ".join(filter(None, [cell, "+".join(bad)])) or "-")
@@ -211,10 +265,7 @@ def compile_note(group: list[dict], on_gpu: bool) -> str:
 
 def render_markdown(prov: dict, rows: list[dict]) -> str:
     parts = ["# decode-bench results", "", *provenance_lines(prov), "",
-             f"Cells: {summary_counts(rows)}. Status PASS/FAIL carries the worst error in units "
-             "of the tolerance (specs/tolerance.py). 'vs vendor' is the fastest vendor kernel's "
-             "time on the same problem over this row's: > 1 is faster than all of them. "
-             "'1st call ms' is set-up plus the first launch, synced (JIT compilation included).", ""]
+             f"Cells: {summary_counts(rows)}. " + COLUMNS_NOTE, ""]
     header, body = side_by_side(rows)
     if len(header) > 2:
         parts += ["## Side by side", "", SIDE_NOTE, "", "| " + " | ".join(header) + " |",
@@ -224,8 +275,47 @@ def render_markdown(prov: dict, rows: list[dict]) -> str:
         why = unavailable_everywhere(group)
         table = f"unavailable: {why}" if why else markdown_table(group)
         notes = [n for n in (_timing_note(group), compile_note(group, bool(prov.get("gpu"))),
-                             missing_variants(rows, backend)) if n]
+                             mode_notes(group), missing_variants(rows, backend)) if n]
         parts += [f"## {backend}", "", *[n + "\n" for n in notes], table, ""]
+    return "\n".join(parts)
+
+
+COLUMNS_NOTE = (
+    "Status PASS/FAIL carries the worst error in units of the tolerance (specs/tolerance.py). "
+    "'cold us' is the primary figure: CUDA events around one call with the L2 flushed, median "
+    "and its 95 % bootstrap interval (repetitions until that interval is within 1 % of the "
+    "median, or a cap); 'graph' the same call replayed from a CUDA graph (launch gaps removed); "
+    "'wall' host wall-clock of a call plus a sync; 'launch' the host time for the call to return "
+    "while the GPU is busy (dispatch and launch overhead; '!' marks a note, 'n/a' a mode the call "
+    "does not support). GB/s and % BW from the cold figure. 'rank' on the problem: 1 + the rows "
+    "faster beyond doubt (intervals apart); '=' marks a tie (overlapping intervals). 'vs vendor' "
+    "is the fastest vendor kernel's time on the same problem over this row's: > 1 is faster than "
+    "all of them. '1st call ms' is set-up plus the first launch, synced (JIT compilation "
+    "included).")
+
+
+def mode_notes(group: list[dict]) -> str:
+    """The distinct notes of the secondary modes (graph capture refused, hidden syncs)."""
+    notes = {}
+    for r in group:
+        for mode in ("graph", "launch"):
+            if r.get(f"{mode}_note"):
+                notes.setdefault(f"{mode}: {r[f'{mode}_note']}", []).append(r["variant"])
+    return " ".join(f"{note} ({', '.join(sorted(set(v)))})." for note, v in notes.items())
+
+
+def render_text(prov: dict, rows: list[dict]) -> str:
+    """The tables as printed: one per backend, then the side-by-side one (printed last)."""
+    parts = []
+    for backend, group in by_backend(rows).items():
+        why = unavailable_everywhere(group)
+        parts.append(f"\n== {backend} ==")
+        parts += [n for n in (missing_variants(rows, backend),
+                              compile_note(group, bool(prov.get("gpu"))), mode_notes(group)) if n]
+        parts.append(f"unavailable: {why}" if why else text_table(group))
+    header, body = side_by_side(rows)
+    if len(header) > 2:
+        parts += [f"\n== side by side ==\n{SIDE_NOTE}", columns(header, body)]
     return "\n".join(parts)
 
 

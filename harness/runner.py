@@ -33,7 +33,7 @@ import torch
 
 from conformance.checks import check
 from harness import results
-from harness.timing import CpuTimer, GpuTimer, GPU_REPS, GPU_REPS_QUICK
+from harness.timing import MODES, CpuTimer, GpuTimer, Timing
 from impls import registry
 from impls.registry import Impl, Unsupported
 from specs.inputs import default_device, make_inputs
@@ -58,6 +58,7 @@ class RunSpec:
     quick: bool
     rows_path: str
     save_cases: str | None
+    modes: tuple[str, ...] = MODES  # timing modes on a GPU (harness.timing)
 
 
 def _base_row(cell: int, impl: Impl, problem: DecodeProblem, prov: dict) -> dict:
@@ -108,16 +109,38 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
         _save_case(Path(spec.save_cases), impl, inputs, checked.run.out, checked.run.lse)
     if c.passed and spec.timing:
         try:
-            t = timer(checked.run.launch.run)
+            timings = timer(checked.run.launch.run)
         except Exception as e:
             return {**row, "status": "ERROR", "reason": f"timing: {type(e).__name__}: {e}"[:ERROR_TEXT_LIMIT]}
-        row.update(timing=t.method, median_us=round(t.median_us, 2), p20_us=round(t.p20_us, 2),
-                   p80_us=round(t.p80_us, 2), reps=t.reps)
-        if inputs.device.type == "cuda":
-            gbps = problem.bytes_moved / (t.median_us * 1e-6) / 1e9
+        row.update(timing_fields(timings))
+        if inputs.device.type == "cuda" and row.get("primary_mode") in ("cold", "graph"):
+            gbps = problem.bytes_moved / (row["median_us"] * 1e-6) / 1e9
             row["gbps"] = round(gbps, 1)
-            if prov.get("copy_bw_gbps"):
-                row["pct_peak_bw"] = round(100 * gbps / prov["copy_bw_gbps"], 1)
+            if limit := prov.get("bandwidth_limit_gbps") or prov.get("copy_bw_gbps"):
+                row["pct_peak_bw"] = round(100 * gbps / limit, 1)
+    return row
+
+
+def timing_fields(timings: dict[str, Timing | str]) -> dict:
+    """Row fields of every mode (``<mode>_us``, ``<mode>_ci_us``, ``<mode>_stop``, notes), plus
+    the primary figure (the first mode of MODES that has one: ``cold`` on a GPU) as
+    ``median_us`` with its interval, p20/p80 and repetitions."""
+    row: dict = {}
+    primary = None
+    for mode, t in timings.items():
+        if isinstance(t, str):
+            row[f"{mode}_note"] = t
+            continue
+        e = t.estimate
+        row.update({f"{mode}_us": round(e.median, 2), f"{mode}_ci_us": [round(e.ci_lo, 2), round(e.ci_hi, 2)],
+                    f"{mode}_stop": t.stop, f"{mode}_reps": e.reps})
+        if t.note:
+            row[f"{mode}_note"] = t.note
+        if primary is None:
+            primary = mode
+            row.update(primary_mode=mode, timing=t.method, median_us=round(e.median, 2),
+                       ci_lo_us=round(e.ci_lo, 2), ci_hi_us=round(e.ci_hi, 2),
+                       p20_us=round(e.p20, 2), p80_us=round(e.p80, 2), reps=e.reps)
     return row
 
 
@@ -135,7 +158,7 @@ def work(spec: RunSpec, prov: dict) -> None:
     device = default_device()
     timer = None
     if spec.timing:
-        timer = GpuTimer(device, GPU_REPS_QUICK if spec.quick else GPU_REPS) if device.type == "cuda" \
+        timer = GpuTimer(device, spec.quick, spec.modes) if device.type == "cuda" \
             else CpuTimer()
     announced = set()
     for index, group in itertools.groupby(spec.cells, key=lambda c: c[1]):

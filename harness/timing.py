@@ -1,112 +1,241 @@
 """Timing of a prepared launch. The only place in the project that times anything.
 
-GPU: CUDA events around each call, after a warm-up. Before every repetition a buffer twice the
-L2 is *read* (clean lines: nothing of it is written back during the timed call), so each call
-reads its K/V from HBM as a decode step does (one layer's cache is long gone from L2 when that
-layer runs again); then the GPU spins for ~250 us while the host enqueues the start event and
-the launches, so host launch overhead never leaves the GPU idle inside the timed window.
-Median with p20/p80.
-CPU (interpreters): host wall-clock of a few calls, labelled as no performance figure.
+Four modes on a GPU, each its own column (``MODES``; ``--timing`` selects):
+
+* ``cold``: CUDA events around one call with a cold L2. Before each repetition a buffer twice the
+  L2 is *read* (clean lines: nothing of it is written back during the timed call), so the call
+  reads its K/V from HBM as a decode step does (one layer's cache is long gone from L2 when that
+  layer runs again); then the GPU spins ~250 us while the host enqueues the start event and the
+  launches, so host launch overhead never leaves the GPU idle inside the window. The primary
+  figure: bandwidth, % of the limit and the ratios use it.
+* ``graph``: the same, with the call captured once in a CUDA graph and replayed: the gaps between
+  a call's kernels (split-K's combine, a library's helper kernels) shrink to what the graph
+  leaves. A call that cannot be captured gets the reason instead of a figure.
+* ``wall``: host wall-clock of one call plus ``torch.cuda.synchronize()``, L2 cold: what a Python
+  caller waiting for the result pays (dispatch, launch latency, kernels, the sync).
+* ``launch``: host time for ``run()`` to return while the GPU is busy (a long spin queued first):
+  each DSL's and library's dispatch and launch overhead alone. If the spin has ended when
+  ``run()`` returns, the call waited for the GPU (a hidden sync); the row says so.
+
+Every mode repeats in batches until the median's 95 % bootstrap interval is within 1 % of it
+(``harness.stats``), or a cap on repetitions or measured time is hit; the figure carries its
+interval and why it stopped. CPU (interpreters): host wall-clock of one call, labelled as no
+performance figure.
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
+from harness.stats import Estimate, estimate, precise_enough
+
+MODES = ("cold", "graph", "wall", "launch")
 WARMUP_CALLS = 5  # after the correctness check already compiled everything
-GPU_REPS = 100  # repetitions per cell (each one event pair)
-GPU_REPS_QUICK = 20
-GPU_TIME_CAP_S = 2.0  # a cell stops repeating after this much measured time
+BATCH = 10  # repetitions between checks of the interval
+MAX_REPS = 400
+MAX_REPS_QUICK = 60
+TIME_CAP_S = 1.0  # per mode and cell: host time spent repeating (flushes and spins included)
+TIME_CAP_S_QUICK = 0.3
 CPU_REPS = 1  # interpreter/simulator calls are slow (seconds) and not a performance figure anyway
 FLUSH_FACTOR = 2  # the L2-eviction buffer is this many times the L2
 SPIN_CYCLES = 500_000  # ~250 us at ~2 GHz: longer than any backend's host launch path
+LAUNCH_SPIN_CYCLES = 20_000_000  # ~10 ms: the GPU stays busy while BATCH calls are issued
+
+METHODS = {
+    "cold": "cuda-events, L2 flushed (by reads) before each call, host launch hidden behind a spin",
+    "graph": "cuda-graph replay of one call, L2 flushed before each replay",
+    "wall": "host wall-clock of run() + synchronize, L2 flushed before each call",
+    "launch": "host time for run() to return while the GPU is busy (dispatch + launch overhead)",
+}
 
 
 @dataclass
 class Timing:
     method: str
-    median_us: float
-    p20_us: float
-    p80_us: float
-    reps: int
+    estimate: Estimate  # microseconds
+    stop: str  # why repetition stopped: "ci" (interval within 1 %), "reps cap", "time cap"
+    note: str = ""  # e.g. the call waited for the GPU
+
+    @property
+    def median_us(self) -> float:
+        return self.estimate.median
+
+    @property
+    def p20_us(self) -> float:
+        return self.estimate.p20
+
+    @property
+    def p80_us(self) -> float:
+        return self.estimate.p80
+
+    @property
+    def reps(self) -> int:
+        return self.estimate.reps
 
 
-def _quantile(sorted_us: list[float], q: float) -> float:
-    idx = min(len(sorted_us) - 1, max(0, round(q * (len(sorted_us) - 1))))
-    return sorted_us[idx]
-
-
-def _summarise(method: str, samples_us: list[float]) -> Timing:
-    s = sorted(samples_us)
-    return Timing(method, statistics.median(s), _quantile(s, 0.2), _quantile(s, 0.8), len(s))
+def _repeat(method: str, batch: Callable[[int], list[float]], max_reps: int,
+            time_cap_s: float) -> Timing:
+    """Call ``batch(n)`` (n new samples, microseconds) until the median is known to 1 %."""
+    samples: list[float] = []
+    start = time.perf_counter()
+    while True:
+        samples += batch(min(BATCH, max_reps - len(samples)))
+        if precise_enough(samples):
+            stop = "ci"
+        elif len(samples) >= max_reps:
+            stop = "reps cap"
+        elif time.perf_counter() - start >= time_cap_s:
+            stop = "time cap"
+        else:
+            continue
+        return Timing(method, estimate(samples), stop)
 
 
 class GpuTimer:
-    """Event timing with an L2 flush before each repetition (one flush buffer per process)."""
+    """All selected modes for one launch; one flush buffer per process."""
 
-    method = "cuda-events, L2 flushed (by reads) before each call"
+    method = METHODS["cold"]
 
-    def __init__(self, device: torch.device, reps: int = GPU_REPS):
+    def __init__(self, device: torch.device, quick: bool = False, modes=MODES):
         l2 = torch.cuda.get_device_properties(device).L2_cache_size
         self.flush = torch.ones(FLUSH_FACTOR * l2 // 4, dtype=torch.float32, device=device)
-        self.reps = reps
+        self.max_reps = MAX_REPS_QUICK if quick else MAX_REPS
+        self.time_cap_s = TIME_CAP_S_QUICK if quick else TIME_CAP_S
+        unknown = set(modes) - set(MODES)
+        assert not unknown, unknown
+        self.modes = tuple(m for m in MODES if m in modes)
 
-    def __call__(self, run: Callable[[], object]) -> Timing:
+    def __call__(self, run: Callable[[], object]) -> dict[str, Timing | str]:
+        """Mode -> Timing, or the reason a mode has no figure for this call."""
         for _ in range(WARMUP_CALLS):
             run()
-        samples: list[float] = []
-        spent_ms = 0.0
-        while len(samples) < self.reps and spent_ms < GPU_TIME_CAP_S * 1e3:
-            batch = min(10, self.reps - len(samples))
+        torch.cuda.synchronize()
+        out: dict[str, Timing | str] = {}
+        for mode in self.modes:
+            try:
+                out[mode] = getattr(self, mode)(run)
+            except GraphUnsupported as e:
+                out[mode] = f"unsupported: {e}"
+        return out
+
+    def _repeat(self, mode: str, batch) -> Timing:
+        return _repeat(METHODS[mode], batch, self.max_reps, self.time_cap_s)
+
+    def _events(self, call: Callable[[], object]):
+        def batch(n: int) -> list[float]:
             events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                      for _ in range(batch)]
-            for start, end in events:
+                      for _ in range(n)]
+            for begin, end in events:
                 self.flush.sum()
                 torch.cuda._sleep(SPIN_CYCLES)
-                start.record()
-                run()
+                begin.record()
+                call()
                 end.record()
             torch.cuda.synchronize()
-            for start, end in events:
-                ms = start.elapsed_time(end)
-                samples.append(ms * 1e3)
-                spent_ms += ms
-        return _summarise(self.method, samples)
+            return [begin.elapsed_time(end) * 1e3 for begin, end in events]
+        return batch
+
+    def cold(self, run) -> Timing:
+        return self._repeat("cold", self._events(run))
+
+    def graph(self, run) -> Timing:
+        graph = capture(run)
+        return self._repeat("graph", self._events(graph.replay))
+
+    def wall(self, run) -> Timing:
+        def batch(n: int) -> list[float]:
+            samples = []
+            for _ in range(n):
+                self.flush.sum()
+                torch.cuda.synchronize()
+                start = time.perf_counter()
+                run()
+                torch.cuda.synchronize()
+                samples.append((time.perf_counter() - start) * 1e6)
+            return samples
+        return self._repeat("wall", batch)
+
+    def launch(self, run) -> Timing:
+        waited = []
+
+        def batch(n: int) -> list[float]:
+            samples = []
+            torch.cuda._sleep(LAUNCH_SPIN_CYCLES)
+            spun = torch.cuda.Event()
+            spun.record()
+            for _ in range(n):
+                start = time.perf_counter()
+                run()
+                samples.append((time.perf_counter() - start) * 1e6)
+                waited.append(spun.query())  # the spin is over: run() waited for the GPU
+            torch.cuda.synchronize()
+            return samples
+        t = self._repeat("launch", batch)
+        if any(waited):
+            t.note = (f"run() returned after the GPU had drained its queue in {sum(waited)} of "
+                      f"{len(waited)} calls: it waits for the GPU (a host sync) or took > ~10 ms")
+        return t
+
+
+class GraphUnsupported(Exception):
+    """The call cannot be captured in a CUDA graph (host syncs, host-side work per call, ...)."""
+
+
+def capture(run: Callable[[], object]) -> "torch.cuda.CUDAGraph":
+    """One call captured in a CUDA graph (warmed up on a side stream first, as torch advises)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    try:
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                run()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            run()
+    except Exception as e:  # noqa: BLE001  (a library that cannot be captured is a finding)
+        torch.cuda.synchronize()
+        raise GraphUnsupported(f"capture failed: {type(e).__name__}: {str(e)[:200]}") from None
+    return graph
 
 
 class CpuTimer:
     method = "cpu wall-clock (interpreter/simulator: not a performance figure)"
+    modes = ("wall",)
 
     def __init__(self, reps: int = CPU_REPS):
         self.reps = reps
 
-    def __call__(self, run: Callable[[], object]) -> Timing:
+    def __call__(self, run: Callable[[], object]) -> dict[str, Timing | str]:
         samples = []
         for _ in range(self.reps):
             start = time.perf_counter()
             run()
             samples.append((time.perf_counter() - start) * 1e6)
-        return _summarise(self.method, samples)
+        return {"wall": Timing(self.method, estimate(samples), "reps cap")}
 
 
 def copy_bandwidth_gbps(device: torch.device, nbytes: int = 4 << 30, reps: int = 20) -> float:
-    """Device-to-device copy bandwidth, bytes read + written per second (the roofline's
-    denominator, measured in the same run as the kernels). GB/s, median of ``reps``."""
+    """Device-to-device copy bandwidth, bytes read + written per second. GB/s, median of ``reps``."""
     src = torch.empty(nbytes // 2, dtype=torch.int8, device=device).random_()
     dst = torch.empty_like(src)
+    return 2 * src.numel() / median_seconds(lambda: dst.copy_(src), reps) / 1e9
+
+
+def median_seconds(call: Callable[[], object], reps: int = 20) -> float:
+    """Median event time of ``call`` (after 3 warm-up calls), seconds."""
     for _ in range(3):
-        dst.copy_(src)
+        call()
     times = []
     for _ in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        dst.copy_(src)
+        call()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1e-3)
-    return 2 * src.numel() / statistics.median(times) / 1e9
+    return sorted(times)[len(times) // 2]

@@ -1,0 +1,209 @@
+"""``python -m harness report RESULTS`` and ``python -m harness compare OLD NEW``.
+
+``report`` re-renders a saved run (its folder, or its results.json) as tables (results.md,
+results.csv and the printed text, recomputing ranks and vendor ratios) and as PNG plots, one
+per model shape and layout: latency and % of the measured bandwidth against seq_len (one panel
+per batch size) and against batch (one panel per seq_len), one line per backend and variant,
+each point with its 95 % interval; ragged batches get a bar chart of their own.
+
+``compare`` matches the rows of two runs (same implementation, same problem) and classifies each
+change of the primary figure: ``slower`` / ``faster`` when the two 95 % intervals are apart and
+the change exceeds ``--threshold`` (2 % by default), else ``same`` (within the noise); a PASS that
+became FAIL or ERROR is a regression too. Exit status 1 when anything regressed. Timings of
+different GPUs are not compared (an error unless ``--any-gpu``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from harness import results
+from specs.problem import ProblemError
+
+THRESHOLD = 0.02  # relative change below which two timings count as the same, intervals aside
+
+
+def load(path: Path) -> tuple[dict, list[dict]]:
+    """(provenance, rows) of a run folder or a results.json file."""
+    path = Path(path)
+    file = path / "results.json" if path.is_dir() else path
+    if file.exists():
+        data = json.loads(file.read_text())
+        return data["provenance"], data["rows"]
+    if path.is_dir() and (path / "rows.jsonl").exists():  # a run that ended before rendering
+        prov = json.loads((path / "provenance.json").read_text())
+        return prov, results.read_rows(path / "rows.jsonl")
+    raise ProblemError(f"{path}: no results.json (or rows.jsonl + provenance.json) there")
+
+
+# ---- report -----------------------------------------------------------------------------------
+def _shape(r: dict) -> str:
+    s = r["spec"]
+    return s.get("name") or f"{s['num_q_heads']}-{s['num_kv_heads']}-{s['head_dim']}"
+
+
+def _series(rows: list[dict]):
+    """Timed PASS rows of uniform-length problems grouped by (shape, dtype, layout)."""
+    groups = defaultdict(list)
+    for r in rows:
+        lens = r["spec"]["seq_lens"]
+        if r["status"] == "PASS" and r.get("median_us") and r.get("applicable", True) \
+                and len(set(lens)) == 1:
+            layout = r["spec"]["layout"] + (str(r["spec"]["page_size"]) if r["spec"]["layout"] == "paged" else "")
+            groups[(_shape(r), r["spec"]["dtype"], layout)].append(r)
+    return groups
+
+
+def _plot_axis(plt, rows: list[dict], along: str, path: Path, title: str) -> None:
+    """Latency (top) and % BW (bottom) against ``along`` ('seq_len' or 'batch'), one panel per
+    value of the other axis, one line per implementation."""
+    other = "batch" if along == "seq_len" else "seq_len"
+    key = {"seq_len": lambda r: r["spec"]["seq_lens"][0], "batch": lambda r: len(r["spec"]["seq_lens"])}
+    panels = sorted({key[other](r) for r in rows})
+    fig, axes = plt.subplots(2, len(panels), figsize=(4.2 * len(panels), 7), squeeze=False)
+    impls = sorted({r["impl"] for r in rows})
+    for col, value in enumerate(panels):
+        mine = [r for r in rows if key[other](r) == value]
+        for impl in impls:
+            pts = sorted((key[along](r), r) for r in mine if r["impl"] == impl)
+            if not pts:
+                continue
+            x = [p[0] for p in pts]
+            y = [p[1]["median_us"] for p in pts]
+            err = [[max(0.0, p[1]["median_us"] - p[1].get("ci_lo_us", p[1]["median_us"])) for p in pts],
+                   [max(0.0, p[1].get("ci_hi_us", p[1]["median_us"]) - p[1]["median_us"]) for p in pts]]
+            style = dict(marker="o", linestyle="--" if pts[0][1].get("vendor") else "-", label=impl)
+            axes[0][col].errorbar(x, y, yerr=err, capsize=3, **style)
+            if all(p[1].get("pct_peak_bw") is not None for p in pts):
+                axes[1][col].plot(x, [p[1]["pct_peak_bw"] for p in pts], **style)
+        for row, label in ((0, "median us (cold L2)"), (1, "% of measured bandwidth")):
+            ax = axes[row][col]
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel(along)
+            ax.set_ylabel(label)
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0][col].set_yscale("log")
+        axes[0][col].set_title(f"{other} = {value}")
+        axes[1][col].axhline(100, color="k", linewidth=0.8)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8)
+    fig.suptitle(title + "  (dashed: vendor libraries)")
+    fig.tight_layout(rect=(0, 0.08, 1, 0.96))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _plot_ragged(plt, rows: list[dict], path: Path, title: str) -> None:
+    problems = list(dict.fromkeys(r["problem"] for r in rows))
+    fig, axes = plt.subplots(1, len(problems), figsize=(6 * len(problems), 0.35 * 16 + 2), squeeze=False)
+    for ax, problem in zip(axes[0], problems):
+        mine = sorted((r for r in rows if r["problem"] == problem), key=lambda r: r["median_us"])
+        y = range(len(mine))
+        ax.barh(y, [r["median_us"] for r in mine],
+                xerr=[[r["median_us"] - r.get("ci_lo_us", r["median_us"]) for r in mine],
+                      [r.get("ci_hi_us", r["median_us"]) - r["median_us"] for r in mine]],
+                color=["tab:orange" if r.get("vendor") else "tab:blue" for r in mine])
+        ax.set_yticks(list(y), [r["impl"] for r in mine], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel("median us (cold L2); orange: vendor libraries")
+        ax.set_title(problem, fontsize=9)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot(rows: list[dict], folder: Path) -> list[Path]:
+    """Write the PNGs into ``folder``; returns their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for (shape, dtype, layout), group in sorted(_series(rows).items()):
+        for along in ("seq_len", "batch"):
+            path = folder / f"{shape}_{dtype}_{layout}_vs_{along}.png"
+            _plot_axis(plt, group, along, path, f"{shape} {dtype} {layout}: latency and bandwidth vs {along}")
+            written.append(path)
+    ragged = defaultdict(list)
+    for r in rows:
+        if r["status"] == "PASS" and r.get("median_us") and r.get("applicable", True) \
+                and len(set(r["spec"]["seq_lens"])) > 1:
+            ragged[(_shape(r), r["spec"]["dtype"])].append(r)
+    for (shape, dtype), group in sorted(ragged.items()):
+        path = folder / f"{shape}_{dtype}_ragged.png"
+        _plot_ragged(plt, group, path, f"{shape} {dtype}: ragged batches")
+        written.append(path)
+    return written
+
+
+def report(path: Path, out: Path | None, plots: bool = True) -> str:
+    prov, rows = load(path)
+    results.annotate(rows)
+    out = Path(out) if out else (Path(path) if Path(path).is_dir() else Path(path).parent)
+    out.mkdir(parents=True, exist_ok=True)
+    results.write_all(out, prov, rows)
+    text = results.render_text(prov, rows)
+    if plots:
+        written = plot(rows, out / "plots")
+        text += "\n\nplots:\n" + "\n".join(f"  {p}" for p in written)
+    return text
+
+
+# ---- compare ----------------------------------------------------------------------------------
+def classify(old: dict, new: dict, threshold: float = THRESHOLD) -> str:
+    """regression / slower / faster / same / not timed, for one matched pair of rows."""
+    if old["status"] == "PASS" and new["status"] in ("FAIL", "ERROR"):
+        return f"regression ({old['status']} -> {new['status']})"
+    if not (old.get("median_us") and new.get("median_us")):
+        return "not timed in both"
+    change = new["median_us"] / old["median_us"] - 1
+    apart_slower = new.get("ci_lo_us", new["median_us"]) > old.get("ci_hi_us", old["median_us"])
+    apart_faster = new.get("ci_hi_us", new["median_us"]) < old.get("ci_lo_us", old["median_us"])
+    if apart_slower and change > threshold:
+        return "slower"
+    if apart_faster and change < -threshold:
+        return "faster"
+    return "same"
+
+
+def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
+            any_gpu: bool = False) -> tuple[str, bool]:
+    """(the comparison as text, whether anything regressed)."""
+    old_prov, old_rows = load(old_path)
+    new_prov, new_rows = load(new_path)
+    if old_prov.get("gpu") != new_prov.get("gpu") and not any_gpu:
+        raise ProblemError(f"the runs are from different devices ({old_prov.get('gpu')} vs "
+                           f"{new_prov.get('gpu')}): their times do not compare (--any-gpu to "
+                           "list them anyway)")
+    key = lambda r: (r["impl"], results.problem_key(r))  # noqa: E731
+    old = {key(r): r for r in old_rows}
+    body, counts = [], defaultdict(int)
+    for r in new_rows:
+        o = old.get(key(r))
+        if o is None:
+            counts["new rows"] += 1
+            continue
+        verdict = classify(o, r, threshold)
+        counts[verdict.split(" (")[0]] += 1
+        if o.get("median_us") and r.get("median_us"):
+            change = f"{100 * (r['median_us'] / o['median_us'] - 1):+.1f}%"
+            ci = lambda x: f"{x['median_us']:.1f} [{x.get('ci_lo_us', x['median_us']):.1f}-{x.get('ci_hi_us', x['median_us']):.1f}]"  # noqa: E731
+            body.append([r["impl"], r["problem"], ci(o), ci(r), change, verdict])
+        elif verdict.startswith("regression"):
+            body.append([r["impl"], r["problem"], o["status"], r["status"], "", verdict])
+    counts["gone rows"] = len(set(old) - {key(r) for r in new_rows})
+    order = {"regression": 0, "slower": 1, "faster": 2, "same": 3}
+    body.sort(key=lambda b: (order.get(b[5].split(" (")[0], 4), b[0], b[1]))
+    header = ["implementation", "problem", "old us [95% CI]", "new us [95% CI]", "change", "verdict"]
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+    text = (f"old: {old_path} ({old_prov.get('gpu')}, commit {old_prov.get('commit')})\n"
+            f"new: {new_path} ({new_prov.get('gpu')}, commit {new_prov.get('commit')})\n"
+            f"slower/faster: 95 % intervals apart and a change beyond {100 * threshold:.0f} %; "
+            f"else same (within the noise)\n" + results.columns(header, body) + f"\n\nsummary: {summary}.")
+    regressed = counts["regression"] + counts["slower"] > 0
+    return text, regressed

@@ -1,0 +1,123 @@
+"""``harness report`` (tables and plots of saved results) and ``harness compare`` (regressions
+beyond the noise) on result files made for the purpose, plus the statistics under them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import report, results, stats
+from specs import workloads
+
+ROOT = Path(__file__).resolve().parent.parent
+IMPLS = [("triton/dense", False), ("triton/split-k", False), ("cupy/dense", False),
+         ("torch-cudnn/dense", True)]
+
+
+def fake_run(folder: Path, gpu: str = "NVIDIA H200", slow: dict | None = None, noise: float = 0.005,
+             fail: str | None = None, seed: int = 0) -> Path:
+    """A results.json as the harness writes it: the default grid and ragged problems (dense),
+    each implementation's time = bytes / (its bandwidth) with an interval of +-noise;
+    ``slow`` multiplies one implementation's times, ``fail`` makes one implementation FAIL."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    problems = [p for p in workloads.named(["grid", "ragged"]) if p.layout == "dense"]
+    for i, p in enumerate(problems):
+        for impl, vendor in IMPLS:
+            backend, variant = impl.split("/")
+            gbps = {"triton": 3800.0, "cupy": 3000.0, "torch-cudnn": 3900.0}[backend]
+            us = p.bytes_moved / gbps / 1e3 * (1 + rng.normal(0, noise / 4)) * (slow or {}).get(impl, 1.0)
+            row = {"cell": len(rows), "impl": impl, "backend": backend, "variant": variant,
+                   "problem": p.label(), "spec": p.to_dict(), "applicable": True, "vendor": vendor,
+                   "status": "PASS", "timing": "cuda-events", "primary_mode": "cold",
+                   "median_us": us, "ci_lo_us": us * (1 - noise), "ci_hi_us": us * (1 + noise),
+                   "reps": 40, "gbps": p.bytes_moved / us / 1e3, "pct_peak_bw": 100 * p.bytes_moved / us / 1e3 / 4300,
+                   "graph_us": us * 0.98, "wall_us": us + 30, "launch_us": 12.0}
+            if impl == fail:
+                row.update(status="FAIL", reason="out max err 1 (9x tol)", median_us=None)
+            rows.append(row)
+    folder.mkdir(parents=True, exist_ok=True)
+    prov = {"gpu": gpu, "commit": "test", "command": "python -m harness run", "packages": {},
+            "bandwidth_limit_gbps": 4300.0, "bandwidth": {"copy": 4200.0}, "bandwidth_limit_probe": "copy"}
+    (folder / "results.json").write_text(json.dumps({"provenance": prov, "rows": rows}))
+    return folder
+
+
+def harness(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "MPLBACKEND": "Agg"})
+
+
+def test_compare_flags_a_regression_beyond_the_noise_and_nothing_else(tmp_path):
+    base = fake_run(tmp_path / "a", seed=1)
+    same = fake_run(tmp_path / "b", seed=2)  # another run of the same: noise only
+    res = harness("compare", str(base), str(same))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "slower" not in res.stdout.split("summary:")[-1] and " same" in res.stdout
+    slow = fake_run(tmp_path / "c", slow={"cupy/dense": 1.10}, seed=3)  # 10 % slower
+    res = harness("compare", str(base), str(slow))
+    assert res.returncode == 1
+    flagged = [line for line in res.stdout.splitlines() if line.rstrip().endswith("slower")]
+    assert flagged and all(line.startswith("cupy/dense") for line in flagged)
+    assert len(flagged) == sum(1 for line in res.stdout.splitlines() if line.startswith("cupy/dense"))
+    # within the noise: 0.5 % slower with +-0.5 % intervals is no regression
+    assert harness("compare", str(base), str(fake_run(tmp_path / "d", slow={"cupy/dense": 1.005},
+                                                       seed=1))).returncode == 0
+
+
+def test_compare_flags_a_lost_pass_and_refuses_other_gpus(tmp_path):
+    base = fake_run(tmp_path / "a")
+    res = harness("compare", str(base), str(fake_run(tmp_path / "b", fail="triton/dense")))
+    assert res.returncode == 1 and "regression (PASS -> FAIL)" in res.stdout
+    res = harness("compare", str(base), str(fake_run(tmp_path / "c", gpu="NVIDIA H100 80GB HBM3")))
+    assert res.returncode == 2 and "different devices" in res.stderr
+
+
+def test_report_renders_tables_and_plots(tmp_path):
+    run = fake_run(tmp_path / "run")
+    res = harness("report", str(run), "--out", str(tmp_path / "rep"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    pngs = sorted(p.name for p in (tmp_path / "rep" / "plots").iterdir())
+    assert pngs == ["llama3-8b_bfloat16_dense_vs_batch.png", "llama3-8b_bfloat16_dense_vs_seq_len.png",
+                    "llama3-8b_bfloat16_ragged.png"]
+    assert all((tmp_path / "rep" / "plots" / p).read_bytes()[:4] == b"\x89PNG" for p in pngs)
+    md = (tmp_path / "rep" / "results.md").read_text()
+    assert "## Side by side" in md and "cold us [95% CI]" in md
+
+
+def test_bootstrap_interval_covers_the_median_and_tightens_with_samples():
+    rng = np.random.default_rng(0)
+    few = list(100 + rng.normal(0, 2, 20))
+    many = list(100 + rng.normal(0, 2, 400))
+    for x in (few, many):
+        e = stats.estimate(x)
+        assert e.ci_lo <= e.median <= e.ci_hi
+    assert stats.estimate(many).rel_half_width < stats.estimate(few).rel_half_width
+    assert stats.median_ci(few) == stats.median_ci(few)  # seeded: same samples, same interval
+    assert not stats.precise_enough(list(100 + rng.normal(0, 30, 20)))
+    assert stats.precise_enough(list(100 + rng.normal(0, 0.5, 40)))
+
+
+def test_ranks_tie_overlapping_intervals():
+    assert stats.ranks([(10, 11), (10.5, 12), (13, 14), (11.5, 13.5)]) == [1, 1, 3, 2]
+    rows = [{"impl": n, "status": "PASS", "spec": {"p": 1}, "problem": "p", "median_us": m,
+             "ci_lo_us": lo, "ci_hi_us": hi, "timing": "cuda-events"}
+            for n, m, lo, hi in (("a/x", 10, 9.9, 10.1), ("b/x", 10.05, 10.0, 10.2), ("c/x", 12, 11.9, 12.1))]
+    results.add_ranks(rows)
+    assert [(r["rank"], r["tied"]) for r in rows] == [(1, True), (1, True), (3, False)]
+
+
+@pytest.mark.parametrize("old,new,verdict", [
+    ({"median_us": 100, "ci_lo_us": 99, "ci_hi_us": 101}, {"median_us": 110, "ci_lo_us": 109, "ci_hi_us": 111}, "slower"),
+    ({"median_us": 100, "ci_lo_us": 99, "ci_hi_us": 101}, {"median_us": 90, "ci_lo_us": 89, "ci_hi_us": 91}, "faster"),
+    ({"median_us": 100, "ci_lo_us": 95, "ci_hi_us": 105}, {"median_us": 104, "ci_lo_us": 99, "ci_hi_us": 109}, "same"),
+    ({"median_us": 100, "ci_lo_us": 99.9, "ci_hi_us": 100.1}, {"median_us": 101, "ci_lo_us": 100.9, "ci_hi_us": 101.1}, "same"),
+])
+def test_classify(old, new, verdict):
+    assert report.classify({"status": "PASS", **old}, {"status": "PASS", **new}) == verdict
