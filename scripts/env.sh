@@ -4,7 +4,8 @@
 # .venv is created and filled. torch is pinned to 2.13.0: on this workplace's CPU machines pip
 # takes it from a local CPU-only wheel (a bare "torch" would pull gigabytes of CUDA packages).
 # scripts/cpu-constraints.txt pins what the CPU interpreters need (see the comments there).
-need='import torch, triton, numba_cuda, numpy, hypothesis, pytest'
+# NEED: the imports that must work (scripts/test.sh adds matplotlib, which the report tests plot with).
+need=${NEED:-'import torch, triton, numba_cuda, numpy, hypothesis, pytest'}
 if [ -z "${PY:-}" ] && python3 -c "$need" 2>/dev/null; then
   PY=python3
 elif [ -z "${PY:-}" ]; then

@@ -4,5 +4,6 @@
 # cores); on a GPU the 'gpu' profile. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+NEED='import torch, triton, numba_cuda, numpy, hypothesis, pytest, matplotlib'
 source scripts/env.sh
 exec "$PY" -m pytest "$@"
