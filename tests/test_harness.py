@@ -82,6 +82,7 @@ def test_workload_file_and_no_timing(tmp_path):
     (["--problem", "{oops"], "not JSON"),
     (["--num-splits", "0"], "num_splits=0: must be an integer in [1, 4096]"),
     (["--num-splits", "5000"], "num_splits=5000: must be an integer in [1, 4096]"),
+    (["--timing", "cold,warm"], "--timing: unknown mode(s) ['warm']"),
 ])
 def test_bad_arguments_fail_clearly_before_running(args, message, tmp_path):
     res = harness("run", *args, "--out", str(tmp_path / "run"))
