@@ -60,22 +60,6 @@ class Timing:
     stop: str  # why repetition stopped: "ci" (interval within 1 %), "reps cap", "time cap"
     note: str = ""  # e.g. the call waited for the GPU
 
-    @property
-    def median_us(self) -> float:
-        return self.estimate.median
-
-    @property
-    def p20_us(self) -> float:
-        return self.estimate.p20
-
-    @property
-    def p80_us(self) -> float:
-        return self.estimate.p80
-
-    @property
-    def reps(self) -> int:
-        return self.estimate.reps
-
 
 def _repeat(method: str, batch: Callable[[int], list[float]], max_reps: int,
             time_cap_s: float) -> Timing:

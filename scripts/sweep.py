@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--cells", help="indices into CELLS, comma-separated (default: all)")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
-    timer = GpuTimer(torch.device("cuda"), reps=20 if args.quick else 50)
+    timer = GpuTimer(torch.device("cuda"), quick=args.quick, modes=("cold",))
     configs = list({"cupy": cupy_configs, "triton": triton_configs,
                     "numba": numba_configs}[args.backend]())
     splits_options = (None, 16, 32, 64, 128)
@@ -103,8 +103,8 @@ def main() -> None:
                     if not checked.comparison.passed:
                         print(f"  WRONG {name} {opts}: {checked.comparison.summary()[:120]}")
                         continue
-                    t = timer(checked.run.launch.run)
-                    results.append((t.median_us, name, checked.run.launch.config))
+                    t = timer(checked.run.launch.run)["cold"]
+                    results.append((t.estimate.median, name, checked.run.launch.config))
                 except Exception as e:  # a config that does not build or fit is skipped
                     print(f"  skip {name} {opts}: {type(e).__name__}: {str(e)[:100]}")
                 finally:
