@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The tests: install what is missing, then the unit tests (tests/) and the conformance suite
-# (conformance/). On a CPU the 'ci' hypothesis profile applies (well under 15 minutes on 2
+# (conformance/). On a CPU the 'ci' hypothesis profile applies (about 15 minutes on 2
 # cores); on a GPU the 'gpu' profile. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
