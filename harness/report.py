@@ -161,6 +161,8 @@ def classify(old: dict, new: dict, threshold: float = THRESHOLD) -> str:
         return f"regression ({old['status']} -> {new['status']})"
     if not (old.get("median_us") and new.get("median_us")):
         return "not timed in both"
+    if any(str(r.get("timing", "")).startswith("cpu") for r in (old, new)):
+        return "not compared (CPU interpreter timing)"
     change = new["median_us"] / old["median_us"] - 1
     apart_slower = new.get("ci_lo_us", new["median_us"]) > old.get("ci_hi_us", old["median_us"])
     apart_faster = new.get("ci_hi_us", new["median_us"]) < old.get("ci_lo_us", old["median_us"])
@@ -169,6 +171,29 @@ def classify(old: dict, new: dict, threshold: float = THRESHOLD) -> str:
     if apart_faster and change < -threshold:
         return "faster"
     return "same"
+
+
+def ranking_flips(old_rows: list[dict], new_rows: list[dict]) -> tuple[int, list[str]]:
+    """Pairs of rows on one problem that one run orders beyond doubt (intervals apart) and the
+    other orders the opposite way beyond doubt: (pairs ordered in both runs, the flips)."""
+    old, new = ({(r["impl"], results.problem_key(r)): r for r in rows if r.get("rank")}
+                for rows in (old_rows, new_rows))
+    by_problem = defaultdict(list)
+    for key in old.keys() & new.keys():
+        by_problem[key[1]].append(key[0])
+    ordered, flips = 0, []
+    for problem, names in by_problem.items():
+        for i, a in enumerate(sorted(names)):
+            for b in sorted(names)[i + 1:]:
+                ra, rb = old[(a, problem)], old[(b, problem)]
+                na, nb = new[(a, problem)], new[(b, problem)]
+                before = (ra["ci_hi_us"] < rb["ci_lo_us"]) - (rb["ci_hi_us"] < ra["ci_lo_us"])
+                after = (na["ci_hi_us"] < nb["ci_lo_us"]) - (nb["ci_hi_us"] < na["ci_lo_us"])
+                if before and after:
+                    ordered += 1
+                    if before != after:
+                        flips.append(f"{a} vs {b} on {ra['problem']}")
+    return ordered, flips
 
 
 def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
@@ -205,5 +230,10 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
             f"new: {new_path} ({new_prov.get('gpu')}, commit {new_prov.get('commit')})\n"
             f"slower/faster: 95 % intervals apart and a change beyond {100 * threshold:.0f} %; "
             f"else same (within the noise)\n" + results.columns(header, body) + f"\n\nsummary: {summary}.")
+    results.add_ranks(old_rows)
+    results.add_ranks(new_rows)
+    ordered, flips = ranking_flips(old_rows, new_rows)
+    text += (f"\nranking: {ordered} pairs of rows ordered beyond doubt in both runs, "
+             f"{len(flips)} in opposite orders" + "".join(f"\n  flipped: {f}" for f in flips))
     regressed = counts["regression"] + counts["slower"] > 0
     return text, regressed

@@ -66,6 +66,9 @@ def test_compare_flags_a_regression_beyond_the_noise_and_nothing_else(tmp_path):
     flagged = [line for line in res.stdout.splitlines() if line.rstrip().endswith("slower")]
     assert flagged and all(line.startswith("cupy/dense") for line in flagged)
     assert len(flagged) == sum(1 for line in res.stdout.splitlines() if line.startswith("cupy/dense"))
+    assert "0 in opposite orders" in harness("compare", str(base), str(same)).stdout
+    # cupy 10 % slower stays behind everything it was behind: no flip either
+    assert "0 in opposite orders" in res.stdout
     # within the noise: 0.5 % slower with +-0.5 % intervals is no regression
     assert harness("compare", str(base), str(fake_run(tmp_path / "d", slow={"cupy/dense": 1.005},
                                                        seed=1))).returncode == 0
@@ -121,3 +124,14 @@ def test_ranks_tie_overlapping_intervals():
 ])
 def test_classify(old, new, verdict):
     assert report.classify({"status": "PASS", **old}, {"status": "PASS", **new}) == verdict
+    cpu = {"status": "PASS", "timing": "cpu wall-clock (interpreter/simulator: not a performance figure)"}
+    assert report.classify({**cpu, **old}, {**cpu, **new}).startswith("not compared")
+
+
+def test_compare_reports_a_ranking_flip(tmp_path):
+    base = fake_run(tmp_path / "a")  # triton (3800 GB/s) is behind cudnn (3900) everywhere
+    flipped = fake_run(tmp_path / "b", slow={"torch-cudnn/dense": 1.06})  # now cudnn is behind
+    res = harness("compare", str(base), str(flipped))
+    line = next(x for x in res.stdout.splitlines() if x.startswith("ranking:"))
+    assert "0 in opposite orders" not in line
+    assert "flipped: torch-cudnn/dense vs triton/dense" in res.stdout
