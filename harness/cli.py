@@ -113,7 +113,7 @@ def cmd_run(args, argv) -> int:
     if torch.cuda.is_available():
         bw = bandwidth.measure(torch.device("cuda"))
         prov.update(bandwidth=bw["probes"], bandwidth_limit_gbps=bw["limit_gbps"],
-                    bandwidth_limit_probe=bw["limit_probe"], copy_bw_gbps=bw["probes"]["copy"])
+                    bandwidth_limit_probe=bw["limit_probe"])
     else:
         print("No CUDA GPU: Triton runs in its interpreter and Numba in its simulator. Their "
               "timings below measure Python, not kernels: they are no performance figures.")

@@ -19,7 +19,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from harness import results
+from harness import results, stats
 from specs.problem import ProblemError
 
 THRESHOLD = 0.02  # relative change below which two timings count as the same, intervals aside
@@ -44,13 +44,26 @@ def _shape(r: dict) -> str:
     return s.get("name") or f"{s['num_q_heads']}-{s['num_kv_heads']}-{s['head_dim']}"
 
 
+def _timed(r: dict) -> bool:
+    return r["status"] == "PASS" and bool(r.get("median_us")) and r.get("applicable", True)
+
+
+def _uniform(r: dict) -> bool:
+    return len(set(r["spec"]["seq_lens"])) == 1
+
+
+def _err(rows: list[dict]) -> list[list[float]]:
+    """Error bars of the medians: distances down and up to their 95 % intervals."""
+    spans = [results.interval(r) for r in rows]
+    return [[max(0.0, r["median_us"] - lo) for r, (lo, _) in zip(rows, spans)],
+            [max(0.0, hi - r["median_us"]) for r, (_, hi) in zip(rows, spans)]]
+
+
 def _series(rows: list[dict]):
     """Timed PASS rows of uniform-length problems grouped by (shape, dtype, layout)."""
     groups = defaultdict(list)
     for r in rows:
-        lens = r["spec"]["seq_lens"]
-        if r["status"] == "PASS" and r.get("median_us") and r.get("applicable", True) \
-                and len(set(lens)) == 1:
+        if _timed(r) and _uniform(r):
             layout = r["spec"]["layout"] + (str(r["spec"]["page_size"]) if r["spec"]["layout"] == "paged" else "")
             groups[(_shape(r), r["spec"]["dtype"], layout)].append(r)
     return groups
@@ -72,10 +85,8 @@ def _plot_axis(plt, rows: list[dict], along: str, path: Path, title: str) -> Non
                 continue
             x = [p[0] for p in pts]
             y = [p[1]["median_us"] for p in pts]
-            err = [[max(0.0, p[1]["median_us"] - p[1].get("ci_lo_us", p[1]["median_us"])) for p in pts],
-                   [max(0.0, p[1].get("ci_hi_us", p[1]["median_us"]) - p[1]["median_us"]) for p in pts]]
             style = dict(marker="o", linestyle="--" if pts[0][1].get("vendor") else "-", label=impl)
-            axes[0][col].errorbar(x, y, yerr=err, capsize=3, **style)
+            axes[0][col].errorbar(x, y, yerr=_err([p[1] for p in pts]), capsize=3, **style)
             if all(p[1].get("pct_peak_bw") is not None for p in pts):
                 axes[1][col].plot(x, [p[1]["pct_peak_bw"] for p in pts], **style)
         for row, label in ((0, "median us (cold L2)"), (1, "% of measured bandwidth")):
@@ -101,9 +112,7 @@ def _plot_ragged(plt, rows: list[dict], path: Path, title: str) -> None:
     for ax, problem in zip(axes[0], problems):
         mine = sorted((r for r in rows if r["problem"] == problem), key=lambda r: r["median_us"])
         y = range(len(mine))
-        ax.barh(y, [r["median_us"] for r in mine],
-                xerr=[[r["median_us"] - r.get("ci_lo_us", r["median_us"]) for r in mine],
-                      [r.get("ci_hi_us", r["median_us"]) - r["median_us"] for r in mine]],
+        ax.barh(y, [r["median_us"] for r in mine], xerr=_err(mine),
                 color=["tab:orange" if r.get("vendor") else "tab:blue" for r in mine])
         ax.set_yticks(list(y), [r["impl"] for r in mine], fontsize=8)
         ax.invert_yaxis()
@@ -131,8 +140,7 @@ def plot(rows: list[dict], folder: Path) -> list[Path]:
             written.append(path)
     ragged = defaultdict(list)
     for r in rows:
-        if r["status"] == "PASS" and r.get("median_us") and r.get("applicable", True) \
-                and len(set(r["spec"]["seq_lens"])) > 1:
+        if _timed(r) and not _uniform(r):
             ragged[(_shape(r), r["spec"]["dtype"])].append(r)
     for (shape, dtype), group in sorted(ragged.items()):
         path = folder / f"{shape}_{dtype}_ragged.png"
@@ -164,13 +172,17 @@ def classify(old: dict, new: dict, threshold: float = THRESHOLD) -> str:
     if any(str(r.get("timing", "")).startswith("cpu") for r in (old, new)):
         return "not compared (CPU interpreter timing)"
     change = new["median_us"] / old["median_us"] - 1
-    apart_slower = new.get("ci_lo_us", new["median_us"]) > old.get("ci_hi_us", old["median_us"])
-    apart_faster = new.get("ci_hi_us", new["median_us"]) < old.get("ci_lo_us", old["median_us"])
-    if apart_slower and change > threshold:
+    if stats.below(results.interval(old), results.interval(new)) and change > threshold:
         return "slower"
-    if apart_faster and change < -threshold:
+    if stats.below(results.interval(new), results.interval(old)) and change < -threshold:
         return "faster"
     return "same"
+
+
+def _order(a: dict, b: dict) -> int:
+    """1: a faster beyond doubt, -1: b faster beyond doubt, 0: no order (intervals overlap)."""
+    ia, ib = results.interval(a), results.interval(b)
+    return stats.below(ia, ib) - stats.below(ib, ia)
 
 
 def ranking_flips(old_rows: list[dict], new_rows: list[dict]) -> tuple[int, list[str]]:
@@ -185,14 +197,11 @@ def ranking_flips(old_rows: list[dict], new_rows: list[dict]) -> tuple[int, list
     for problem, names in by_problem.items():
         for i, a in enumerate(sorted(names)):
             for b in sorted(names)[i + 1:]:
-                ra, rb = old[(a, problem)], old[(b, problem)]
-                na, nb = new[(a, problem)], new[(b, problem)]
-                before = (ra["ci_hi_us"] < rb["ci_lo_us"]) - (rb["ci_hi_us"] < ra["ci_lo_us"])
-                after = (na["ci_hi_us"] < nb["ci_lo_us"]) - (nb["ci_hi_us"] < na["ci_lo_us"])
+                before, after = (_order(run[(a, problem)], run[(b, problem)]) for run in (old, new))
                 if before and after:
                     ordered += 1
                     if before != after:
-                        flips.append(f"{a} vs {b} on {ra['problem']}")
+                        flips.append(f"{a} vs {b} on {old[(a, problem)]['problem']}")
     return ordered, flips
 
 

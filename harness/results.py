@@ -38,6 +38,16 @@ def read_rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def interval(row: dict) -> tuple[float, float]:
+    """The primary figure's 95 % interval (the median alone when a row has none)."""
+    return row.get("ci_lo_us", row["median_us"]), row.get("ci_hi_us", row["median_us"])
+
+
+def rank_text(row: dict) -> str:
+    """'2', or '2=' when tied, or '' when unranked."""
+    return f"{row['rank']}{'=' if row.get('tied') else ''}" if row.get("rank") else ""
+
+
 def problem_key(row: dict) -> str:
     """The whole problem (every length, the scale), not its label, which abbreviates them."""
     return json.dumps(row["spec"], sort_keys=True)
@@ -61,7 +71,7 @@ def add_ranks(rows: list[dict]) -> None:
                 and gpu_figure:
             groups.setdefault(problem_key(r), []).append(r)
     for group in groups.values():
-        for r, rank in zip(group, stats.ranks([(r["ci_lo_us"], r["ci_hi_us"]) for r in group])):
+        for r, rank in zip(group, stats.ranks([interval(r) for r in group])):
             r["rank"] = rank
         for r in group:
             r["tied"] = sum(o["rank"] == r["rank"] for o in group) > 1
@@ -114,10 +124,9 @@ def _table_row(r: dict) -> list[str]:
             primary += f" [{r['ci_lo_us']:.1f}-{r['ci_hi_us']:.1f}]"
         if r.get("primary_mode") not in (None, "cold"):
             primary += f" ({r['primary_mode']})"
-    rank = f"{r['rank']}{'=' if r.get('tied') else ''}" if r.get("rank") else ""
     return [r["problem"], r["variant"], _cell_status(r), primary, _mode_cell(r, "graph"),
             _mode_cell(r, "wall"), _mode_cell(r, "launch"), _fmt(r.get("gbps"), ".0f"),
-            _fmt(r.get("pct_peak_bw"), ".1f"), rank, _fmt(r.get("vs_vendor"), ".2f"),
+            _fmt(r.get("pct_peak_bw"), ".1f"), rank_text(r), _fmt(r.get("vs_vendor"), ".2f"),
             _fmt(r.get("first_call_ms"), ".0f"), note[:90]]
 
 
@@ -128,11 +137,15 @@ def _mode_cell(r: dict, mode: str) -> str:
     return f"{r[f'{mode}_us']:.1f}" + ("!" if r.get(f"{mode}_note") else "")
 
 
-def markdown_table(rows: Iterable[dict]) -> str:
-    lines = ["| " + " | ".join(TABLE_COLUMNS) + " |", "|" + "---|" * len(TABLE_COLUMNS)]
-    for r in rows:
-        lines.append("| " + " | ".join(c.replace("|", "/") for c in _table_row(r)) + " |")
+def markdown(header, body) -> str:
+    """A markdown table: the header, then one line per row of strings."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in body]
     return "\n".join(lines)
+
+
+def markdown_table(rows: Iterable[dict]) -> str:
+    return markdown(TABLE_COLUMNS, [_table_row(r) for r in rows])
 
 
 def columns(header, body) -> str:
@@ -225,14 +238,19 @@ def side_by_side(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     """One line per problem, one column per backend (DSLs first, then vendor libraries)."""
     groups = by_backend(rows)
     names = sorted(groups, key=lambda b: (any(r.get("vendor") for r in groups[b]), b))
-    problems = list(dict.fromkeys(problem_key(r) for r in rows))
+    first: dict[str, dict] = {}  # problem key -> its first row, in run order
+    cells: dict[tuple[str, str], list[dict]] = {}  # (backend, problem key) -> its shown rows
+    for r in rows:
+        first.setdefault(problem_key(r), r)
+    for name, group in groups.items():
+        for r in group:
+            cells.setdefault((name, problem_key(r)), []).append(r)
     body = []
-    for key in problems:
-        first = next(r for r in rows if problem_key(r) == key)
-        vendor = f"{first['vendor_best']} {first['vendor_best_us']:.1f}" if first.get("vendor_best") else ""
-        line = [first["problem"], vendor]
+    for key, row in first.items():
+        vendor = f"{row['vendor_best']} {row['vendor_best_us']:.1f}" if row.get("vendor_best") else ""
+        line = [row["problem"], vendor]
         for name in names:
-            mine = [r for r in groups[name] if problem_key(r) == key]
+            mine = cells.get((name, key), [])
             timed = [r for r in mine if r["status"] == "PASS" and r.get("median_us")]
             bad = sorted({r["status"] for r in mine if r["status"] in ("FAIL", "ERROR")})
             cell = ""
@@ -244,7 +262,7 @@ def side_by_side(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
                 if r.get("vs_vendor") is not None:
                     cell += f" {r['vs_vendor']:.2f}x"
                 if r.get("rank"):
-                    cell += f" #{r['rank']}{'=' if r.get('tied') else ''}"
+                    cell += f" #{rank_text(r)}"
             elif mine and all(r["status"] == "PASS" for r in mine):
                 cell = "PASS"
             line.append(" ".join(filter(None, [cell, "+".join(bad)])) or "-")
@@ -268,14 +286,11 @@ def render_markdown(prov: dict, rows: list[dict]) -> str:
              f"Cells: {summary_counts(rows)}. " + COLUMNS_NOTE, ""]
     header, body = side_by_side(rows)
     if len(header) > 2:
-        parts += ["## Side by side", "", SIDE_NOTE, "", "| " + " | ".join(header) + " |",
-                  "|" + "---|" * len(header),
-                  *["| " + " | ".join(c.replace("|", "/") for c in line) + " |" for line in body], ""]
+        parts += ["## Side by side", "", SIDE_NOTE, "", markdown(header, body), ""]
     for backend, group in by_backend(rows).items():
         why = unavailable_everywhere(group)
         table = f"unavailable: {why}" if why else markdown_table(group)
-        notes = [n for n in (_timing_note(group), compile_note(group, bool(prov.get("gpu"))),
-                             mode_notes(group), missing_variants(rows, backend)) if n]
+        notes = [n for n in (_timing_note(group), *backend_notes(prov, rows, backend, group)) if n]
         parts += [f"## {backend}", "", *[n + "\n" for n in notes], table, ""]
     return "\n".join(parts)
 
@@ -304,14 +319,19 @@ def mode_notes(group: list[dict]) -> str:
     return " ".join(f"{note} ({', '.join(sorted(set(v)))})." for note, v in notes.items())
 
 
+def backend_notes(prov: dict, rows: list[dict], backend: str, group: list[dict]) -> list[str]:
+    """What a backend's table needs said above it: compile times, mode notes, missing variants."""
+    return [compile_note(group, bool(prov.get("gpu"))), mode_notes(group),
+            missing_variants(rows, backend)]
+
+
 def render_text(prov: dict, rows: list[dict]) -> str:
     """The tables as printed: one per backend, then the side-by-side one (printed last)."""
     parts = []
     for backend, group in by_backend(rows).items():
         why = unavailable_everywhere(group)
         parts.append(f"\n== {backend} ==")
-        parts += [n for n in (missing_variants(rows, backend),
-                              compile_note(group, bool(prov.get("gpu"))), mode_notes(group)) if n]
+        parts += [n for n in backend_notes(prov, rows, backend, group) if n]
         parts.append(f"unavailable: {why}" if why else text_table(group))
     header, body = side_by_side(rows)
     if len(header) > 2:

@@ -116,7 +116,7 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
         if inputs.device.type == "cuda" and row.get("primary_mode") in ("cold", "graph"):
             gbps = problem.bytes_moved / (row["median_us"] * 1e-6) / 1e9
             row["gbps"] = round(gbps, 1)
-            if limit := prov.get("bandwidth_limit_gbps") or prov.get("copy_bw_gbps"):
+            if limit := prov.get("bandwidth_limit_gbps"):
                 row["pct_peak_bw"] = round(100 * gbps / limit, 1)
     return row
 

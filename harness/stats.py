@@ -64,11 +64,12 @@ def precise_enough(samples, target: float = TARGET_REL_CI) -> bool:
     return len(samples) >= MIN_REPS and estimate(samples).rel_half_width <= target
 
 
-def overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    return a[0] <= b[1] and b[0] <= a[1]
+def below(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Interval ``a`` lies wholly below ``b``: a is faster beyond doubt."""
+    return a[1] < b[0]
 
 
 def ranks(intervals: list[tuple[float, float]]) -> list[int]:
     """1 + the number of intervals wholly below each one: rows that cannot be told apart share
     a rank (a tie), and a row ranks behind only what is faster beyond its interval."""
-    return [1 + sum(other[1] < mine[0] for other in intervals) for mine in intervals]
+    return [1 + sum(below(other, mine) for other in intervals) for mine in intervals]

@@ -84,8 +84,6 @@ def _repeat(method: str, batch: Callable[[int], list[float]], max_reps: int,
 class GpuTimer:
     """All selected modes for one launch; one flush buffer per process."""
 
-    method = METHODS["cold"]
-
     def __init__(self, device: torch.device, quick: bool = False, modes=MODES):
         l2 = torch.cuda.get_device_properties(device).L2_cache_size
         self.flush = torch.ones(FLUSH_FACTOR * l2 // 4, dtype=torch.float32, device=device)
@@ -191,7 +189,6 @@ def capture(run: Callable[[], object]) -> "torch.cuda.CUDAGraph":
 
 class CpuTimer:
     method = "cpu wall-clock (interpreter/simulator: not a performance figure)"
-    modes = ("wall",)
 
     def __init__(self, reps: int = CPU_REPS):
         self.reps = reps
