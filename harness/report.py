@@ -69,18 +69,20 @@ def _series(rows: list[dict]):
     return groups
 
 
+AXES = {"seq_len": lambda r: r["spec"]["seq_lens"][0], "batch": lambda r: len(r["spec"]["seq_lens"])}
+
+
 def _plot_axis(plt, rows: list[dict], along: str, path: Path, title: str) -> None:
     """Latency (top) and % BW (bottom) against ``along`` ('seq_len' or 'batch'), one panel per
     value of the other axis, one line per implementation."""
     other = "batch" if along == "seq_len" else "seq_len"
-    key = {"seq_len": lambda r: r["spec"]["seq_lens"][0], "batch": lambda r: len(r["spec"]["seq_lens"])}
-    panels = sorted({key[other](r) for r in rows})
+    panels = sorted({AXES[other](r) for r in rows})
     fig, axes = plt.subplots(2, len(panels), figsize=(4.2 * len(panels), 7), squeeze=False)
     impls = sorted({r["impl"] for r in rows})
     for col, value in enumerate(panels):
-        mine = [r for r in rows if key[other](r) == value]
+        mine = [r for r in rows if AXES[other](r) == value]
         for impl in impls:
-            pts = sorted((key[along](r), r) for r in mine if r["impl"] == impl)
+            pts = sorted((AXES[along](r), r) for r in mine if r["impl"] == impl)
             if not pts:
                 continue
             x = [p[0] for p in pts]
@@ -135,6 +137,12 @@ def plot(rows: list[dict], folder: Path) -> list[Path]:
     written = []
     for (shape, dtype, layout), group in sorted(_series(rows).items()):
         for along in ("seq_len", "batch"):
+            other = "batch" if along == "seq_len" else "seq_len"
+            lines = defaultdict(set)  # (panel, impl) -> x values
+            for r in group:
+                lines[(AXES[other](r), r["impl"])].add(AXES[along](r))
+            if max(len(xs) for xs in lines.values()) < 2:
+                continue  # no line at all, only points: nothing a plot against this axis shows
             path = folder / f"{shape}_{dtype}_{layout}_vs_{along}.png"
             _plot_axis(plt, group, along, path, f"{shape} {dtype} {layout}: latency and bandwidth vs {along}")
             written.append(path)

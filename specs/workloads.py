@@ -30,8 +30,14 @@ MODELS: dict[str, tuple[int, int, int]] = {
     "phi3-mini": (32, 32, 96),  # head_dim 96 (not a power of two), MHA
 }
 
-# batch x seq_len cells of ../shared/ANCHORS.md: batch 1 needs split-K, large batch is pure bandwidth
-GRID: list[tuple[int, int]] = [(1, 8192), (1, 32768), (16, 4096), (64, 2048), (64, 8192), (128, 1024)]
+# batch x seq_len: every pair whose batch holds at most MAX_TOKENS tokens of context. Llama-3-8B's
+# KV cache is 128 KiB a token over its 32 layers, so 1M tokens (128 GiB) is about what one
+# 141 GB GPU can serve; bigger cells are no decode step anyone runs. Batch 1 needs split-K, large
+# batches are pure bandwidth; the six cells of ../shared/ANCHORS.md are among them.
+GRID_BATCHES = (1, 16, 64, 128)
+GRID_SEQ_LENS = (1024, 2048, 4096, 8192, 32768)
+MAX_TOKENS = 1 << 20
+GRID: list[tuple[int, int]] = [(b, s) for b in GRID_BATCHES for s in GRID_SEQ_LENS if b * s <= MAX_TOKENS]
 QUICK_GRID: list[tuple[int, int]] = [(1, 32768), (16, 4096), (64, 2048)]
 RAGGED_SIGMA = 1.0  # log-normal shape of serving-trace context lengths (see module docstring)
 RAGGED_MIN = 16
@@ -66,8 +72,11 @@ def _ragged(quick: bool = False) -> list[DecodeProblem]:
             for p in _both_layouts(lambda lay: model_problem("llama3-8b", ragged_lengths(b, med, mx, seed), lay))]
 
 
+MODEL_CELLS = [(1, 32768), (16, 1024), (16, 4096), (16, 16384)]  # a line against seq_len per shape
+
+
 def _models() -> list[DecodeProblem]:
-    return [model_problem(m, [s] * b, "paged") for m in MODELS for b, s in [(1, 32768), (16, 4096)]]
+    return [model_problem(m, [s] * b, "paged") for m in MODELS for b, s in MODEL_CELLS]
 
 
 def _cpu() -> list[DecodeProblem]:
@@ -86,11 +95,12 @@ def _cpu() -> list[DecodeProblem]:
 
 
 WORKLOADS: dict[str, tuple[str, Callable[[bool], list[DecodeProblem]]]] = {
-    "grid": ("Llama-3-8B bf16, the batch x seq_len grid of ANCHORS.md, dense and paged (page 16)",
+    "grid": ("Llama-3-8B bf16, batch {1,16,64,128} x seq_len {1k,2k,4k,8k,32k} up to 1M tokens "
+             "(ANCHORS.md's cells among them), dense and paged (page 16)",
              lambda quick: _grid(QUICK_GRID if quick else GRID)),
     "ragged": ("Llama-3-8B bf16, log-normal ragged batches (16 x median 1k, 64 x median 2k, max 32k)",
                _ragged),
-    "models": ("every model shape at 1 x 32k and 16 x 4k, paged (page 16), bf16",
+    "models": ("every model shape at 1 x 32k and 16 x {1k, 4k, 16k}, paged (page 16), bf16",
                lambda quick: _models()),
     "batch1": ("Llama-3-8B bf16, batch 1 at 4k, 8k, 16k and 32k tokens, dense and paged: how "
                "flat single-sequence latency stays as the sequence grows (split-K's job)",
