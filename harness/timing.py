@@ -17,6 +17,20 @@ Four modes on a GPU, each its own column (``MODES``; ``--timing`` selects):
   each DSL's and library's dispatch and launch overhead alone. If the spin has ended when
   ``run()`` returns, the call waited for the GPU (a hidden sync); the row says so.
 
+Launch phase. With a cold L2, how long a short call takes depends on how many kernels the GPU
+launched before it, modulo a small period (on the H200 used for ``results/``: a split-K call of
+~13 us takes 12.3 to 13.7 us depending on the launch count modulo 8 before it; a long
+single-CTA-per-head kernel barely moves). A measurement whose repetitions all launch the same
+number of kernels sits in one phase for good: its interval is tight, yet another run (another
+count of launches before it) lands in another phase, and whole-run medians moved by up to 13 %
+between two runs. So before each repetition the device modes launch 0 to 7 empty kernels,
+cycling (``LAUNCH_PHASES``): whatever a call launches itself, every 16 repetitions visit each
+phase of any period dividing 8 equally often, and the median is that of the phase mixture, the
+same in every run (``scripts/noise_probe.py`` measures both ways: round-to-round spread of
+the medians 1.4-2.1 us without the cycling, 0.04-0.12 us with it).
+
+Host modes run with Python's garbage collector off and the timing thread pinned to one CPU.
+
 Every mode repeats in batches until the median's 95 % bootstrap interval is within
 ``TARGET_REL_CI`` of it (``harness.stats``; 1 % for the device figures, 3 % for the host ones,
 whose tails are the host's scheduling), or a cap on repetitions or measured time is hit; the
@@ -26,7 +40,10 @@ performance figure.
 
 from __future__ import annotations
 
+import gc
+import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -37,9 +54,10 @@ from harness.stats import Estimate, estimate, precise_enough
 MODES = ("cold", "graph", "wall", "launch")
 TARGET_REL_CI = {"cold": 0.01, "graph": 0.01, "wall": 0.03, "launch": 0.03}
 WARMUP_CALLS = 5  # after the correctness check already compiled everything
-BATCH = 10  # repetitions between checks of the interval
+BATCH = 16  # repetitions between checks of the interval (a multiple of 2 x LAUNCH_PHASES)
+LAUNCH_PHASES = 8  # empty launches before a repetition cycle through 0..LAUNCH_PHASES-1
 MAX_REPS = 400
-MAX_REPS_QUICK = 60
+MAX_REPS_QUICK = 64
 TIME_CAP_S = 1.0  # per mode and cell: host time spent repeating (flushes and spins included)
 TIME_CAP_S_QUICK = 0.3
 CPU_REPS = 1  # interpreter/simulator calls are slow (seconds) and not a performance figure anyway
@@ -48,9 +66,9 @@ SPIN_CYCLES = 500_000  # ~250 us at ~2 GHz: longer than any backend's host launc
 LAUNCH_SPIN_CYCLES = 20_000_000  # ~10 ms: the GPU stays busy while BATCH calls are issued
 
 METHODS = {
-    "cold": "cuda-events, L2 flushed (by reads) before each call, host launch hidden behind a spin",
-    "graph": "cuda-graph replay of one call, L2 flushed before each replay",
-    "wall": "host wall-clock of run() + synchronize, L2 flushed before each call",
+    "cold": "cuda-events, L2 flushed (by reads) before each call, host launch hidden behind a spin, launch phase cycled",
+    "graph": "cuda-graph replay of one call, L2 flushed before each replay, launch phase cycled",
+    "wall": "host wall-clock of run() + synchronize, L2 flushed before each call, launch phase cycled",
     "launch": "host time for run() to return while the GPU is busy (dispatch + launch overhead)",
 }
 
@@ -84,8 +102,10 @@ def _repeat(method: str, batch: Callable[[int], list[float]], max_reps: int,
 class GpuTimer:
     """All selected modes for one launch; one flush buffer per process."""
 
-    def __init__(self, device: torch.device, quick: bool = False, modes=MODES):
+    def __init__(self, device: torch.device, quick: bool = False, modes=MODES,
+                 cycle_phases: bool = True):
         l2 = torch.cuda.get_device_properties(device).L2_cache_size
+        self.phases = LAUNCH_PHASES if cycle_phases else 1
         self.flush = torch.ones(FLUSH_FACTOR * l2 // 4, dtype=torch.float32, device=device)
         self.max_reps = MAX_REPS_QUICK if quick else MAX_REPS
         self.time_cap_s = TIME_CAP_S_QUICK if quick else TIME_CAP_S
@@ -99,21 +119,34 @@ class GpuTimer:
             run()
         torch.cuda.synchronize()
         out: dict[str, Timing | str] = {}
-        for mode in self.modes:
-            try:
-                out[mode] = getattr(self, mode)(run)
-            except GraphUnsupported as e:
-                out[mode] = f"unsupported: {e}"
+        with quiet_host():
+            for mode in self.modes:
+                try:
+                    out[mode] = getattr(self, mode)(run)
+                except GraphUnsupported as e:
+                    out[mode] = f"unsupported: {e}"
         return out
+
+    def _phase_shifter(self) -> Callable[[], None]:
+        """Before repetition i: i mod LAUNCH_PHASES empty kernels (see the module docstring)."""
+        count = iter(range(1 << 62))
+
+        def shift() -> None:
+            for _ in range(next(count) % self.phases):
+                torch.cuda._sleep(0)
+        return shift
 
     def _repeat(self, mode: str, batch) -> Timing:
         return _repeat(METHODS[mode], batch, self.max_reps, self.time_cap_s, TARGET_REL_CI[mode])
 
     def _events(self, call: Callable[[], object]):
+        shift = self._phase_shifter()
+
         def batch(n: int) -> list[float]:
             events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                       for _ in range(n)]
             for begin, end in events:
+                shift()
                 self.flush.sum()
                 torch.cuda._sleep(SPIN_CYCLES)
                 begin.record()
@@ -131,9 +164,12 @@ class GpuTimer:
         return self._repeat("graph", self._events(graph.replay))
 
     def wall(self, run) -> Timing:
+        shift = self._phase_shifter()
+
         def batch(n: int) -> list[float]:
             samples = []
             for _ in range(n):
+                shift()
                 self.flush.sum()
                 torch.cuda.synchronize()
                 start = time.perf_counter()
@@ -163,6 +199,23 @@ class GpuTimer:
             t.note = (f"run() returned after the GPU had drained its queue in {sum(waited)} of "
                       f"{len(waited)} calls: it waits for the GPU (a host sync) or took > ~10 ms")
         return t
+
+
+@contextmanager
+def quiet_host():
+    """No garbage collection, and the calling thread on one CPU, for the duration."""
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    if allowed:
+        os.sched_setaffinity(0, {min(allowed)})
+    try:
+        yield
+    finally:
+        if allowed:
+            os.sched_setaffinity(0, allowed)
+        if gc_was_on:
+            gc.enable()
 
 
 class GraphUnsupported(Exception):

@@ -1,6 +1,9 @@
 """Where the run-to-run spread of small timings comes from (a GPU diagnostic, not part of a run).
 
-One problem, a few implementations, cold-L2 medians (harness.timing's method) in rounds:
+One problem, a few implementations, cold-L2 medians (harness.timing's method) in rounds, each
+way twice: with the launch phase cycled (as the harness times) and without (every repetition
+launching the same kernels, so a round sits in whatever phase it started in; one empty launch
+between rounds moves the next round to another phase):
 
 * ``same inputs``: every round times the one prepared call on the same tensors: what drifts with
   time alone (clocks, temperature, the host);
@@ -17,6 +20,7 @@ cannot see. On the device machine:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import statistics
@@ -47,6 +51,7 @@ def prepared(impl, problem: DecodeProblem, seed: int):
 def round_median(timer: GpuTimer, run, reps: int):
     for _ in range(WARMUP_CALLS):
         run()
+    torch.cuda._sleep(0)  # one launch: the next round starts one phase on
     return estimate(timer._events(run)(reps))
 
 
@@ -55,20 +60,21 @@ def main() -> None:
     ap.add_argument("--problem", default=json.dumps(DEFAULT_PROBLEM))
     ap.add_argument("--impls", default=DEFAULT_IMPLS)
     ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("--reps", type=int, default=100)
+    ap.add_argument("--reps", type=int, default=96)
     args = ap.parse_args()
     problem = DecodeProblem.from_dict(json.loads(args.problem))
-    timer = GpuTimer(torch.device("cuda"))
+    timers = {"cycled": GpuTimer(torch.device("cuda")),
+              "fixed": GpuTimer(torch.device("cuda"), cycle_phases=False)}
     rng = random.Random(0)
     print(f"{problem.label()}: {args.rounds} rounds x {args.reps} cold-L2 calls; us")
-    print(f"{'implementation':<20} {'inputs':<6} {'round medians':<48} spread  CI width")
+    print(f"{'implementation':<20} {'phase':<7} {'inputs':<6} {'round medians':<48} spread  CI width")
     for name in args.impls.split(","):
         impl = registry.get(name)
         if reason := impl.availability() or impl.unsupported(problem):
             print(f"{name:<20} skipped: {reason}")
             continue
         inputs, launch = prepared(impl, problem, 0)
-        for kind in ("same", "new"):
+        for (phase, timer), kind in itertools.product(timers.items(), ("same", "new")):
             medians, widths, pads = [], [], []
             for r in range(args.rounds):
                 if kind == "new":
@@ -80,7 +86,7 @@ def main() -> None:
                 widths.append(e.ci_hi - e.ci_lo)
             del pads
             text = " ".join(f"{m:.2f}" for m in medians)
-            print(f"{name:<20} {kind:<6} {text:<48} {max(medians) - min(medians):6.2f}  "
+            print(f"{name:<20} {phase:<7} {kind:<6} {text:<48} {max(medians) - min(medians):6.2f}  "
                   f"{statistics.median(widths):6.2f}", flush=True)
         del inputs, launch
         torch.cuda.empty_cache()

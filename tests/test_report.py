@@ -8,12 +8,13 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from harness import report, results, stats
+from harness import report, results, stats, timing
 from specs import workloads
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,3 +151,17 @@ def test_compare_reports_a_ranking_flip(tmp_path):
     res = harness("compare", str(base), str(flipped))
     assert flips(res.stdout) > 0
     assert "flipped: torch-cudnn/dense vs triton/dense" in res.stdout
+
+
+@pytest.mark.parametrize("period", [1, 2, 4, 8])
+@pytest.mark.parametrize("own_launches", range(8))
+def test_launch_phase_cycling_visits_every_phase_equally(period, own_launches):
+    """The GPU timer's design claim: with i % LAUNCH_PHASES empty launches before repetition i,
+    each batch visits every phase of a period dividing LAUNCH_PHASES equally often, whatever
+    number of kernels the call (plus the flush and the spin) launches itself."""
+    launched, phases = 0, []
+    for i in range(timing.BATCH):
+        launched += i % timing.LAUNCH_PHASES  # the shifter
+        phases.append(launched % period)  # the phase the timed call starts in
+        launched += own_launches
+    assert sorted(Counter(phases).values()) == [timing.BATCH // period] * period
