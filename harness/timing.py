@@ -254,24 +254,3 @@ class CpuTimer:
             samples.append((time.perf_counter() - start) * 1e6)
         return {"wall": Timing(self.method, estimate(samples), "reps cap")}
 
-
-def copy_bandwidth_gbps(device: torch.device, nbytes: int = 4 << 30, reps: int = 20) -> float:
-    """Device-to-device copy bandwidth, bytes read + written per second. GB/s, median of ``reps``."""
-    src = torch.empty(nbytes // 2, dtype=torch.int8, device=device).random_()
-    dst = torch.empty_like(src)
-    return 2 * src.numel() / median_seconds(lambda: dst.copy_(src), reps) / 1e9
-
-
-def median_seconds(call: Callable[[], object], reps: int = 20) -> float:
-    """Median event time of ``call`` (after 3 warm-up calls), seconds."""
-    for _ in range(3):
-        call()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        call()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3)
-    return sorted(times)[len(times) // 2]
