@@ -13,9 +13,9 @@ Each probe is timed exactly as every row is (``harness.timing``'s ``cold`` mode:
 GPU spin before each call, the launch phase cycled, repeated to a 1 % interval), so numerator
 and denominator come from one method. Timed back to back instead, the same Triton read gave
 4.33-4.49 TB/s on the H200 from one call to the next; this way 4.60 TB/s within +-0.1 %. Every
-row's % of bandwidth is over ``limit_gbps``, and the probes are kept in the provenance: the best
-decode kernels land within about 1 % of the read probe, and a row a little above 100 % says the
-probe is one stream where they read two (K and V), not that it beat physics.
+row's % of bandwidth is over ``limit_gbps``, and the probes are kept in the provenance. The best
+decode kernels reach 98 % of the read probe; a row above 100 % would say the probes missed the
+ceiling, not that it beat physics.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ between two runs. So before each repetition the device modes launch 0 to 7 empty
 cycling (``LAUNCH_PHASES``): whatever a call launches itself, every 16 repetitions visit each
 phase of any period dividing 8 equally often, and the median is that of the phase mixture, the
 same in every run (``scripts/noise_probe.py`` measures both ways: round-to-round spread of
-the medians 1.4-2.1 us without the cycling, 0.04-0.12 us with it).
+the medians 1.2-2.4 us without the cycling, 0.1-0.4 us with it, within the intervals).
 
 Host modes run with Python's garbage collector off and the timing thread pinned to one CPU.
 
