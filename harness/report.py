@@ -213,6 +213,11 @@ def ranking_flips(old_rows: list[dict], new_rows: list[dict]) -> tuple[int, list
     return ordered, flips
 
 
+def _with_interval(row: dict) -> str:
+    lo, hi = results.interval(row)
+    return f"{row['median_us']:.1f} [{lo:.1f}-{hi:.1f}]"
+
+
 def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
             any_gpu: bool = False) -> tuple[str, bool]:
     """(the comparison as text, whether anything regressed)."""
@@ -234,8 +239,7 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
         counts[verdict.split(" (")[0]] += 1
         if o.get("median_us") and r.get("median_us"):
             change = f"{100 * (r['median_us'] / o['median_us'] - 1):+.1f}%"
-            ci = lambda x: f"{x['median_us']:.1f} [{x.get('ci_lo_us', x['median_us']):.1f}-{x.get('ci_hi_us', x['median_us']):.1f}]"  # noqa: E731
-            body.append([r["impl"], r["problem"], ci(o), ci(r), change, verdict])
+            body.append([r["impl"], r["problem"], _with_interval(o), _with_interval(r), change, verdict])
         elif verdict.startswith("regression"):
             body.append([r["impl"], r["problem"], o["status"], r["status"], "", verdict])
     counts["gone rows"] = len(set(old) - {key(r) for r in new_rows})

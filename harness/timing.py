@@ -41,11 +41,12 @@ performance figure.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 
@@ -79,6 +80,11 @@ class Timing:
     estimate: Estimate  # microseconds
     stop: str  # why repetition stopped: "ci" (interval within target), "reps cap", "time cap"
     note: str = ""  # e.g. the call waited for the GPU
+
+
+def phase_shifts(phases: int = LAUNCH_PHASES) -> Iterator[int]:
+    """Empty launches before repetitions 0, 1, 2, ...: i mod ``phases`` (module docstring)."""
+    return (i % phases for i in itertools.count())
 
 
 def _repeat(method: str, batch: Callable[[int], list[float]], max_reps: int,
@@ -127,27 +133,28 @@ class GpuTimer:
                     out[mode] = f"unsupported: {e}"
         return out
 
-    def _phase_shifter(self) -> Callable[[], None]:
-        """Before repetition i: i mod LAUNCH_PHASES empty kernels (see the module docstring)."""
-        count = iter(range(1 << 62))
+    def _cold_l2(self) -> Callable[[], None]:
+        """What goes before each repetition of a device mode: the launch phase moved on
+        (``phase_shifts``: empty kernels), then the L2 flushed by reads."""
+        shifts = phase_shifts(self.phases)
 
-        def shift() -> None:
-            for _ in range(next(count) % self.phases):
+        def before() -> None:
+            for _ in range(next(shifts)):
                 torch.cuda._sleep(0)
-        return shift
+            self.flush.sum()
+        return before
 
     def _repeat(self, mode: str, batch) -> Timing:
         return _repeat(METHODS[mode], batch, self.max_reps, self.time_cap_s, TARGET_REL_CI[mode])
 
     def _events(self, call: Callable[[], object]):
-        shift = self._phase_shifter()
+        before = self._cold_l2()
 
         def batch(n: int) -> list[float]:
             events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                       for _ in range(n)]
             for begin, end in events:
-                shift()
-                self.flush.sum()
+                before()
                 torch.cuda._sleep(SPIN_CYCLES)
                 begin.record()
                 call()
@@ -164,13 +171,12 @@ class GpuTimer:
         return self._repeat("graph", self._events(graph.replay))
 
     def wall(self, run) -> Timing:
-        shift = self._phase_shifter()
+        before = self._cold_l2()
 
         def batch(n: int) -> list[float]:
             samples = []
             for _ in range(n):
-                shift()
-                self.flush.sum()
+                before()
                 torch.cuda.synchronize()
                 start = time.perf_counter()
                 run()

@@ -156,12 +156,12 @@ def test_compare_reports_a_ranking_flip(tmp_path):
 @pytest.mark.parametrize("period", [1, 2, 4, 8])
 @pytest.mark.parametrize("own_launches", range(8))
 def test_launch_phase_cycling_visits_every_phase_equally(period, own_launches):
-    """The GPU timer's design claim: with i % LAUNCH_PHASES empty launches before repetition i,
+    """The GPU timer's design claim: with its empty launches before each repetition,
     each batch visits every phase of a period dividing LAUNCH_PHASES equally often, whatever
     number of kernels the call (plus the flush and the spin) launches itself."""
-    launched, phases = 0, []
-    for i in range(timing.BATCH):
-        launched += i % timing.LAUNCH_PHASES  # the shifter
+    launched, phases, shifts = 0, [], timing.phase_shifts()
+    for _ in range(timing.BATCH):
+        launched += next(shifts)  # the empty launches the timer issues first
         phases.append(launched % period)  # the phase the timed call starts in
         launched += own_launches
     assert sorted(Counter(phases).values()) == [timing.BATCH // period] * period
