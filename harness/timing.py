@@ -19,7 +19,7 @@ Four modes on a GPU, each its own column (``MODES``; ``--timing`` selects):
 
 Launch phase. With a cold L2, how long a short call takes depends on how many kernels the GPU
 launched before it, modulo a small period (on the H200 used for ``results/``: a split-K call of
-~13 us takes 12.3 to 13.7 us depending on the launch count modulo 8 before it; a long
+~13 us takes 12.6 to 14.3 us depending on the launch count modulo 8 before it; a long
 single-CTA-per-head kernel barely moves). A measurement whose repetitions all launch the same
 number of kernels sits in one phase for good: its interval is tight, yet another run (another
 count of launches before it) lands in another phase, and whole-run medians moved by up to 13 %
