@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from impls import registry
 from impls.registry import Impl, Launch
 from specs.inputs import DecodeInputs
 from specs.reference import Reference, reference
@@ -52,7 +53,7 @@ def run_impl(impl: Impl, inputs: DecodeInputs, options: dict[str, Any] | None = 
     if produced is not None:  # a library that allocates its own outputs
         out, lse = produced
     sync(inputs.device)
-    if launch.lse_base2:  # the library's convention (FlashInfer): to the spec's natural log
+    if launch.lse_base2:  # a library that returns log2: to the spec's natural log
         lse = lse * math.log(2.0)
     return Run(out, lse, launch, time.perf_counter() - start)
 
@@ -60,13 +61,15 @@ def run_impl(impl: Impl, inputs: DecodeInputs, options: dict[str, Any] | None = 
 def reproducer(impl: Impl, inputs: DecodeInputs, options: dict[str, Any] | None = None) -> str:
     """A command that replays this exact case (problem, seed, options) through the harness."""
     cmd = ["python", "-m", "harness", "run", "--backends", impl.backend.name, "--variants",
-           impl.variant, "--problem", json.dumps(inputs.problem.to_dict()),
+           impl.variant(inputs.problem.layout), "--problem", json.dumps(inputs.problem.to_dict()),
            "--seed", str(inputs.seed), "--no-timing"]
     for key, value in (options or {}).items():
-        cmd += [f"--{key.replace('_', '-')}", str(value)]
-    if impl.negative_control:
-        cmd = ["# negative control, replay with conformance.checks.run_impl:"] + cmd
-    return " ".join(shlex.quote(c) if not c.startswith("#") else c for c in cmd)
+        text = json.dumps(value) if isinstance(value, dict) else str(value)
+        cmd += [f"--{key.replace('_', '-')}", text]
+    line = " ".join(shlex.quote(c) for c in cmd)
+    if impl not in registry.all_impls():  # a negative control, or an Impl made by a test
+        return f"# not registered, replay with conformance.checks.run_impl: {line}"
+    return line
 
 
 def fail(message: str, impl: Impl, inputs: DecodeInputs, options=None, derived: str = "",

@@ -1,7 +1,7 @@
 """Hypothesis profiles and the implementation parametrization of the conformance suite.
 
 Profiles (``DECODE_BENCH_PROFILE``, default: gpu when a CUDA GPU is present, else ci):
-  ci   2-core CPU, Triton in its interpreter: few, small examples, derandomized so CI is stable;
+  ci   2-core CPU, kernels in CPU interpreters: few, small examples, derandomized so CI is stable;
   gpu  many and larger examples, random each run (the database replays past failures first).
 ``deadline=None``: kernels compile on first use. ``DECODE_BENCH_EXAMPLES=N`` overrides the
 number of drawn examples per test (the pinned ones always run).

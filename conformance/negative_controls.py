@@ -3,17 +3,18 @@
 Each is a small PyTorch program (runs on CPU and GPU) that reads the KV cache through the same
 layout tensors a real kernel gets (dense cache, or pool + block table) and makes one classic
 mistake. Each names the properties that must catch it (``caught_by``); the property tests run
-them with a strict xfail, so a property that stops catching its control fails the suite.
+them with a strict xfail, so a property that stops catching its control fails the suite. They are
+``Impl``s like any backend's, kept out of the registry: nothing but this suite runs them.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
 from impls.registry import Backend, Capabilities, Impl, Launch
 
-CONTROLS_BACKEND = Backend(name="control", summary="deliberately wrong kernels",
-                           requires=("torch",), cpu_mode="torch")
 _BOTH = Capabilities(frozenset({"dense", "paged"}))
 
 
@@ -131,13 +132,25 @@ def unweighted_split_combine(inputs, out, lse, num_splits: int | None = None) ->
     return Launch(run)
 
 
-def _control(name: str, entry: str, caught_by: tuple[str, ...], caps=_BOTH, options=()) -> Impl:
-    return Impl(CONTROLS_BACKEND, name, "conformance.negative_controls", caps, entry=entry,
-                options=options, negative_control=True, caught_by=caught_by,
+@dataclass(frozen=True)
+class Control:
+    """A deliberately wrong implementation and the properties that must reject it."""
+
+    name: str
+    impl: Impl
+    caught_by: tuple[str, ...]
+
+
+def _control(name: str, entry: str, caught_by: tuple[str, ...], algorithm: str = "one-pass",
+             options=()) -> Control:
+    backend = Backend(name=f"control-{name}", summary="a deliberately wrong kernel",
+                      requires=("torch",), cpu_mode="torch")
+    impl = Impl(backend, algorithm, __name__, _BOTH, entry=entry, options=options,
                 summary=globals()[entry].__doc__.strip().splitlines()[0])
+    return Control(name, impl, caught_by)
 
 
-CONTROLS: list[Impl] = [
+CONTROLS: list[Control] = [
     _control("noop", "noop", ("matches_reference", "every_element_written")),
     _control("skip-last-partial-page", "skip_last_partial_page",
              ("matches_reference", "paged_equals_dense")),
@@ -147,5 +160,6 @@ CONTROLS: list[Impl] = [
              ("matches_reference", "batch_permutation")),
     _control("low-precision-accumulation", "low_precision_accumulation", ("matches_reference",)),
     _control("unweighted-split-combine", "unweighted_split_combine",
-             ("matches_reference", "split_invariance"), options=("num_splits",)),
+             ("matches_reference", "split_invariance"), algorithm="split-k",
+             options=("num_splits",)),
 ]

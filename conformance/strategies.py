@@ -1,7 +1,7 @@
 """Hypothesis strategies over the spec's axes, and ``fit`` to what one implementation supports.
 
 Sizes come from the active profile (``conformance/conftest.py``): small on a 2-core CPU, where
-Triton runs in its interpreter, larger on a GPU. Lengths are biased towards page boundaries
+kernels run in CPU interpreters and simulators, larger on a GPU. Lengths are biased towards page boundaries
 (page_size - 1, page_size, page_size + 1 and multiples), where paging bugs live.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from impls.registry import Impl
+from impls.registry import Impl, ProblemLimit
 from specs.problem import DecodeProblem
 
 HEAD_DIMS = (64, 96, 128, 256)  # the spec's head dims: 96 is the non-power-of-two one
@@ -31,11 +31,9 @@ SIZES = {
     "ci": Sizes(max_batch=3, max_seq_len=160, max_q_heads=16),
     "gpu": Sizes(max_batch=8, max_seq_len=4096, max_q_heads=64),
 }
-# The Numba CUDA simulator runs every thread as a Python thread, about 50x slower than Triton's
-# (numpy-vectorised) interpreter per element: in the ci profile, problems for backends in that
-# mode are clamped further by fit() (lengths, batch, heads; GQA group, head_dim, page size and
-# dtype are kept), so CI stays short. On a GPU nothing is clamped.
-SIMULATOR_SIZES = Sizes(max_batch=3, max_seq_len=48, max_q_heads=4)  # GQA groups up to 16 kept
+# A backend whose CPU mode is slower than these ci sizes allow declares a smaller limit
+# (``Backend.cpu_limit``): fit() clamps lengths, batch and heads to it in the ci profile (GQA
+# group, head_dim, page size and dtype are kept), so CI stays short. On a GPU nothing is clamped.
 
 
 def profile_name() -> str:
@@ -78,12 +76,15 @@ def problems(draw, layout: str | None = None, min_group: int = 1, min_batch: int
 seeds = st.integers(0, 2**16)
 
 
-def fit(problem: DecodeProblem, impl: Impl) -> DecodeProblem:
-    """``problem`` moved onto what ``impl`` declares it handles (layout, dtype, head_dim, page
-    size, uniform lengths), so a pinned example is adapted rather than silently dropped."""
-    caps = impl.caps
-    if problem.layout not in caps.layouts:
-        problem = problem.replace(layout=sorted(caps.layouts)[0])
+def fit(problem: DecodeProblem, impl: Impl, layout: str | None = None) -> DecodeProblem:
+    """``problem`` moved onto what ``impl`` declares it handles (``layout`` when given, else a
+    layout it serves; dtype, head_dim, page size, uniform lengths), so a pinned example is
+    adapted rather than silently dropped."""
+    if layout is None and problem.layout not in impl.layouts:
+        layout = sorted(impl.layouts)[0]
+    if layout is not None and layout != problem.layout:
+        problem = problem.replace(layout=layout)
+    caps = impl.caps.on(problem.layout)
     if problem.dtype not in caps.dtypes:
         problem = problem.replace(dtype=sorted(caps.dtypes)[0])
     step = caps.head_dim_multiple
@@ -96,15 +97,16 @@ def fit(problem: DecodeProblem, impl: Impl) -> DecodeProblem:
         problem = problem.replace(page_size=caps.page_size_multiple)
     if caps.uniform_lengths_only and not problem.uniform:
         problem = problem.replace(seq_lens=(problem.max_seq_len,) * problem.batch)
-    if profile_name() == "ci" and impl.availability() is None and impl.backend.mode() == "simulator":
-        problem = _clamp(problem, SIMULATOR_SIZES)
+    limit = impl.backend.cpu_limit
+    if limit and profile_name() == "ci" and impl.availability() is None and impl.backend.mode() != "gpu":
+        problem = _clamp(problem, limit)
     assert impl.unsupported(problem) is None, (impl.name, problem, impl.unsupported(problem))
     return problem
 
 
-def _clamp(problem: DecodeProblem, sz: Sizes) -> DecodeProblem:
-    lens = tuple(min(n, sz.max_seq_len) for n in problem.seq_lens[:sz.max_batch])
-    kv_heads = min(problem.num_kv_heads, max(1, sz.max_q_heads // problem.group_size))
+def _clamp(problem: DecodeProblem, limit: ProblemLimit) -> DecodeProblem:
+    lens = tuple(min(n, limit.max_seq_len) for n in problem.seq_lens[:limit.max_batch])
+    kv_heads = min(problem.num_kv_heads, max(1, limit.max_q_heads // problem.group_size))
     if lens == problem.seq_lens and kv_heads == problem.num_kv_heads:
         return problem
     return problem.replace(seq_lens=lens, num_kv_heads=kv_heads,

@@ -69,34 +69,59 @@ def _set_table(inputs, value):
 
 def _breaker_cases():
     for param in cases("invalid_inputs"):
-        impl = param.values[0]
-        for name, (layout, _, _) in sorted(BREAKERS.items()):
-            if layout == "both" or layout in impl.caps.layouts:
-                yield pytest.param(impl, name, id=f"{param.id}-{name}", marks=param.marks)
+        impl, layout = param.values
+        for name, (breaker_layout, _, _) in sorted(BREAKERS.items()):
+            if breaker_layout == "both" or breaker_layout in ({layout} if layout else impl.layouts):
+                yield pytest.param(impl, layout, name, id=f"{param.id}-{name}", marks=param.marks)
 
 
-@pytest.mark.parametrize("impl,breaker", list(_breaker_cases()))
-@settings(max_examples=3)
-@given(problem=problems(), seed=seeds)
-def test_invalid_inputs_rejected_before_launch(impl, breaker, problem, seed):
-    layout, breaks, must_name = BREAKERS[breaker]
-    problem = fit(problem if layout == "both" else problem.replace(layout=layout), impl)
-    inputs, options = breaks(make_inputs(problem, seed))
+def _sentinel_outputs(inputs):
     out, lse = inputs.new_outputs()
     out.fill_(SENTINEL)
     lse.fill_(SENTINEL)
-    with pytest.raises(ProblemError, match=re.escape(must_name)):
-        impl.prepare(inputs, out, lse, **options).run()
+    return out, lse
+
+
+def _untouched(out, lse) -> None:
     assert bool((out.float() == out.new_tensor(SENTINEL).float()).all()), "out was written"
     assert bool((lse == SENTINEL).all()), "lse was written"
 
 
-@pytest.mark.parametrize("impl", cases("invalid_inputs", lambda i: "num_splits" in i.options))
+@pytest.mark.parametrize("impl,layout,breaker", list(_breaker_cases()))
+@settings(max_examples=3)
+@given(problem=problems(), seed=seeds)
+def test_invalid_inputs_rejected_before_launch(impl, layout, breaker, problem, seed):
+    breaker_layout, breaks, must_name = BREAKERS[breaker]
+    problem = fit(problem, impl, layout if breaker_layout == "both" else breaker_layout)
+    inputs, options = breaks(make_inputs(problem, seed))
+    out, lse = _sentinel_outputs(inputs)
+    with pytest.raises(ProblemError, match=re.escape(must_name)):
+        impl.prepare(inputs, out, lse, **options).run()
+    _untouched(out, lse)
+
+
+def _small(impl, layout) -> DecodeProblem:
+    return DecodeProblem(4, 2, 64, (5, 9), layout=layout or sorted(impl.layouts)[0], page_size=4,
+                         dtype=sorted(impl.caps.dtypes)[0])
+
+
+@pytest.mark.parametrize("impl,layout", cases("invalid_inputs",
+                                              lambda i, layouts: "num_splits" in i.options))
 @pytest.mark.parametrize("num_splits", [0, -3, 1.5, True])
-def test_invalid_num_splits(impl, num_splits):
-    problem = DecodeProblem(4, 2, 64, (5, 9), layout=sorted(impl.caps.layouts)[0], page_size=4,
-                            dtype=sorted(impl.caps.dtypes)[0])
-    inputs = make_inputs(problem, 0)
+def test_invalid_num_splits(impl, layout, num_splits):
+    inputs = make_inputs(_small(impl, layout), 0)
     out, lse = inputs.new_outputs()
     with pytest.raises(ProblemError, match="num_splits"):
         impl.prepare(inputs, out, lse, num_splits=num_splits)
+
+
+@pytest.mark.parametrize("impl,layout", cases("invalid_inputs",
+                                              lambda i, layouts: "config" in i.options))
+@pytest.mark.parametrize("config", [{"NO_SUCH_PARAMETER": 1}, "BLOCK_N=64"])
+def test_invalid_config(impl, layout, config):
+    """The ``config`` launch option (tuning overrides) names what it does not accept."""
+    inputs = make_inputs(_small(impl, layout), 0)
+    out, lse = _sentinel_outputs(inputs)
+    with pytest.raises(ProblemError, match="config"):
+        impl.prepare(inputs, out, lse, config=config).run()
+    _untouched(out, lse)

@@ -46,33 +46,43 @@ def pinned(predicate=lambda problem: True, **extra):
     return decorate
 
 
-def cases(prop: str, where=lambda impl: True):
-    """Registered implementations (skipped with the reason when unavailable here) plus the
-    negative controls that ``prop`` must reject (strict xfail). Property 1 rejects a control
-    with a ConformanceFailure (mismatch with the oracle); properties 2-7 must reject theirs
-    with their own assertion, a PropertyViolation (two runs that should agree do not)."""
+def cases(prop: str, where=lambda impl, layouts: True):
+    """One case per variant of every registered implementation (skipped with the reason when
+    unavailable here): the one-pass algorithm on each layout it serves (``<backend>/dense``,
+    ``<backend>/paged``), split-k once, its problems drawn on either layout (layout None); then the
+    negative controls that ``prop`` must reject (strict xfail). ``where(impl, layouts)`` selects
+    by the implementation and the layouts a case may draw. Property 1 rejects a control with a
+    ConformanceFailure (mismatch with the oracle); properties 2-7 must reject theirs with their
+    own assertion, a PropertyViolation (two runs that should agree do not)."""
     params = []
     for impl in registry.all_impls():
-        if impl.module is None or not where(impl):
+        if impl.module is None:
             continue
         why = impl.availability()
         marks = [pytest.mark.skip(reason=f"unavailable: {why}")] if why else []
-        params.append(pytest.param(impl, id=impl.name, marks=marks))
+        one_case_per_layout = impl.algorithm == "one-pass"
+        for layout in sorted(impl.layouts) if one_case_per_layout else [None]:
+            if where(impl, {layout} if layout else impl.layouts):
+                params.append(pytest.param(impl, layout, marks=marks,
+                                           id=impl.row_name(layout) if layout else impl.name))
     raises = ConformanceFailure if prop == "matches_reference" else PropertyViolation
     for control in CONTROLS:
-        if prop in control.caught_by and where(control):
-            params.append(pytest.param(control, id=f"negative-control:{control.variant}", marks=[
+        if prop in control.caught_by and where(control.impl, control.impl.layouts):
+            params.append(pytest.param(control.impl, None, id=f"negative-control:{control.name}", marks=[
                 pytest.mark.xfail(strict=True, raises=raises,
                                   reason="negative control: the property must reject it")]))
     return params
 
 
+IMPL_LAYOUT = "impl,layout"
+
+
 # 1. out and lse match the float64 reference within the dtype's tolerance.
-@pytest.mark.parametrize("impl", cases("matches_reference"))
+@pytest.mark.parametrize(IMPL_LAYOUT, cases("matches_reference"))
 @pinned()
 @given(problem=problems(), seed=seeds)
-def test_matches_reference(impl, problem, seed):
-    problem = fit(problem, impl)
+def test_matches_reference(impl, layout, problem, seed):
+    problem = fit(problem, impl, layout)
     assert_conforms(impl, make_inputs(problem, seed))
 
 
@@ -81,12 +91,13 @@ LONG = (DecodeProblem(8, 1, 128, (2200,), layout="dense"), 7)  # > 32 non-empty 
 # combine's loop over blocks of splits runs more than once
 
 
-@pytest.mark.parametrize("impl", cases("split_invariance", lambda i: "num_splits" in i.options))
+@pytest.mark.parametrize(IMPL_LAYOUT, cases("split_invariance",
+                                             lambda i, layouts: "num_splits" in i.options))
 @pinned()
 @example(problem=LONG[0], seed=LONG[1])
 @given(problem=problems(), seed=seeds)
-def test_split_invariance(impl, problem, seed):
-    problem = fit(problem, impl)
+def test_split_invariance(impl, layout, problem, seed):
+    problem = fit(problem, impl, layout)
     inputs = make_inputs(problem, seed)
     ref = reference(inputs)
     one = run_impl(impl, inputs, {"num_splits": 1})
@@ -97,20 +108,22 @@ def test_split_invariance(impl, problem, seed):
 
 
 def _dense_sibling(impl):
-    """The same backend's implementation of the dense layout (itself when it has both)."""
-    if "dense" in impl.caps.layouts:
+    """The same backend's kernel for the dense layout (the implementation itself when it serves
+    both layouts)."""
+    if "dense" in impl.layouts:
         return impl
     return next((i for i in registry.all_impls() if i.backend == impl.backend
-                 and i.module is not None and "dense" in i.caps.layouts), None)
+                 and "dense" in i.layouts), None)
 
 
 # 3. paged equals dense for the same logical cache, under any page order and page size.
-@pytest.mark.parametrize("impl", cases("paged_equals_dense", lambda i: "paged" in i.caps.layouts))
+@pytest.mark.parametrize(IMPL_LAYOUT, cases("paged_equals_dense",
+                                             lambda i, layouts: "paged" in layouts))
 @pinned(lambda p: p.layout == "paged", other_page_size=16)
 @given(problem=problems(layout="paged"), seed=seeds,
        other_page_size=st.sampled_from((1, 3, 16, 64, 256)))
-def test_paged_equals_dense(impl, problem, seed, other_page_size):
-    problem = fit(problem, impl)
+def test_paged_equals_dense(impl, layout, problem, seed, other_page_size):
+    problem = fit(problem, impl, layout)
     q, k, v = make_logical(problem, seed)
     ref = reference(build_inputs(problem.replace(layout="dense"), q, k, v, seed))
     first = build_inputs(problem, q, k, v, seed)
@@ -129,11 +142,11 @@ def test_paged_equals_dense(impl, problem, seed, other_page_size):
 
 
 # 4. GQA equals MHA with the KV heads repeated.
-@pytest.mark.parametrize("impl", cases("gqa_equals_mha"))
+@pytest.mark.parametrize(IMPL_LAYOUT, cases("gqa_equals_mha"))
 @pinned(lambda p: p.group_size > 1)
 @given(problem=problems(min_group=2), seed=seeds)
-def test_gqa_equals_mha(impl, problem, seed):
-    problem = fit(problem, impl)
+def test_gqa_equals_mha(impl, layout, problem, seed):
+    problem = fit(problem, impl, layout)
     q, k, v = make_logical(problem, seed)
     gqa = build_inputs(problem, q, k, v, seed)
     g = problem.group_size
@@ -145,11 +158,11 @@ def test_gqa_equals_mha(impl, problem, seed):
 
 
 # 5. Permuting the batch permutes the output.
-@pytest.mark.parametrize("impl", cases("batch_permutation"))
+@pytest.mark.parametrize(IMPL_LAYOUT, cases("batch_permutation"))
 @pinned(lambda p: p.batch > 1, perm_seed=0)
 @given(problem=problems(min_batch=2), seed=seeds, perm_seed=st.integers(0, 2**16))
-def test_batch_permutation(impl, problem, seed, perm_seed):
-    problem = fit(problem, impl)
+def test_batch_permutation(impl, layout, problem, seed, perm_seed):
+    problem = fit(problem, impl, layout)
     perm = torch.randperm(problem.batch, generator=torch.Generator().manual_seed(perm_seed))
     if torch.equal(perm, torch.arange(problem.batch)):
         perm = perm.roll(1)
@@ -166,14 +179,14 @@ def test_batch_permutation(impl, problem, seed, perm_seed):
 
 
 # 6. Nothing outside a sequence's pages or length leaks into its output.
-@pytest.mark.parametrize("impl", cases("no_leak"))
+@pytest.mark.parametrize(IMPL_LAYOUT, cases("no_leak"))
 @pinned()
 @given(problem=problems(), seed=seeds)
-def test_no_leak(impl, problem, seed):
+def test_no_leak(impl, layout, problem, seed):
     """The same logical cache under two different poisonings (rows past each length, unused
     pages) gives bit-identical outputs, when the kernel is deterministic (two runs on the same
     inputs give the same bits); otherwise outputs within the tolerance of each other."""
-    problem = fit(problem, impl)
+    problem = fit(problem, impl, layout)
     a = make_inputs(problem, seed)
     b = make_inputs(problem, seed, poison_seed=seed + 7919)
     run_a, run_a_again, run_b = run_impl(impl, a), run_impl(impl, a), run_impl(impl, b)
@@ -189,11 +202,12 @@ def test_no_leak(impl, problem, seed):
 SENTINEL = 12345.0  # finite and absurd for an attention output (a weighted mean of V rows)
 
 
-@pytest.mark.parametrize("impl", cases("every_element_written", lambda i: not i.allocates_outputs))
+@pytest.mark.parametrize(IMPL_LAYOUT, cases("every_element_written",
+                                             lambda i, layouts: not i.allocates_outputs))
 @pinned()
 @given(problem=problems(), seed=seeds)
-def test_every_element_written(impl, problem, seed):
-    problem = fit(problem, impl)
+def test_every_element_written(impl, layout, problem, seed):
+    problem = fit(problem, impl, layout)
     inputs = make_inputs(problem, seed)
     run = run_impl(impl, inputs, fill=SENTINEL)
     left_out = run.out.float() == torch.tensor(SENTINEL, dtype=run.out.dtype).float().item()

@@ -15,17 +15,26 @@ from pathlib import Path
 
 import torch
 
-from harness import provenance, results
+from harness import bandwidth, provenance, results
 from harness.runner import RunSpec, run_isolated, work, worker_main
-from harness import bandwidth
 from harness.timing import MODES
-from impls import heuristics, registry
+from impls import common, registry
 from specs import workloads
-from specs.problem import DecodeProblem, ProblemError
+from specs.problem import LAYOUTS, DecodeProblem, ProblemError
 
 
 def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _json_object(value: str) -> dict:
+    try:
+        data = json.loads(value)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object of launch parameters")
+    return data
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quick", action="store_true", help="smaller grid, fewer repetitions")
     run.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
     run.add_argument("--num-splits", type=int, help="force split-k's split count")
+    run.add_argument("--config", type=_json_object, metavar="JSON",
+                     help="launch-config overrides for the backends that take them (tuning), "
+                          "e.g. '{\"BLOCK_N\": 64}'; a key a backend does not know is an error")
     run.add_argument("--no-timing", action="store_true", help="conformance check only")
     run.add_argument("--timing", type=_csv, default=list(MODES), metavar="MODES",
                      help="timing modes on a GPU, comma-separated (default: all): cold (events, "
@@ -55,8 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--save-cases", type=Path, metavar="DIR",
                      help="write one .npz per (implementation, problem): inputs and outputs")
     run.add_argument("--fresh-caches", action="store_true",
-                     help="start every JIT disk cache empty (Triton, CuPy, FlashInfer, FA4), so "
-                          "each configuration's first call includes its compilation")
+                     help="start every JIT disk cache the backends declare empty, so each "
+                          "configuration's first call includes its compilation")
     run.add_argument("--no-isolate", action="store_true",
                      help="run backends in this process (debugging; a crash ends the run)")
     sub.add_parser("list", help="capability matrix: backend x variant, available or why not")
@@ -100,7 +112,9 @@ def cmd_run(args, argv) -> int:
     if unknown := sorted(set(args.timing) - set(MODES)) or (not args.timing and ["(none)"]):
         raise ProblemError(f"--timing: unknown mode(s) {unknown}; known: {list(MODES)}")
     if args.num_splits is not None:
-        heuristics.check_num_splits(args.num_splits)  # the launchers' rule, before anything runs
+        common.check_num_splits(args.num_splits)  # the launchers' rule, before anything runs
+    if args.config is not None:
+        _check_config(args.config, impls)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out_dir = args.out or Path("runs") / stamp
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -115,15 +129,15 @@ def cmd_run(args, argv) -> int:
         prov.update(bandwidth=bw["probes"], bandwidth_limit_gbps=bw["limit_gbps"],
                     bandwidth_limit_probe=bw["limit_probe"])
     else:
-        print("No CUDA GPU: Triton runs in its interpreter and Numba in its simulator. Their "
-              "timings below measure Python, not kernels: they are no performance figures.")
+        print(_cpu_notice(impls))
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
     print("\n".join(results.provenance_lines(prov)))
-    print(f"{len(problems)} problem(s) x {len(impls)} implementation(s); rows -> {rows_path}")
 
-    options = {"num_splits": args.num_splits} if args.num_splits else {}
-    all_cells = [(p_index, impl) for p_index in range(len(problems)) for impl in impls]
-    for backend in sorted({i.backend.name for i in impls}):
+    options = {k: v for k, v in (("num_splits", args.num_splits), ("config", args.config)) if v}
+    all_cells = [(p_index, impl) for p_index, p in enumerate(problems) for impl in impls
+                 if registry.wanted(impl, p.layout, args.variants)]
+    print(f"{len(problems)} problem(s), {len(all_cells)} cell(s); rows -> {rows_path}")
+    for backend in sorted({i.backend.name for _, i in all_cells}):
         cells = [(cell, p_index, impl.name) for cell, (p_index, impl) in enumerate(all_cells)
                  if impl.backend.name == backend]
         spec = RunSpec([p.to_dict() for p in problems], cells, args.seed, options,
@@ -143,40 +157,72 @@ def cmd_run(args, argv) -> int:
     return 1 if any(r["status"] in ("FAIL", "ERROR") for r in rows) else 0
 
 
-CACHE_VARIABLES = {  # where each run-time compiler keeps its disk cache
-    "TRITON_CACHE_DIR": "triton", "CUPY_CACHE_DIR": "cupy", "FLASHINFER_WORKSPACE_BASE": "flashinfer",
-    "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": "flash_attn",
-    "CUDA_CACHE_PATH": "cuda-driver"}  # the driver's PTX-to-SASS cache (Numba, CuPy load PTX)
+def _check_config(config: dict, impls) -> None:
+    """--config goes to every selected backend that takes a launch config: each must know
+    every key (checked before anything runs)."""
+    takers = {i.backend.name: i.backend for i in impls if "config" in i.options}
+    if not takers:
+        raise ProblemError("--config: none of the selected backends takes a launch config")
+    for backend in takers.values():
+        try:
+            common.check_config(config, backend)
+        except ProblemError as e:
+            raise ProblemError(f"--{e} (select the backends it applies to with --backends)") from None
+
+
+def _cpu_notice(impls) -> str:
+    modes = sorted({f"{i.backend.name} runs in its CPU {i.backend.cpu_mode}" for i in impls
+                    if i.backend.cpu_mode})
+    return (f"No CUDA GPU: {', '.join(modes) or 'no backend runs without one'}. Their timings "
+            "below measure Python, not kernels: they are no performance figures.")
+
+
+DRIVER_CACHE = "CUDA_CACHE_PATH"  # the CUDA driver's PTX-to-SASS cache (kernels loaded as PTX)
 
 
 def _fresh_caches() -> str:
-    """Point every JIT disk cache at a new empty temporary folder (the workers inherit the
-    environment); Numba and FA4 (by default) keep no disk cache."""
+    """Point every JIT disk cache the backends declare (and the driver's) at a new empty
+    temporary folder (the workers inherit the environment)."""
     root = Path(tempfile.mkdtemp(prefix="decode-bench-jit-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
-    for var, name in CACHE_VARIABLES.items():
-        (root / name).mkdir(parents=True)
-        os.environ[var] = str((root / name).resolve())
-    return f"fresh: empty at the start of the run ({root})"
+    variables = [DRIVER_CACHE] + [v for b in registry.backends() for v in b.jit_cache_env]
+    for var in dict.fromkeys(variables):
+        (root / var.lower()).mkdir(parents=True)
+        os.environ[var] = str((root / var.lower()).resolve())
+    none = [b.name for b in registry.backends() if b.compiles and not b.jit_cache_env]
+    return (f"fresh: empty at the start of the run ({root}); "
+            f"no disk cache declared by: {', '.join(none) or 'none'}")
 
 
 def cmd_list() -> int:
-    header = ("backend", "variant", "status", "layouts", "dtypes", "head_dim", "what")
+    """The capability matrix: one line per backend and algorithm, one column per layout with
+    the variant it serves there."""
+    header = ("backend", "algorithm", "dense", "paged", "status", "dtypes", "head_dim", "what")
     body = []
     for impl in registry.all_impls():
         why = impl.availability()
+        cells = [impl.variant(lay) if lay in impl.layouts else "-" for lay in LAYOUTS]
         if impl.module is None:
-            body.append((impl.backend.name, impl.variant, f"unsupported: {impl.cell_unsupported}",
-                         "", "", "", ""))
+            body.append((impl.backend.name, impl.algorithm, *cells, "no kernel", "", "",
+                         impl.lacks))
             continue
         status = f"unavailable: {why}" if why else f"available ({impl.backend.mode()})"
-        caps = impl.caps
-        dims = ",".join(map(str, sorted(caps.head_dims))) if caps.head_dims else \
-            f"<= {caps.max_head_dim}" + (f", % {caps.head_dim_multiple}" if caps.head_dim_multiple > 1 else "")
-        body.append((impl.backend.name, impl.variant, status, ",".join(sorted(caps.layouts)),
-                     ",".join(sorted(caps.dtypes)), dims, impl.summary))
+        missing = [f"no {lay}: {impl.no_kernel(lay)}" for lay in LAYOUTS if lay not in impl.layouts]
+        per_layout = bool(impl.caps.per_layout)  # head dims that differ between the layouts
+        dims = "; ".join((f"{lay}: " if per_layout else "") + _head_dims(impl.caps.on(lay))
+                         for lay in (sorted(impl.layouts) if per_layout else [min(impl.layouts)]))
+        body.append((impl.backend.name, impl.algorithm, *cells, status,
+                     ",".join(sorted(impl.caps.dtypes)), dims,
+                     "; ".join([impl.summary, *missing])))
     print(results.columns(header, body))
     return 0
+
+
+def _head_dims(caps) -> str:
+    if caps.head_dims:
+        return ",".join(map(str, sorted(caps.head_dims)))
+    return f"<= {caps.max_head_dim}" + (f", % {caps.head_dim_multiple}"
+                                        if caps.head_dim_multiple > 1 else "")
 
 
 def main(argv: list[str] | None = None) -> int:

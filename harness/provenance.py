@@ -12,8 +12,7 @@ from pathlib import Path
 
 import torch
 
-PACKAGES = ("torch", "triton", "numpy", "hypothesis", "cupy-cuda13x", "cupy-cuda12x", "numba",
-            "numba-cuda", "flash-attn-4", "nvidia-cutlass-dsl", "quack-kernels", "flash-attn", "flashinfer-python")
+PACKAGES = ("torch", "numpy", "hypothesis")  # the framework's; backends declare their own
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -53,6 +52,19 @@ def _driver() -> str | None:
         return None
 
 
+def packages() -> dict[str, str]:
+    """Versions of the framework's packages and of every registered backend's (those installed),
+    plus what a backend reports that no distribution names."""
+    from impls import registry
+
+    names = PACKAGES + tuple(p for b in registry.backends() for p in b.packages)
+    found = {p: v for p in dict.fromkeys(names) if (v := _version(p))}
+    for backend in registry.backends():
+        if backend.versions:
+            found.update(backend.versions())
+    return found
+
+
 def collect(argv: list[str] | None = None) -> dict:
     info: dict = {
         "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -60,11 +72,9 @@ def collect(argv: list[str] | None = None) -> dict:
         "commit": commit(),
         "host": platform.node(),
         "python": platform.python_version(),
-        "packages": {p: v for p in PACKAGES if (v := _version(p))},
+        "packages": packages(),
         "cuda_runtime": torch.version.cuda,
     }
-    if torch.backends.cudnn.is_available():
-        info["packages"]["cudnn (torch's)"] = str(torch.backends.cudnn.version())
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
         info.update(device="gpu", gpu=props.name, sm_count=props.multi_processor_count,

@@ -31,11 +31,15 @@ def load(path: Path) -> tuple[dict, list[dict]]:
     file = path / "results.json" if path.is_dir() else path
     if file.exists():
         data = json.loads(file.read_text())
-        return data["provenance"], data["rows"]
-    if path.is_dir() and (path / "rows.jsonl").exists():  # a run that ended before rendering
+        prov, rows = data["provenance"], data["rows"]
+    elif path.is_dir() and (path / "rows.jsonl").exists():  # a run that ended before rendering
         prov = json.loads((path / "provenance.json").read_text())
-        return prov, results.read_rows(path / "rows.jsonl")
-    raise ProblemError(f"{path}: no results.json (or rows.jsonl + provenance.json) there")
+        rows = results.read_rows(path / "rows.jsonl")
+    else:
+        raise ProblemError(f"{path}: no results.json (or rows.jsonl + provenance.json) there")
+    # Runs before the registry's unit was (backend, algorithm) also kept a row for each
+    # variant on the other layout ("applicable": false, always UNSUPPORTED): not cells today.
+    return prov, [r for r in rows if r.get("applicable", True)]
 
 
 # ---- report -----------------------------------------------------------------------------------
@@ -45,7 +49,7 @@ def _shape(r: dict) -> str:
 
 
 def _timed(r: dict) -> bool:
-    return r["status"] == "PASS" and bool(r.get("median_us")) and r.get("applicable", True)
+    return r["status"] == "PASS" and bool(r.get("median_us"))
 
 
 def _uniform(r: dict) -> bool:

@@ -18,12 +18,12 @@ from harness import stats
 STATUSES = ("PASS", "FAIL", "UNSUPPORTED", "UNAVAILABLE", "ERROR")
 # provenance fields repeated in every CSV row, so a row read alone still says where it came from
 ROW_PROVENANCE = ("gpu", "driver", "commit", "timestamp")
-CSV_FIELDS = ("backend", "variant", "problem", "status", "reason", "out_max_err", "out_err_ratio",
-              "lse_max_err", "lse_err_ratio", "median_us", "ci_lo_us", "ci_hi_us", "p20_us",
-              "p80_us", "reps", "cold_stop", "graph_us", "graph_ci_us", "graph_note", "wall_us",
-              "wall_ci_us", "launch_us", "launch_ci_us", "launch_note", "rank", "tied",
-              "bytes", "gbps", "pct_peak_bw", "vs_vendor", "vendor_best", "vendor_best_us", "first_call_ms", "timing", "config",
-              "spec") + ROW_PROVENANCE
+CSV_FIELDS = ("backend", "variant", "algorithm", "problem", "status", "reason", "out_max_err",
+              "out_err_ratio", "lse_max_err", "lse_err_ratio", "median_us", "ci_lo_us", "ci_hi_us",
+              "p20_us", "p80_us", "reps", "cold_stop", "graph_us", "graph_ci_us", "graph_note",
+              "wall_us", "wall_ci_us", "launch_us", "launch_ci_us", "launch_note", "rank", "tied",
+              "bytes", "gbps", "pct_peak_bw", "vs_vendor", "vendor_best", "vendor_best_us",
+              "first_call_ms", "timing", "config", "spec") + ROW_PROVENANCE
 
 
 def append_row(path: Path, row: dict) -> None:
@@ -67,8 +67,7 @@ def add_ranks(rows: list[dict]) -> None:
     for r in rows:
         r.pop("rank", None), r.pop("tied", None)
         gpu_figure = not str(r.get("timing", "")).startswith("cpu")  # interpreters: no ranking
-        if r["status"] == "PASS" and r.get("ci_lo_us") is not None and r.get("applicable", True) \
-                and gpu_figure:
+        if r["status"] == "PASS" and r.get("ci_lo_us") is not None and gpu_figure:
             groups.setdefault(problem_key(r), []).append(r)
     for group in groups.values():
         for r, rank in zip(group, stats.ranks([interval(r) for r in group])):
@@ -84,7 +83,7 @@ def add_vendor_ratios(rows: list[dict]) -> None:
     Only PASS rows of vendor backends count (a wrong answer is no baseline)."""
     best: dict[str, tuple[float, str]] = {}
     for r in rows:
-        if r.get("vendor") and r["status"] == "PASS" and r.get("median_us") and r.get("applicable", True):
+        if r.get("vendor") and r["status"] == "PASS" and r.get("median_us"):
             key = problem_key(r)
             if key not in best or r["median_us"] < best[key][0]:
                 best[key] = (r["median_us"], r["impl"])
@@ -112,9 +111,7 @@ TABLE_COLUMNS = ("problem", "variant", "status", "cold us [95% CI]", "graph us",
 
 def _table_row(r: dict) -> list[str]:
     if r["status"] in ("PASS", "FAIL"):
-        cfg = ", ".join(f"{k}={v}" for k, v in (r.get("config") or {}).items()
-                        if k in ("num_splits", "BLOCK_N", "TPR", "kernel", "split_kv", "lse"))
-        note = cfg if r["status"] == "PASS" else r.get("reason", "")
+        note = _config_summary(r) if r["status"] == "PASS" else r.get("reason", "")
     else:
         note = r.get("reason", "")
     primary = ""
@@ -128,6 +125,13 @@ def _table_row(r: dict) -> list[str]:
             _mode_cell(r, "wall"), _mode_cell(r, "launch"), _fmt(r.get("gbps"), ".0f"),
             _fmt(r.get("pct_peak_bw"), ".1f"), rank_text(r), _fmt(r.get("vs_vendor"), ".2f"),
             _fmt(r.get("first_call_ms"), ".0f"), note[:90]]
+
+
+def _config_summary(r: dict) -> str:
+    """What the backend declared worth showing of its launch choices (rows of older runs: all)."""
+    if "config_summary" in r:
+        return r["config_summary"]
+    return ", ".join(f"{k}={v}" for k, v in (r.get("config") or {}).items())
 
 
 def _mode_cell(r: dict, mode: str) -> str:
@@ -168,14 +172,14 @@ VARIANT_ORDER = {"dense": 0, "paged": 1, "split-k": 2}
 
 
 def by_backend(rows: list[dict]) -> dict[str, list[dict]]:
-    """Rows the tables show (variant applicable to the layout), per backend, in problem order
-    then variant order."""
+    """Rows the tables show (those of a kernel that exists), per backend, in problem order then
+    variant order."""
     order = {}
     for r in rows:
         order.setdefault(r["problem"], len(order))
     groups: dict[str, list[dict]] = {}
     for r in rows:
-        if r.get("applicable", True) and not r.get("no_kernel"):
+        if not r.get("no_kernel"):
             groups.setdefault(r["backend"], []).append(r)
     for group in groups.values():
         group.sort(key=lambda r: (order[r["problem"]], VARIANT_ORDER.get(r["variant"], 9)))
@@ -200,16 +204,14 @@ def provenance_lines(prov: dict) -> list[str]:
     pk = prov.get("packages", {})
     device = (f"{prov['gpu']} ({prov.get('sm_count')} SMs, {prov.get('l2_mb')} MB L2), driver "
               f"{prov.get('driver')}, CUDA runtime {prov.get('cuda_runtime')}") if prov.get("gpu") \
-        else f"CPU only ({prov.get('cpu')}, {prov.get('cpu_count')} cores): interpreter/simulator timings are not performance figures"
+        else (f"CPU only ({prov.get('cpu')}, {prov.get('cpu_count')} cores): interpreter/simulator "
+              "timings are not performance figures")
     if prov.get("bandwidth_limit_gbps"):
         probes = ", ".join(f"{k} {v:.0f}" if isinstance(v, (int, float)) else f"{k}: {v}"
                            for k, v in prov.get("bandwidth", {}).items())
         bw = (f"memory bandwidth measured in the run: {prov['bandwidth_limit_gbps']:.0f} GB/s "
               f"({prov.get('bandwidth_limit_probe')}; probes in GB/s: {probes}); '% BW' is the "
               "bytes each problem must move over that")
-    elif prov.get("copy_bw_gbps"):  # results from before the read probes
-        bw = (f"measured copy bandwidth (read + write): {prov['copy_bw_gbps']:.0f} GB/s; '% BW' is "
-              "the bytes each problem must move over that")
     else:
         bw = "no bandwidth figures without a GPU"
     return [

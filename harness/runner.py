@@ -62,19 +62,18 @@ class RunSpec:
 
 
 def _base_row(cell: int, impl: Impl, problem: DecodeProblem, prov: dict) -> dict:
-    # "applicable": the variant is meant for this layout (split-k reads both); tables show only
-    # those, the files keep every row
-    return {"cell": cell, "impl": impl.name, "backend": impl.backend.name, "variant": impl.variant,
+    no_kernel = impl.no_kernel(problem.layout)
+    return {"cell": cell, "impl": impl.row_name(problem.layout), "backend": impl.backend.name,
+            "variant": impl.variant(problem.layout), "algorithm": impl.algorithm,
             "problem": problem.label(), "spec": problem.to_dict(),
-            "applicable": impl.variant in ("split-k", problem.layout),
-            "no_kernel": impl.module is None,  # the backend has no such variant at all
+            "no_kernel": no_kernel is not None,  # the backend has no such variant at all
             "vendor": impl.backend.vendor, "compiles": impl.backend.compiles,
             **{k: prov.get(k) for k in results.ROW_PROVENANCE}}
 
 
 def _save_case(folder: Path, impl: Impl, inputs, out, lse) -> None:
     p = inputs.problem
-    name = f"{impl.backend.name}_{impl.variant}_{p.label()}"
+    name = f"{impl.row_name(p.layout).replace('/', '_')}_{p.label()}"
     name = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) + ".npz"
     folder.mkdir(parents=True, exist_ok=True)
     f32 = lambda t: t.detach().float().cpu().numpy()  # noqa: E731  (numpy has no bfloat16)
@@ -104,6 +103,7 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
                out_max_err=c.out_max_err, out_err_ratio=round(c.out_err_ratio, 4),
                lse_max_err=c.lse_max_err, lse_err_ratio=round(c.lse_err_ratio, 4),
                config=checked.run.launch.config,
+               config_summary=config_summary(impl, checked.run.launch.config),
                first_call_ms=round(checked.run.seconds * 1e3, 2), bytes=problem.bytes_moved)
     if spec.save_cases:
         _save_case(Path(spec.save_cases), impl, inputs, checked.run.out, checked.run.lse)
@@ -119,6 +119,11 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
             if limit := prov.get("bandwidth_limit_gbps"):
                 row["pct_peak_bw"] = round(100 * gbps / limit, 1)
     return row
+
+
+def config_summary(impl: Impl, config: dict) -> str:
+    """The launch choices the backend declares worth showing (``Backend.shown_config``)."""
+    return ", ".join(f"{k}={config[k]}" for k in impl.backend.shown_config if k in config)
 
 
 def timing_fields(timings: dict[str, Timing | str]) -> dict:
@@ -166,8 +171,8 @@ def work(spec: RunSpec, prov: dict) -> None:
         runnable = []
         for cell, _, name in group:
             impl = registry.get(name)
-            if impl.module is None:  # no such variant, whatever the machine
-                status, reason = "UNSUPPORTED", impl.cell_unsupported
+            if reason := impl.no_kernel(problem.layout):  # whatever the machine
+                status = "UNSUPPORTED"
             elif reason := impl.availability():
                 status = "UNAVAILABLE"
             elif reason := impl.unsupported(problem):
@@ -177,10 +182,10 @@ def work(spec: RunSpec, prov: dict) -> None:
                 continue
             row = {**_base_row(cell, impl, problem, prov), "status": status, "reason": reason}
             results.append_row(rows_path, row)
-            if row["applicable"] and (status, impl.name) not in announced:
+            if (status, row["impl"]) not in announced:
                 print(_progress(row), flush=True)
-            if status == "UNAVAILABLE" or impl.module is None:  # same everywhere: say it once
-                announced.add((status, impl.name))
+            if status == "UNAVAILABLE" or row["no_kernel"]:  # the same on every problem: once
+                announced.add((status, row["impl"]))
         if not runnable:
             continue
         inputs = make_inputs(problem, spec.seed, device)

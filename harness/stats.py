@@ -4,10 +4,10 @@ repeating, and ties.
 A timed figure is the median of repeated calls; its 95 % confidence interval comes from a
 percentile bootstrap of the median (BOOTSTRAP_RESAMPLES resamples, a fixed seed so the same
 samples always give the same interval). Repetition goes on, in batches, until the interval's
-half-width is within TARGET_REL_CI of the median, or a cap on repetitions or measured time is
-reached; the row records which. Two figures whose intervals overlap are tied: the tables rank a
-row by how many rows on the same problem are faster beyond doubt (their interval lies wholly
-below its own), so tied rows share a rank.
+half-width is within a target fraction of the median (``harness.timing`` sets it per mode), or
+a cap on repetitions or measured time is reached; the row records which. Two figures whose
+intervals overlap are tied: the tables rank a row by how many rows on the same problem are
+faster beyond doubt (their interval lies wholly below its own), so tied rows share a rank.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import numpy as np
 
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000
-TARGET_REL_CI = 0.01  # stop once the 95 % interval's half-width is within 1 % of the median
 MIN_REPS = 20
 
 
@@ -59,8 +58,9 @@ def estimate(samples) -> Estimate:
     return Estimate(float(statistics.median(s)), lo, hi, len(s), float(q[0]), float(q[1]))
 
 
-def precise_enough(samples, target: float = TARGET_REL_CI) -> bool:
-    """Enough repetitions: at least MIN_REPS and the median's interval within ``target``."""
+def precise_enough(samples, target: float) -> bool:
+    """Enough repetitions: at least MIN_REPS and the median's interval within ``target`` (a
+    fraction of the median)."""
     return len(samples) >= MIN_REPS and estimate(samples).rel_half_width <= target
 
 

@@ -1,41 +1,16 @@
 """Timing of a prepared launch. The only place in the project that times anything.
 
-Four modes on a GPU, each its own column (``MODES``; ``--timing`` selects):
-
-* ``cold``: CUDA events around one call with a cold L2. Before each repetition a buffer twice the
-  L2 is *read* (clean lines: nothing of it is written back during the timed call), so the call
-  reads its K/V from HBM as a decode step does (one layer's cache is long gone from L2 when that
-  layer runs again); then the GPU spins ~250 us while the host enqueues the start event and the
-  launches, so host launch overhead never leaves the GPU idle inside the window. The primary
-  figure: bandwidth, % of the limit and the ratios use it.
-* ``graph``: the same, with the call captured once in a CUDA graph and replayed: the gaps between
-  a call's kernels (split-K's combine, a library's helper kernels) shrink to what the graph
-  leaves. A call that cannot be captured gets the reason instead of a figure.
-* ``wall``: host wall-clock of one call plus ``torch.cuda.synchronize()``, L2 cold: what a Python
-  caller waiting for the result pays (dispatch, launch latency, kernels, the sync).
-* ``launch``: host time for ``run()`` to return while the GPU is busy (a long spin queued first):
-  each DSL's and library's dispatch and launch overhead alone. If the spin has ended when
-  ``run()`` returns, the call waited for the GPU (a hidden sync); the row says so.
-
-Launch phase. With a cold L2, how long a short call takes depends on how many kernels the GPU
-launched before it, modulo a small period (on the H200 used for ``results/``: a split-K call of
-~13 us takes 12.6 to 14.3 us depending on the launch count modulo 8 before it; a long
-single-CTA-per-head kernel barely moves). A measurement whose repetitions all launch the same
-number of kernels sits in one phase for good: its interval is tight, yet another run (another
-count of launches before it) lands in another phase, and whole-run medians moved by up to 13 %
-between two runs. So before each repetition the device modes launch 0 to 7 empty kernels,
-cycling (``LAUNCH_PHASES``): whatever a call launches itself, every 16 repetitions visit each
-phase of any period dividing 8 equally often, and the median is that of the phase mixture, the
-same in every run (``scripts/noise_probe.py`` measures both ways: round-to-round spread of
-the medians 1.2-2.4 us without the cycling, 0.1-0.4 us with it, within the intervals).
-
-Host modes run with Python's garbage collector off and the timing thread pinned to one CPU.
-
-Every mode repeats in batches until the median's 95 % bootstrap interval is within
-``TARGET_REL_CI`` of it (``harness.stats``; 1 % for the device figures, 3 % for the host ones,
-whose tails are the host's scheduling), or a cap on repetitions or measured time is hit; the
-figure carries its interval and why it stopped. CPU (interpreters): host wall-clock of one call, labelled as no
-performance figure.
+Four modes on a GPU (``MODES``; ``--timing`` selects), each its own column:
+``cold``, CUDA events around one call after the L2 was flushed by reads and with the host's
+launch hidden behind a GPU spin (the primary figure); ``graph``, the same call replayed from a
+CUDA graph; ``wall``, host wall-clock of a call plus a sync; ``launch``, the host time for the
+call to return while the GPU is busy (a call that waited for the GPU is flagged). The device
+modes launch 0-7 empty kernels before each repetition, cycling (``phase_shifts``): a short
+call's time depends on the launch count modulo 8 before it, so one fixed count would make a
+tight interval that another run does not repeat (results/nvidia-h200/2026-11-21-grid/README.md).
+Host modes run with the garbage collector off and the thread on one CPU. Every mode repeats
+until the median's 95 % bootstrap interval is within ``TARGET_REL_CI`` of it, or a cap
+(``harness.stats``). On a CPU (interpreters): host wall-clock of one call, no performance figure.
 """
 
 from __future__ import annotations
@@ -67,7 +42,8 @@ SPIN_CYCLES = 500_000  # ~250 us at ~2 GHz: longer than any backend's host launc
 LAUNCH_SPIN_CYCLES = 20_000_000  # ~10 ms: the GPU stays busy while BATCH calls are issued
 
 METHODS = {
-    "cold": "cuda-events, L2 flushed (by reads) before each call, host launch hidden behind a spin, launch phase cycled",
+    "cold": "cuda-events, L2 flushed (by reads) before each call, host launch hidden behind a spin, "
+            "launch phase cycled",
     "graph": "cuda-graph replay of one call, L2 flushed before each replay, launch phase cycled",
     "wall": "host wall-clock of run() + synchronize, L2 flushed before each call, launch phase cycled",
     "launch": "host time for run() to return while the GPU is busy (dispatch + launch overhead)",

@@ -1,5 +1,41 @@
 """Implementations of decode attention, one folder per DSL or vendor library.
 
+One vocabulary in every backend, kernels included (Triton, CUDA sources, Numba), so the versions
+of one algorithm read side by side:
+
+=====================================  ===========================================================
+name                                   meaning
+=====================================  ===========================================================
+``group_size``                         query heads per KV head (the GQA group; 1 is MHA)
+``BLOCK_H``                            query heads one program handles: Triton pads the group to
+                                       a tile of >= 16 rows, CuPy and Numba take blocks of <= 8
+``num_head_blocks``, ``pid_hb``        head blocks per KV head, and which one (Triton: always 1)
+``head0``, ``n_heads``                 a program's first query head, the valid heads of its block
+``pid_b``, ``pid_kvh``, ``pid_s``      program indices: sequence, KV head, split; ``pid_h``: the
+                                       query head of a combine program
+``stride_kp``, ``stride_kt``,          K/V strides between pages, token rows and KV heads; the
+``stride_kh``                          dense cache is addressed as one page per sequence
+``stride_btb``                         block-table row stride (``stride_qb``/``qh``,
+                                       ``stride_ob``/``oh``, ``stride_lb``/``lh`` for q, out, lse)
+``qk_scale``                           sm_scale * log2(e): scores come out in log2 units
+``m_i``, ``l_i``, ``acc``              online-softmax state: running max, running sum, unnormalised
+                                       output (float32)
+``BLOCK_N``                            tokens per K/V tile (Triton)
+``TPR``, ``VEC``, ``VPT``, ``UNROLL``  CuPy/Numba thread mapping: threads per K/V row, elements per
+                                       vector load (16 B CuPy, 8 B Numba), vectors per thread per
+                                       row, rows per row group (``rg``) per loop step
+``STEP``                               tokens a program consumes per loop step
+``num_splits``, ``tokens_per_split``   split-K: splits per sequence, tokens each covers (whole
+                                       tiles or steps)
+``part_out``, ``part_lse``             split-K workspace: partial outputs [B, Hq, num_splits, D]
+                                       and their LSE [B, Hq, num_splits], float32
+``decode_kernel``, ``split_kernel``,   one-pass kernel, split-K stage 1 (Numba runs
+``combine_kernel``                     ``decode_kernel`` over splits), split-K merge
+``IS_PAGED``, ``HEAD_DIM``             compile-time layout switch and head dim
+``pick_launch_config(problem,          the pure choice of compile-time parameters; ``config`` is
+config)``                              the launch option that overrides the tunable ones
+=====================================  ===========================================================
+
 Importing this package first decides how DSLs that can run without a GPU should run: with no
 CUDA GPU, Triton runs kernels in its interpreter (``TRITON_INTERPRET=1``) and Numba runs CUDA
 kernels in its simulator (``NUMBA_ENABLE_CUDASIM=1``). Both read the variable once, at their own

@@ -1,4 +1,10 @@
-"""The implementation registry: who implements which variant, what each supports, what runs here.
+"""The implementation registry: who implements which algorithm on which layout, what each
+supports, what runs here.
+
+The registry's unit is an ``Impl``: one backend's kernel(s) of one algorithm, ``one-pass`` or
+``split-k``, serving the KV layouts its ``Capabilities`` name. Users name the cells of the
+results by *variant*: ``dense`` (one pass over the dense layout), ``paged`` (one pass over the
+paged layout), ``split-k`` (on either layout); ``Impl.variant(layout)`` maps one to the other.
 
 Every implementation fills one entry-point signature, in a module of its own:
 
@@ -13,28 +19,36 @@ return None.
 
 A backend is a folder ``impls/<name>/`` whose ``__init__.py`` declares, without importing its
 DSL, ``BACKEND = Backend(...)`` and ``IMPLS = [Impl(...), ...]`` (a module outside the tree can
-do the same and be named in ``DECODE_BENCH_PLUGINS``). ``Impl.prepare`` wraps the
-module's ``prepare`` with what every backend needs, in this order, before any kernel launch:
-availability ("unavailable: <why>"), the declared capabilities ("unsupported: <why>"), the
-launch options it accepts, and ``specs.validate_inputs`` (``ProblemError`` naming the parameter).
+do the same and be named in ``DECODE_BENCH_PLUGINS``). Everything the harness and the suite need
+to know about a backend is in those declarations. ``Impl.prepare`` wraps the module's ``prepare``
+with what every backend needs, in this order, before any kernel launch: availability
+("unavailable: <why>"), the declared capabilities ("unsupported: <why>"), the launch options it
+accepts, and ``specs.validate_inputs`` (``ProblemError`` naming the parameter).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import os
 import pkgutil
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import torch
 
 from specs.inputs import DecodeInputs, validate_inputs
 from specs.problem import DTYPES, LAYOUTS, DecodeProblem, ProblemError
 
-VARIANTS = ("dense", "paged", "split-k")
+ALGORITHMS = ("one-pass", "split-k")
+VARIANTS = ("dense", "paged", "split-k")  # what users name: one pass on each layout, or split-k
+
+
+def variant_of(algorithm: str, layout: str) -> str:
+    """The user-facing variant of ``algorithm`` run on ``layout``."""
+    return "split-k" if algorithm == "split-k" else layout
 
 
 class Unsupported(Exception):
@@ -49,18 +63,22 @@ class Unavailable(Exception):
 class Launch:
     run: Callable[[], Any]  # launches the kernels; returns None, or (out, lse) it allocated
     config: dict[str, Any] = field(default_factory=dict)  # choices made (num_splits, BLOCK_N, ...)
-    # The library returns its LSE in base 2 (log2 of the sum of 2^(scores * log2 e)), as
-    # FlashInfer does: the check converts it to the spec's natural log, outside the timed call.
+    # The library returns its LSE in base 2 (log2 of the sum of 2^(scores * log2 e)): the check
+    # converts it to the spec's natural log, outside the timed call.
     lse_base2: bool = False
-    # The softmax normaliser is summed from probabilities rounded to the input dtype (FlashInfer's
-    # tensor-core path), so the LSE is good to the dtype's roundoff, not float32's: the check
-    # allows that (specs.tolerance) and the harness reports it.
+    # The softmax normaliser is summed from probabilities rounded to the input dtype (an MMA row
+    # sum of P), so the LSE is good to the dtype's roundoff, not float32's: the check allows that
+    # (specs.tolerance) and the harness reports it.
     lse_rounded_sum: bool = False
 
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What an implementation handles, as data; ``unsupported(problem)`` says why not."""
+    """What an implementation handles, as data; ``unsupported(problem)`` says why not.
+
+    ``no_kernel_for`` gives the reason for a layout the backend has no kernel for (else a generic
+    one); ``per_layout`` overrides fields on one layout (a library whose paged kernel takes fewer
+    head dims than its dense one)."""
 
     layouts: frozenset[str]
     dtypes: frozenset[str] = frozenset(DTYPES)
@@ -70,28 +88,52 @@ class Capabilities:
     page_size_multiple: int = 1
     uniform_lengths_only: bool = False
     note: str = ""  # why the limits are what they are
+    no_kernel_for: Mapping[str, str] = field(default_factory=dict, hash=False)
+    per_layout: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
+
+    def on(self, layout: str) -> "Capabilities":
+        """The capabilities that hold on ``layout`` (``per_layout`` applied)."""
+        changes = self.per_layout.get(layout)
+        return dataclasses.replace(self, per_layout={}, **changes) if changes else self
+
+    def no_kernel(self, layout: str) -> str | None:
+        """Why there is no kernel for ``layout`` at all, or None when it is served."""
+        if layout in self.layouts:
+            return None
+        return self.no_kernel_for.get(layout) or \
+            f"{layout} layout (handles: {', '.join(sorted(self.layouts))})"
 
     def unsupported(self, p: DecodeProblem) -> str | None:
-        why = f" ({self.note})" if self.note else ""
-        if p.layout not in self.layouts:
-            return f"{p.layout} layout (handles: {', '.join(sorted(self.layouts))}){why}"
-        if p.dtype not in self.dtypes:
-            return f"dtype {p.dtype} (handles: {', '.join(sorted(self.dtypes))}){why}"
-        if self.head_dims is not None and p.head_dim not in self.head_dims:
-            return f"head_dim {p.head_dim} (handles: {', '.join(map(str, sorted(self.head_dims)))}){why}"
-        if p.head_dim > self.max_head_dim or p.head_dim % self.head_dim_multiple:
-            return (f"head_dim {p.head_dim} (handles multiples of {self.head_dim_multiple} up to "
-                    f"{self.max_head_dim}){why}")
-        if p.layout == "paged" and p.page_size % self.page_size_multiple:
-            return f"page_size {p.page_size} (needs a multiple of {self.page_size_multiple}){why}"
-        if self.uniform_lengths_only and not p.uniform:
+        if why := self.no_kernel(p.layout):
+            return why
+        c = self.on(p.layout)
+        why = f" ({c.note})" if c.note else ""
+        if p.dtype not in c.dtypes:
+            return f"dtype {p.dtype} (handles: {', '.join(sorted(c.dtypes))}){why}"
+        if c.head_dims is not None and p.head_dim not in c.head_dims:
+            return f"head_dim {p.head_dim} (handles: {', '.join(map(str, sorted(c.head_dims)))}){why}"
+        if p.head_dim > c.max_head_dim or p.head_dim % c.head_dim_multiple:
+            return (f"head_dim {p.head_dim} (handles multiples of {c.head_dim_multiple} up to "
+                    f"{c.max_head_dim}){why}")
+        if p.layout == "paged" and p.page_size % c.page_size_multiple:
+            return f"page_size {p.page_size} (needs a multiple of {c.page_size_multiple}){why}"
+        if c.uniform_lengths_only and not p.uniform:
             return f"ragged seq_lens (uniform lengths only){why}"
         return None
 
 
 @dataclass(frozen=True)
+class ProblemLimit:
+    """The largest problem a CPU mode (interpreter, simulator) runs in the suite's CI profile."""
+
+    max_batch: int
+    max_seq_len: int
+    max_q_heads: int
+
+
+@dataclass(frozen=True)
 class Backend:
-    """A DSL or vendor library. ``probe()`` imports what it needs and returns the run mode
+    """A DSL or vendor library. ``mode()`` imports what it needs and returns the run mode
     ("gpu", or a CPU mode such as "interpreter"), or raises ``Unavailable`` with the reason."""
 
     name: str
@@ -101,6 +143,13 @@ class Backend:
     probe_module: str | None = None  # module with probe() -> None for extra checks
     vendor: bool = False  # a library's own kernels (the baselines), not a DSL written here
     compiles: str = ""  # when it compiles at run time: "" (never: prebuilt), or what and when
+    packages: tuple[str, ...] = ()  # distributions whose versions the provenance records
+    versions: Callable[[], dict[str, str]] | None = None  # versions that no distribution names
+    jit_cache_env: tuple[str, ...] = ()  # variables naming its JIT disk caches (--fresh-caches)
+    shown_config: tuple[str, ...] = ()  # Launch.config keys the result tables show
+    cpu_limit: ProblemLimit | None = None  # a CPU mode slower than the suite's ci sizes allow
+    read_probe: str | None = None  # module with read_probe(x) -> call reading x (bandwidth)
+    tunable: tuple[str, ...] = ()  # launch parameters the ``config`` option may override
 
     def mode(self) -> str:
         return _mode(self)
@@ -125,21 +174,33 @@ def _mode(backend: Backend) -> str:
 
 @dataclass(frozen=True)
 class Impl:
+    """One backend's ``algorithm`` (``one-pass`` or ``split-k``) on the layouts of ``caps``."""
+
     backend: Backend
-    variant: str
-    module: str | None  # module holding prepare(); None when the whole cell is unsupported
+    algorithm: str
+    module: str | None  # module holding prepare(); None when the backend lacks the algorithm
     caps: Capabilities | None = None
-    cell_unsupported: str = ""  # why the backend has no such variant
+    lacks: str = ""  # module None: why the backend has no such algorithm
     options: tuple[str, ...] = ()  # launch options prepare() accepts
     summary: str = ""
     allocates_outputs: bool = False  # run() returns (out, lse) of its own (vendor libraries)
     entry: str = "prepare"  # name of the module's entry point
-    negative_control: bool = False  # a deliberately wrong kernel the suite must reject
-    caught_by: tuple[str, ...] = ()  # negative controls: the properties that must reject it
 
     @property
     def name(self) -> str:
-        return f"{self.backend.name}/{self.variant}"
+        return f"{self.backend.name}/{self.algorithm}"
+
+    def variant(self, layout: str) -> str:
+        return variant_of(self.algorithm, layout)
+
+    def row_name(self, layout: str) -> str:
+        """What the results call this implementation on ``layout``: ``backend/variant``."""
+        return f"{self.backend.name}/{self.variant(layout)}"
+
+    @property
+    def layouts(self) -> frozenset[str]:
+        """The layouts it has a kernel for."""
+        return self.caps.layouts if self.module else frozenset()
 
     def availability(self) -> str | None:
         """None when it can run here, else the reason."""
@@ -149,9 +210,13 @@ class Impl:
             return str(e)
         return None
 
+    def no_kernel(self, layout: str) -> str | None:
+        """Why the backend has no kernel of this algorithm for ``layout`` at all, or None."""
+        return self.lacks if self.module is None else self.caps.no_kernel(layout)
+
     def unsupported(self, problem: DecodeProblem) -> str | None:
         if self.module is None:
-            return self.cell_unsupported
+            return self.lacks
         return self.caps.unsupported(problem)
 
     def prepare(self, inputs: DecodeInputs, out: torch.Tensor, lse: torch.Tensor,
@@ -172,6 +237,22 @@ class Impl:
 PLUGINS_ENV = "DECODE_BENCH_PLUGINS"  # comma-separated modules with IMPLS, for out-of-tree backends
 
 
+def check_declaration(impl: Impl) -> None:
+    """A declaration the registry can serve, or a ``ProblemError`` saying what to change."""
+    if impl.algorithm not in ALGORITHMS:
+        hint = (f"; a {impl.algorithm} variant is the one-pass algorithm on that layout: "
+                f"Impl(backend, 'one-pass', ..., Capabilities(layouts=...))"
+                if impl.algorithm in LAYOUTS else "")
+        raise ProblemError(f"{impl.name}: algorithm must be one of {ALGORITHMS}{hint}")
+    if impl.module is not None:
+        bad = set(impl.caps.layouts) - set(LAYOUTS)
+        if bad or not impl.caps.layouts or set(impl.caps.no_kernel_for) & set(impl.caps.layouts):
+            raise ProblemError(f"{impl.name}: layouts {sorted(impl.caps.layouts)} must be a "
+                               f"non-empty subset of {LAYOUTS}, no_kernel_for the others")
+    elif not impl.lacks:
+        raise ProblemError(f"{impl.name}: no module, so 'lacks' must say why")
+
+
 def _discover() -> list[Impl]:
     import impls
 
@@ -181,21 +262,29 @@ def _discover() -> list[Impl]:
             found += importlib.import_module(f"impls.{info.name}").IMPLS
     for module in filter(None, os.environ.get(PLUGINS_ENV, "").split(",")):
         found += importlib.import_module(module.strip()).IMPLS
+    seen = set()
     for impl in found:
-        assert impl.variant in VARIANTS, f"{impl.name}: variant must be one of {VARIANTS}"
-        assert not impl.negative_control, f"{impl.name}: negative controls live in conformance/"
-        assert impl.module is None or impl.caps.layouts <= set(LAYOUTS), impl.name
+        check_declaration(impl)
+        if impl.name in seen:
+            raise ProblemError(f"{impl.name} is declared twice (one Impl per backend and algorithm)")
+        seen.add(impl.name)
     return found
 
 
 @cache
 def all_impls() -> tuple[Impl, ...]:
-    """Every registered cell (backend x variant), negative controls excluded."""
+    """Every registered (backend, algorithm)."""
     return tuple(_discover())
 
 
+def backends() -> list[Backend]:
+    """Every registered backend, once each, in registry order."""
+    return list(dict.fromkeys(i.backend for i in all_impls()))
+
+
 def select(backends=None, variants=None) -> list[Impl]:
-    """Registered cells filtered by backend and variant names; unknown names are errors."""
+    """Registered implementations of the named backends that can serve one of the named
+    variants; unknown names are errors."""
     impls = list(all_impls())
     known_b = sorted({i.backend.name for i in impls})
     for name in backends or ():
@@ -205,19 +294,21 @@ def select(backends=None, variants=None) -> list[Impl]:
         if name not in VARIANTS:
             raise ProblemError(f"--variants: unknown variant {name!r}; known: {list(VARIANTS)}")
     return [i for i in impls if (not backends or i.backend.name in backends)
-            and (not variants or i.variant in variants)]
+            and (not variants or any(i.variant(lay) in variants for lay in LAYOUTS))]
+
+
+def wanted(impl: Impl, layout: str, variants=None) -> bool:
+    """Whether a run asked for ``variants`` (None: all) has a cell for ``impl`` on ``layout``."""
+    return not variants or impl.variant(layout) in variants
 
 
 def get(name: str) -> Impl:
-    """An implementation by ``backend/variant``."""
+    """An implementation by ``backend/algorithm`` or ``backend/variant`` (``triton/paged`` is
+    Triton's one-pass implementation)."""
+    backend, _, which = name.partition("/")
+    algorithm = "one-pass" if which in LAYOUTS else which
     for impl in all_impls():
-        if impl.name == name:
+        if impl.backend.name == backend and impl.algorithm == algorithm:
             return impl
-    raise ProblemError(f"no implementation {name!r}; known: {[i.name for i in all_impls()]}")
-
-
-def sm_count(device: torch.device) -> int:
-    """Multiprocessors of the GPU; on the CPU a nominal 4 so split heuristics still split."""
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return 4
+    raise ProblemError(f"no implementation {name!r}; known: "
+                       f"{sorted(i.row_name(lay) for i in all_impls() for lay in LAYOUTS)}")

@@ -24,7 +24,7 @@ from conformance.checks import check, sync  # noqa: E402
 from impls import registry  # noqa: E402
 from impls.registry import Capabilities, Unsupported  # noqa: E402
 from specs.inputs import make_inputs  # noqa: E402
-from specs.problem import DTYPES, DecodeProblem  # noqa: E402
+from specs.problem import DTYPES, LAYOUTS, DecodeProblem  # noqa: E402
 
 
 class Fault(Exception):
@@ -55,7 +55,8 @@ def probe_one(impl, problem: DecodeProblem, seed: int) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("impl", help="backend/variant, e.g. flash_attn/paged")
+    ap.add_argument("impl", help="backend/variant, e.g. flash_attn/paged (split-k: the paged layout "
+                                 "where it has one)")
     ap.add_argument("--head-dims", type=_range, default=[64, 96, 128, 256],
                     help="comma list or lo:hi:step")
     ap.add_argument("--page-sizes", type=_range, default=[16])
@@ -68,14 +69,15 @@ def main() -> int:
     if why := declared.availability():
         print(f"{declared.name}: unavailable: {why}")
         return 1
-    lifted = Capabilities(declared.caps.layouts, frozenset(DTYPES), max_head_dim=1 << 16)
+    lifted = Capabilities(declared.layouts, frozenset(DTYPES), max_head_dim=1 << 16)
     impl = dataclasses.replace(declared, caps=lifted)
-    layout = "paged" if "paged" in impl.caps.layouts else "dense"
+    variant = args.impl.partition("/")[2]
+    layout = variant if variant in LAYOUTS else "paged" if "paged" in impl.layouts else "dense"
     page_sizes = args.page_sizes if layout == "paged" else [16]
     lens = tuple(int(x) for x in args.seq_lens.split(","))
     try:
         for dtype in args.dtypes.split(","):
-            print(f"{impl.name} {dtype} group {args.group} seq_lens {lens} ({layout}"
+            print(f"{impl.row_name(layout)} {dtype} group {args.group} seq_lens {lens} ({layout}"
                   + (f"; columns: page_size {page_sizes})" if layout == "paged" else ")"), flush=True)
             for hd in args.head_dims:
                 cells = [probe_one(impl, DecodeProblem(2 * args.group, 2, hd, lens, layout=layout,

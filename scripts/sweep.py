@@ -1,8 +1,9 @@
 """Tuning sweep (a development tool, not part of the harness): time launch configurations of one
-backend's kernels on a few cells and print the fastest per cell. Every configuration is checked
+backend's kernels on a few cells and print the fastest per cell. Every configuration is passed
+as the ``config`` launch option (each backend's ``pick_launch_config`` overrides) and checked
 against the reference first; a wrong one is reported, never chosen.
 
-    python scripts/sweep.py cupy|triton|numba [--quick]
+    python scripts/sweep.py cupy|triton|numba [--quick] [--cells 0,2]
 """
 
 from __future__ import annotations
@@ -26,54 +27,31 @@ from specs.reference import reference  # noqa: E402
 
 CELLS = [(1, 32768, "split-k"), (16, 4096, "split-k"), (16, 4096, "dense"), (64, 2048, "dense"),
          (64, 8192, "dense"), (64, 2048, "paged")]
+SPLITS = (None, 16, 32, 64, 128)  # split-k: the policy's pick, then forced counts
 
 
-def cupy_configs():
-    from impls.cupy import _build
-
-    original = _build.kernel_defines
-    for tpr_div, unroll, prefetch, warps in itertools.product((1, 2), (None, 8), (0, 1), (4, 8)):
-        def patched(problem, _o=original, _t=tpr_div, _u=unroll, _p=prefetch, _w=warps):
-            natural = _o(problem)["TPR"]
-            return _o(problem, threads_per_row=max(1, natural // _t), unroll=_u, num_warps=_w,
-                      prefetch=_p)
-        yield f"tpr/{tpr_div} unroll={unroll} prefetch={prefetch} warps={warps}", \
-            lambda p=patched: setattr(_build, "kernel_defines", p), \
-            lambda: setattr(_build, "kernel_defines", original)
+def _half_tpr(backend: str, problem) -> int:
+    """Half the TPR the backend picks for ``problem`` (one shuffle level less per score)."""
+    if backend == "cupy":
+        from impls.cupy._build import pick_launch_config
+        return max(1, pick_launch_config(problem)["TPR"] // 2)
+    from impls.numba._launch import pick_launch_config
+    return max(1, pick_launch_config(problem).TPR // 2)
 
 
-def numba_configs():
-    from impls.numba import _launch
-
-    original = _launch.config_for
-    for tpr_div, unroll, warps, min_blocks in itertools.product((2,), (2, 4), (4, 8), (0, 2, 4)):
-        if warps * min_blocks > 16:
-            continue
-        def patched(problem, out_kind=None, _o=original, _t=tpr_div, _u=unroll, _w=warps,
-                    _m=min_blocks):
-            natural = min(32, 1 << (problem.head_dim * problem.itemsize // 8 - 1).bit_length())
-            return _o(problem, out_kind, tpr=max(1, natural // _t), unroll=_u, num_warps=_w,
-                      min_blocks=_m)
-        yield f"tpr/{tpr_div} unroll={unroll} warps={warps} min_blocks={min_blocks}", \
-            lambda p=patched: setattr(_launch, "config_for", p), \
-            lambda: setattr(_launch, "config_for", original)
-
-
-def triton_configs():
-    from impls.triton import _common, dense, paged, split_k
-
-    original = _common.pick_launch_config
-    modules = (dense, paged, split_k)
-    for block_n, warps, stages in itertools.product((32, 64, 128), (4, 8), (2, 3, 4)):
-        def patched(problem, _o=original, _b=block_n, _w=warps, _s=stages):
-            return {**_o(problem), "BLOCK_N": _b, "num_warps": _w, "num_stages": _s}
-        def apply(p=patched):
-            for m in modules:
-                m.pick_launch_config = p
-        def undo():
-            for m in modules:
-                m.pick_launch_config = original
-        yield f"BLOCK_N={block_n} warps={warps} stages={stages}", apply, undo
+def configs(backend: str, problem) -> list[dict]:
+    """The launch configurations to try on ``problem`` (``config`` option values)."""
+    if backend == "triton":
+        return [dict(BLOCK_N=b, num_warps=w, num_stages=s)
+                for b, w, s in itertools.product((32, 64, 128), (4, 8), (2, 3, 4))]
+    tprs = (None, _half_tpr(backend, problem))
+    if backend == "cupy":
+        return [{k: v for k, v in dict(TPR=t, UNROLL=u, PREFETCH=p, NUM_WARPS=w).items()
+                 if v is not None}
+                for t, u, p, w in itertools.product(tprs, (None, 8), (0, 1), (4, 8))]
+    return [{k: v for k, v in dict(TPR=t, UNROLL=u, NUM_WARPS=w, MIN_BLOCKS=m).items()
+             if v is not None}
+            for t, u, w, m in itertools.product(tprs, (2, 4), (4, 8), (0, 2, 4)) if w * m <= 16]
 
 
 def main() -> None:
@@ -83,9 +61,6 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     timer = GpuTimer(torch.device("cuda"), quick=args.quick, modes=("cold",))
-    configs = list({"cupy": cupy_configs, "triton": triton_configs,
-                    "numba": numba_configs}[args.backend]())
-    splits_options = (None, 16, 32, 64, 128)
     cells = [CELLS[int(i)] for i in args.cells.split(",")] if args.cells else CELLS
     for batch, seq, variant in cells:
         layout = "paged" if variant == "paged" else "dense"
@@ -93,25 +68,22 @@ def main() -> None:
         impl = registry.get(f"{args.backend}/{variant}")
         inputs = make_inputs(problem, 0)
         ref = reference(inputs)
-        results = []
-        for name, apply, undo in configs:
-            for splits in (splits_options if variant == "split-k" else (None,)):
-                opts = {"num_splits": splits} if splits else {}
-                apply()
+        timed = []
+        for config in configs(args.backend, problem):
+            for splits in (SPLITS if variant == "split-k" else (None,)):
+                opts = {"config": config, **({"num_splits": splits} if splits else {})}
                 try:
                     checked = check(impl, inputs, ref, opts)
                     if not checked.comparison.passed:
-                        print(f"  WRONG {name} {opts}: {checked.comparison.summary()[:120]}")
+                        print(f"  WRONG {opts}: {checked.comparison.summary()[:120]}")
                         continue
                     t = timer(checked.run.launch.run)["cold"]
-                    results.append((t.estimate.median, name, checked.run.launch.config))
+                    timed.append((t.estimate.median, opts, checked.run.launch.config))
                 except Exception as e:  # a config that does not build or fit is skipped
-                    print(f"  skip {name} {opts}: {type(e).__name__}: {str(e)[:100]}")
-                finally:
-                    undo()
-        results.sort(key=lambda r: r[0])
-        print(f"{problem.label()} {variant}: best {results[0][0]:.1f} us {results[0][1]} "
-              f"{results[0][2]} | 2nd {results[1][0]:.1f} {results[1][1]} {results[1][2]}", flush=True)
+                    print(f"  skip {opts}: {type(e).__name__}: {str(e)[:100]}")
+        timed.sort(key=lambda r: r[0])
+        print(f"{problem.label()} {variant}: best {timed[0][0]:.1f} us {timed[0][1]} "
+              f"{timed[0][2]} | 2nd {timed[1][0]:.1f} {timed[1][1]} {timed[1][2]}", flush=True)
         del inputs, ref
 
 

@@ -27,8 +27,8 @@ moves (a wrong scale or log base moves it by >10 %, dropping one token of a 1000
 by ~1e-4).
 
 A kernel may declare that it sums the softmax normaliser from probabilities already rounded to
-the input dtype (FlashInfer's tensor-core path: an MMA row sum of P in bf16/fp16, consistent with
-the P.V product it normalises). Each term then carries a relative error <= u, or an absolute
+the input dtype (a tensor-core kernel that sums P with an MMA in bf16/fp16, consistent with the
+P.V product it normalises). Each term then carries a relative error <= u, or an absolute
 one <= UNDERFLOW when it is subnormal in the dtype (fp16 below 2^-14); the normaliser is >= 1
 (the largest term is 1), so its log moves by <= u + L * UNDERFLOW for L tokens: the LSE bound
 gains that much (2^-8 in bf16) for that kernel only, the output bound is unchanged, and the

@@ -33,7 +33,7 @@ MODELS: dict[str, tuple[int, int, int]] = {
 # batch x seq_len: every pair whose batch holds at most MAX_TOKENS tokens of context. Llama-3-8B's
 # KV cache is 128 KiB a token over its 32 layers, so 1M tokens (128 GiB) is about what one
 # 141 GB GPU can serve; bigger cells are no decode step anyone runs. Batch 1 needs split-K, large
-# batches are pure bandwidth; the six cells of ../shared/ANCHORS.md are among them.
+# batches are pure bandwidth.
 GRID_BATCHES = (1, 16, 64, 128)
 GRID_SEQ_LENS = (1024, 2048, 4096, 8192, 32768)
 MAX_TOKENS = 1 << 20
@@ -81,7 +81,7 @@ def _models() -> list[DecodeProblem]:
 
 def _cpu() -> list[DecodeProblem]:
     """Small problems the CPU interpreters finish in seconds, covering every shape class (sized
-    for the Numba simulator, the slowest: a few seconds per call)."""
+    for the slowest CPU mode, a simulator of a few seconds per call)."""
     return [
         model_problem("llama3-8b", [64, 40], "dense"),
         model_problem("llama3-8b", [64, 40], "paged"),
@@ -95,8 +95,8 @@ def _cpu() -> list[DecodeProblem]:
 
 
 WORKLOADS: dict[str, tuple[str, Callable[[bool], list[DecodeProblem]]]] = {
-    "grid": ("Llama-3-8B bf16, batch {1,16,64,128} x seq_len {1k,2k,4k,8k,32k} up to 1M tokens "
-             "(ANCHORS.md's cells among them), dense and paged (page 16)",
+    "grid": ("Llama-3-8B bf16, batch {1,16,64,128} x seq_len {1k,2k,4k,8k,32k} up to 1M tokens, "
+             "dense and paged (page 16)",
              lambda quick: _grid(QUICK_GRID if quick else GRID)),
     "ragged": ("Llama-3-8B bf16, log-normal ragged batches (16 x median 1k, 64 x median 2k, max 32k)",
                _ragged),

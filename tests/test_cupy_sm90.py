@@ -22,18 +22,17 @@ PROBLEMS += [DecodeProblem(hq, hkv, d, (100,), dtype=dtype) for hq, hkv, d, dtyp
     (16, 8, 256, "bfloat16"),  # head_dim 256: a warp per row
     (16, 1, 256, "float32"),  # MQA 16 (two chunks of 8), fp32 head_dim 256: 2 vectors a lane
 ]]
-SOURCES = {"dense": ["dense.cu"], "paged": ["paged.cu"]}
 
 
 def _cases():
     for p in PROBLEMS:
-        for src in SOURCES[p.layout] + ["split_k.cu"]:
+        for src in ("one_pass.cu", "split_k.cu"):
             yield pytest.param(src, p, id=f"{src}-{p.label()}")
 
 
 @pytest.mark.parametrize("src,problem", list(_cases()))
 def test_cupy_kernel_compiles_for_sm90(src, problem, tmp_path):
-    defines = _build.kernel_defines(problem)
+    defines = _build.pick_launch_config(problem)
     cmd = [NVCC, "-arch=sm_90", "-std=c++17", "-use_fast_math", "-cubin", "-Xptxas", "-v",
            "-o", str(tmp_path / "k.cubin"), *(f"-D{k}={v}" for k, v in defines.items()),
            str(_build.HERE / src)]

@@ -27,7 +27,7 @@ def test_list_prints_the_capability_matrix():
     res = harness("list")
     assert res.returncode == 0, res.stderr
     assert "triton" in res.stdout and "split-k" in res.stdout
-    assert "unsupported: torch 2.11 has no paged-KV attention kernel" in res.stdout
+    assert "no paged: torch 2.11 has no paged-KV attention kernel" in res.stdout
 
 
 def test_run_writes_rows_files_and_replayable_cases(tmp_path):
@@ -38,7 +38,7 @@ def test_run_writes_rows_files_and_replayable_cases(tmp_path):
     rows = {r["impl"]: r for r in data["rows"]}
     assert rows["triton/paged"]["status"] == "PASS"
     assert rows["triton/split-k"]["status"] == "PASS"
-    assert rows["triton/dense"]["status"] == "UNSUPPORTED"
+    assert set(rows) == {"triton/paged", "triton/split-k"}  # a paged problem has no dense cell
     assert rows["triton/paged"]["median_us"] > 0
     assert data["provenance"]["commit"] and data["provenance"]["packages"]["torch"]
     with open(tmp_path / "run" / "results.csv") as f:
@@ -83,6 +83,9 @@ def test_workload_file_and_no_timing(tmp_path):
     (["--num-splits", "0"], "num_splits=0: must be an integer in [1, 4096]"),
     (["--num-splits", "5000"], "num_splits=5000: must be an integer in [1, 4096]"),
     (["--timing", "cold,warm"], "--timing: unknown mode(s) ['warm']"),
+    (["--backends", "triton,cupy", "--config", '{"BLOCK_N": 64}'], "--config: unknown key(s) ['BLOCK_N'] for cupy"),
+    (["--backends", "torch-cudnn", "--config", '{"BLOCK_N": 64}'], "--config: none of the selected backends"),
+    (["--config", "[64]"], "must be a JSON object"),
 ])
 def test_bad_arguments_fail_clearly_before_running(args, message, tmp_path):
     res = harness("run", *args, "--out", str(tmp_path / "run"))
@@ -106,3 +109,16 @@ def test_a_crashing_backend_keeps_every_other_result(tmp_path):
     assert [r["status"] for r in crashy] == ["ERROR", "FAIL"]
     assert "worker process died" in crashy[0]["reason"]
     assert len(triton) == 2 and all(r["status"] == "PASS" for r in triton)
+
+
+def test_variants_select_cells_and_config_reaches_the_launch(tmp_path):
+    """--variants dense is the one-pass kernel on dense problems only; --config's overrides are
+    what the kernels are launched with."""
+    problems = [{**SMALL, "layout": "dense"}, SMALL]
+    res = harness("run", "--backends", "triton", "--variants", "dense", "--config", '{"BLOCK_N": 32}',
+                  *[a for p in problems for a in ("--problem", json.dumps(p))], "--no-timing",
+                  "--out", str(tmp_path / "run"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
+    assert [(r["impl"], r["spec"]["layout"], r["status"]) for r in rows] == [("triton/dense", "dense", "PASS")]
+    assert rows[0]["config"]["BLOCK_N"] == 32

@@ -13,19 +13,19 @@ def test_numba_tile_choice_fits_every_supported_problem():
     memory (registers and spills are checked by ptxas in test_numba_sm90.py)."""
     pytest.importorskip("numba_cuda")
     from impls.numba import _launch
-    from impls.numba._kernels import OUT_FLOAT32
 
     for dtype in ("bfloat16", "float16", "float32"):
         for head_dim in range(4, 257, 4):
             for group in (1, 2, 3, 4, 6, 7, 8, 16):
                 p = DecodeProblem(group, 1, head_dim, (5,), dtype=dtype)
                 for simulator in (False, True):
-                    for out_kind in (None, OUT_FLOAT32):
-                        c = _launch.config_for(p, out_kind, simulator=simulator)
-                        # acc, m and l of every warp and head, as the kernel declares them
-                        smem = c.num_warps * c.group * (head_dim + 2) * 4
+                    for out_float32 in (False, True):
+                        c = _launch.pick_launch_config(p, out_float32=out_float32,
+                                                       simulator=simulator)
+                        # acc, m_i and l_i of every warp and head, as the kernel declares them
+                        smem = c.NUM_WARPS * c.BLOCK_H * (head_dim + 2) * 4
                         assert smem <= 48 * 1024, (c, smem)
-                        assert c.tpr in (1, 2, 4, 8, 16, 32) and c.unroll >= 1 and c.step > 0
+                        assert c.TPR in (1, 2, 4, 8, 16, 32) and c.UNROLL >= 1 and c.STEP > 0
 
 
 def test_fp16_bits_convert_exactly():

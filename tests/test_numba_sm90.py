@@ -25,10 +25,10 @@ def test_all_numba_kernels_compile_for_sm90(tmp_path):
                          env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"})
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
     lines = res.stdout.splitlines()
-    assert {line.split()[1] for line in lines} == {"decode", "combine"}, res.stdout
+    assert {line.split()[1] for line in lines} == {"decode_kernel", "combine_kernel"}, res.stdout
     for line in lines:
         assert "local=0 f64=0" in line, line
-        if line.split()[1] == "decode":
+        if line.split()[1] == "decode_kernel":
             assert "shfl=0" not in line, line
     if PTXAS is None:
         pytest.fail("ptxas not on PATH: CUDA's compiler tools are part of this project's set-up")

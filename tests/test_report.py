@@ -120,8 +120,8 @@ def test_bootstrap_interval_covers_the_median_and_tightens_with_samples():
         assert e.ci_lo <= e.median <= e.ci_hi
     assert stats.estimate(many).rel_half_width < stats.estimate(few).rel_half_width
     assert stats.median_ci(few) == stats.median_ci(few)  # seeded: same samples, same interval
-    assert not stats.precise_enough(list(100 + rng.normal(0, 30, 20)))
-    assert stats.precise_enough(list(100 + rng.normal(0, 0.5, 40)))
+    assert not stats.precise_enough(list(100 + rng.normal(0, 30, 20)), 0.01)
+    assert stats.precise_enough(list(100 + rng.normal(0, 0.5, 40)), 0.01)
 
 
 def test_ranks_tie_overlapping_intervals():
@@ -133,11 +133,15 @@ def test_ranks_tie_overlapping_intervals():
     assert [(r["rank"], r["tied"]) for r in rows] == [(1, True), (1, True), (3, False)]
 
 
+def _us(median: float, lo: float, hi: float) -> dict:
+    return {"median_us": median, "ci_lo_us": lo, "ci_hi_us": hi}
+
+
 @pytest.mark.parametrize("old,new,verdict", [
-    ({"median_us": 100, "ci_lo_us": 99, "ci_hi_us": 101}, {"median_us": 110, "ci_lo_us": 109, "ci_hi_us": 111}, "slower"),
-    ({"median_us": 100, "ci_lo_us": 99, "ci_hi_us": 101}, {"median_us": 90, "ci_lo_us": 89, "ci_hi_us": 91}, "faster"),
-    ({"median_us": 100, "ci_lo_us": 95, "ci_hi_us": 105}, {"median_us": 104, "ci_lo_us": 99, "ci_hi_us": 109}, "same"),
-    ({"median_us": 100, "ci_lo_us": 99.9, "ci_hi_us": 100.1}, {"median_us": 101, "ci_lo_us": 100.9, "ci_hi_us": 101.1}, "same"),
+    (_us(100, 99, 101), _us(110, 109, 111), "slower"),
+    (_us(100, 99, 101), _us(90, 89, 91), "faster"),
+    (_us(100, 95, 105), _us(104, 99, 109), "same"),
+    (_us(100, 99.9, 100.1), _us(101, 100.9, 101.1), "same"),
 ])
 def test_classify(old, new, verdict):
     assert report.classify({"status": "PASS", **old}, {"status": "PASS", **new}) == verdict

@@ -19,6 +19,6 @@ def test_all_triton_kernels_compile_for_sm90():
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
     lines = res.stdout.splitlines()
     names = {line.split()[0] for line in lines}
-    assert names == {"_decode_dense_kernel", "_decode_paged_kernel", "_split_kernel", "_combine_kernel"}
-    attention = [l for l in lines if not l.startswith("_combine") and ("*bf16" in l or "*fp16" in l)]
+    assert names == {"decode_kernel", "split_kernel", "combine_kernel"}
+    attention = [l for l in lines if not l.startswith("combine") and ("*bf16" in l or "*fp16" in l)]
     assert attention and all("mma=True" in l for l in attention), "\n".join(attention)

@@ -22,12 +22,15 @@ from specs.reference import reference
 
 
 def test_vendor_cells_and_their_reasons():
-    impls_by_name = {i.name: i for i in registry.all_impls()}
-    assert impls_by_name["flash_attn/split-k"].cell_unsupported == \
+    assert registry.get("flash_attn/split-k").no_kernel("dense") == \
         "flash-attn-4 has no split-KV on sm90"
+    assert registry.get("torch-cudnn/dense").no_kernel("paged") == \
+        "torch 2.11 has no paged-KV attention kernel"
     for name in ("flash_attn/dense", "flash_attn/paged", "flashinfer/dense", "flashinfer/paged",
                  "flashinfer/split-k", "torch-cudnn/dense", "torch-fa2/dense"):
-        impl = impls_by_name[name]
+        impl = registry.get(name)
+        layout = name.partition("/")[2]
+        assert layout not in ("dense", "paged") or layout in impl.layouts, name
         assert impl.backend.vendor and impl.allocates_outputs, name
         if not torch.cuda.is_available():
             assert impl.availability() == "no CUDA GPU", name
@@ -79,7 +82,7 @@ def _correct_but_base2(inputs, out, lse):
 
 def test_a_declared_base2_lse_is_converted_by_the_check_not_by_run():
     backend = Backend(name="base2", summary="", requires=("torch",), cpu_mode="cpu")
-    impl = Impl(backend, "dense", __name__, Capabilities(frozenset({"dense"})),
+    impl = Impl(backend, "one-pass", __name__, Capabilities(frozenset({"dense"})),
                 entry="_correct_but_base2", allocates_outputs=True)
     p = DecodeProblem(4, 2, 64, (9, 30))
     checked = check(impl, make_inputs(p, 0))

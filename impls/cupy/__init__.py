@@ -1,4 +1,4 @@
-"""CuPy backend: dense, paged and split-K decode kernels in CUDA C++ (NVRTC via cupy.RawModule)."""
+"""CuPy backend: one-pass and split-K decode kernels in CUDA C++ (NVRTC via cupy.RawModule)."""
 
 from impls.registry import Backend, Capabilities, Impl
 
@@ -6,19 +6,20 @@ BACKEND = Backend(
     name="cupy",
     summary="raw CUDA C++ compiled by NVRTC through cupy.RawModule, launched on torch's stream",
     requires=("cupy",),
-    cpu_mode=None,  # CUDA kernels need a GPU
     compiles="NVRTC on the first use of each kernel specialisation; cached on disk (CUPY_CACHE_DIR)",
+    packages=("cupy-cuda13x", "cupy-cuda12x"),
+    jit_cache_env=("CUPY_CACHE_DIR",),
+    shown_config=("num_splits", "TPR"),
+    tunable=("TPR", "UNROLL", "NUM_WARPS", "PREFETCH"),
 )
 
 # 16-byte vector loads: head_dim a multiple of 8 (16-bit) elements; up to 256.
-_CAPS = dict(max_head_dim=256, head_dim_multiple=8,
-             note="16-byte vector loads need head_dim % 8 == 0")
+CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, head_dim_multiple=8,
+                    note="16-byte vector loads need head_dim % 8 == 0")
 IMPLS = [
-    Impl(BACKEND, "dense", "impls.cupy.dense", Capabilities(frozenset({"dense"}), **_CAPS),
-         summary="one pass, CTA per (kv head, <= 8 query heads, sequence), 16 B loads, shuffles"),
-    Impl(BACKEND, "paged", "impls.cupy.paged", Capabilities(frozenset({"paged"}), **_CAPS),
-         summary="one pass through the block table, per-token page lookup (any page size)"),
-    Impl(BACKEND, "split-k", "impls.cupy.split_k",
-         Capabilities(frozenset({"dense", "paged"}), **_CAPS), options=("num_splits",),
+    Impl(BACKEND, "one-pass", "impls.cupy.one_pass", CAPS, options=("config",),
+         summary="CTA per (kv head, <= 8 query heads, sequence), 16 B loads, shuffles; paged: "
+                 "per-token page lookup (any page size)"),
+    Impl(BACKEND, "split-k", "impls.cupy.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding: CTAs per split write (out, lse) partials, a CUDA combine"),
 ]

@@ -1,7 +1,7 @@
 """Compile-time configuration, compilation and zero-copy launch plumbing of the CuPy backend.
 
 Kernel sources are the ``.cu`` files beside this module (``decode_common.cuh`` holds the shared
-device code). ``kernel_defines(problem)`` is the pure choice of compile-time parameters;
+device code). ``pick_launch_config(problem)`` is the pure choice of compile-time parameters;
 ``get_kernel`` compiles a source with them through NVRTC (``cupy.RawModule``) once per
 specialisation and caches the module. Tensors reach the kernels as CuPy views of PyTorch's
 memory (``cupy.from_dlpack``; 16-bit types as int16 views, since CuPy has no bfloat16), and
@@ -14,6 +14,10 @@ import functools
 import re
 from pathlib import Path
 
+from impls.common import on_torch_stream, with_overrides
+from impls.cupy import BACKEND
+from specs.problem import ProblemError
+
 HERE = Path(__file__).resolve().parent
 DTYPE_IDS = {"float16": 0, "bfloat16": 1, "float32": 2}
 NUM_WARPS = 4  # 128 threads per CTA
@@ -21,46 +25,46 @@ UNROLL = 4  # tokens per row group per step: 2 x UNROLL 16-byte loads in flight 
 PREFETCH = 1  # issue the next step's loads before this step's arithmetic
 SMEM_LIMIT = 48 * 1024  # static shared memory of one CTA (the cross-warp merge)
 REGISTER_FLOATS = 64  # per thread for q (and as many for the accumulator): no spills at 128 threads
-MAX_GROUP_PER_CTA = 8  # query heads per CTA; larger GQA groups are split into chunks of 8
+MAX_BLOCK_H = 8  # query heads per CTA; larger GQA groups are split into blocks of 8
 LOAD_BYTES = 16  # one vectorised load per thread per row
-LOG2E = 1.4426950408889634  # 1/ln(2): q is pre-scaled so scores come out in log2 units
 
 
-def kernel_defines(problem, threads_per_row: int | None = None, unroll: int | None = None,
-                   num_warps: int = NUM_WARPS, prefetch: int = PREFETCH) -> dict[str, int]:
-    """-D values for ``problem`` (pure).
+def pick_launch_config(problem, config: dict | None = None) -> dict[str, int]:
+    """-D values for ``problem`` (pure); ``config`` overrides the tunable ones (``BACKEND``).
 
-    Threads per row: half the power of two covering the row's 16-byte vectors, so each thread
-    takes two vectors (one shuffle level less per score; scripts/sweep.py on an H200: 151 us
-    against 156 us at 64 x 2048, 77.5 against 79.9 at 16 x 4096), unless the GQA group's q and
-    accumulator would then exceed REGISTER_FLOATS. UNROLL tokens x VPT vectors stay at UNROLL
-    loads per thread per step, so the K/V buffers fit in registers."""
+    Threads per row (TPR): half the power of two covering the row's 16-byte vectors, so each
+    thread takes two vectors (one shuffle level less per score; the faster choice in
+    results/nvidia-h200/sweeps/2026-11-21-cupy.log), unless the head block's q and accumulator
+    would then exceed REGISTER_FLOATS. UNROLL tokens x VPT vectors stay at UNROLL loads per
+    thread per step, so the K/V buffers fit in registers."""
     vec = LOAD_BYTES // problem.itemsize
     vecs_per_row = problem.head_dim // vec
-    group = min(problem.group_size, MAX_GROUP_PER_CTA)
+    block_h = min(problem.group_size, MAX_BLOCK_H)
     natural = min(32, 1 << (vecs_per_row - 1).bit_length())
-    tpr = threads_per_row or natural
-    if threads_per_row is None and natural > 1:
-        half = natural // 2
-        if group * -(-vecs_per_row // half) * vec <= REGISTER_FLOATS:
-            tpr = half
+    tpr = natural
+    if natural > 1 and block_h * -(-vecs_per_row // (natural // 2)) * vec <= REGISTER_FLOATS:
+        tpr = natural // 2
+    tuned = with_overrides(dict(TPR=tpr, UNROLL=None, NUM_WARPS=NUM_WARPS, PREFETCH=PREFETCH),
+                           config, BACKEND)
+    tpr, num_warps = tuned["TPR"], tuned["NUM_WARPS"]
     vpt = -(-vecs_per_row // tpr)
-    unroll = unroll or max(1, UNROLL // vpt)
-    if num_warps * group * problem.head_dim * 4 > SMEM_LIMIT:
-        raise ValueError(f"{num_warps} warps x {group} heads x head_dim {problem.head_dim} "
-                         "floats exceed the shared memory of the merge")
-    return dict(HEAD_DIM=problem.head_dim, GROUP=group, DTYPE_ID=DTYPE_IDS[problem.dtype],
-                IS_PAGED=int(problem.layout == "paged"), VEC=vec, TPR=tpr,
-                VPT=vpt, NUM_WARPS=num_warps, UNROLL=unroll, PREFETCH=prefetch)
+    if num_warps * block_h * problem.head_dim * 4 > SMEM_LIMIT:
+        raise ProblemError(f"config: {num_warps} warps x {block_h} heads x head_dim "
+                           f"{problem.head_dim} floats exceed the shared memory of the merge")
+    return dict(HEAD_DIM=problem.head_dim, BLOCK_H=block_h, DTYPE_ID=DTYPE_IDS[problem.dtype],
+                IS_PAGED=int(problem.layout == "paged"), VEC=vec, TPR=tpr, VPT=vpt,
+                NUM_WARPS=num_warps, UNROLL=tuned["UNROLL"] or max(1, UNROLL // vpt),
+                PREFETCH=tuned["PREFETCH"])
 
 
 def step_tokens(defines: dict[str, int]) -> int:
-    """Tokens one CTA consumes per loop step (row groups x UNROLL)."""
+    """Tokens one CTA consumes per loop step (row groups x UNROLL): STEP in the kernels."""
     return defines["NUM_WARPS"] * (32 // defines["TPR"]) * defines["UNROLL"]
 
 
-def num_chunks(problem) -> int:
-    return -(-problem.group_size // MAX_GROUP_PER_CTA)
+def num_head_blocks(problem) -> int:
+    """CTAs per (sequence, KV head): the GQA group in blocks of at most MAX_BLOCK_H heads."""
+    return -(-problem.group_size // MAX_BLOCK_H)
 
 
 def source(name: str) -> str:
@@ -95,34 +99,30 @@ def view(tensor):
     return cupy.from_dlpack(tensor)
 
 
+def _cupy_stream(handle: int):
+    import cupy
+
+    return cupy.cuda.ExternalStream(handle)
+
+
+current_stream = on_torch_stream(_cupy_stream)
+
+
 def launcher(launches, defines: dict[str, int]):
     """``run()`` that launches ``[(kernel, grid, args), ...]`` in order on PyTorch's current
     stream, ``NUM_WARPS`` warps per CTA."""
-    import torch
-
     block = (defines["NUM_WARPS"] * 32,)
 
     def run():
-        with _external_stream(torch.cuda.current_stream().cuda_stream):
+        with current_stream():
             for kernel, grid, args in launches:
                 kernel(grid, block, args)
 
     return run
 
 
-@functools.cache
-def _external_stream(handle: int):
-    """CuPy's handle on a PyTorch stream, made once per stream (graph capture uses its own)."""
-    import cupy
-
-    return cupy.cuda.ExternalStream(handle)
+REPORTED = ("BLOCK_H", "TPR", "UNROLL", "NUM_WARPS")  # what Launch.config records
 
 
-def check_alignment(inputs) -> str | None:
-    """Why the 16-byte vector loads cannot be used on these tensors, if they cannot."""
-    for name in ("q", "k", "v"):
-        t = getattr(inputs, name)
-        if t.data_ptr() % LOAD_BYTES or t.stride(-1) != 1 or any(
-                s * t.element_size() % LOAD_BYTES for s in t.stride()[:-1]):
-            return f"{name} rows are not 16-byte aligned (the kernels load 16 bytes per thread)"
-    return None
+def reported(defines: dict[str, int]) -> dict[str, int]:
+    return {key: defines[key] for key in REPORTED}

@@ -1,19 +1,21 @@
-// Decode attention building blocks shared by dense.cu, paged.cu and split_k.cu.
+// Decode attention building blocks shared by one_pass.cu and split_k.cu.
 //
-// One CTA handles one sequence (pid_b), one KV head (pid_kvh), a chunk of up to GROUP of the
-// query heads that share it (pid_chunk), and a token range [start, end). The CTA's threads are
-// split into ROW_GROUPS "row groups" of TPR threads; a row group reads whole K/V rows, each of its
-// threads one 16-byte vector (VEC elements) per row, so a row is one coalesced segment. Every row
-// group keeps its own online-softmax state (running max m, sum l, accumulator acc) for all GROUP
-// heads in registers: each K/V load serves the whole GQA group. Scores are reduced across the
-// row's TPR lanes with warp shuffles. At the end the row groups' states are merged, within a
-// warp by shuffles, then across warps in shared memory.
+// One CTA handles one sequence (pid_b), one KV head (pid_kvh), one block of up to BLOCK_H of the
+// query heads that share it (pid_hb; a GQA group larger than BLOCK_H is split into blocks), and
+// a token range [start, end). The CTA's threads are split into ROW_GROUPS "row groups" of TPR
+// threads; a row group reads whole K/V rows, each of its threads VPT 16-byte vectors (VEC
+// elements each) per row, so a row is one coalesced segment. Every row group keeps its own
+// online-softmax state (running max m_i, sum l_i, accumulator acc) for all BLOCK_H heads in
+// registers: each K/V load serves the whole head block. Scores are reduced across the row's TPR
+// lanes with warp shuffles. At the end the row groups' states are merged, within a warp by
+// shuffles, then across warps in shared memory.
 //
-// Compile-time parameters (-D, set by _build.py): HEAD_DIM, GROUP (heads per CTA), DTYPE_ID
-// (0 fp16, 1 bf16, 2 fp32), IS_PAGED, VEC (elements per 16-byte load), TPR (threads per row, a
-// power of two <= 32), VPT (16-byte vectors per thread per row), NUM_WARPS, UNROLL (tokens per
-// row group per step: their K and V loads are all issued before the first use), PREFETCH (1:
-// the next step's loads are issued before this step's arithmetic, a register double buffer).
+// Compile-time parameters (-D, from _build.pick_launch_config): HEAD_DIM, BLOCK_H (query heads
+// per CTA), DTYPE_ID (0 fp16, 1 bf16, 2 fp32), IS_PAGED, VEC (elements per 16-byte load), TPR
+// (threads per row, a power of two <= 32), VPT (16-byte vectors per thread per row), NUM_WARPS,
+// UNROLL (tokens per row group per step: their K and V loads are all issued before the first
+// use), PREFETCH (1: the next step's loads are issued before this step's arithmetic, a register
+// double buffer).
 // No CUDA headers: fp16/bf16 conversions are PTX cvt instructions, so NVRTC and nvcc both build it.
 #pragma once
 
@@ -71,11 +73,11 @@ __device__ __forceinline__ void unpack(const uint4& raw, float (&out)[VEC]) {
 #endif
 }
 
-// Element offset of token t's row (head 0) in the K/V tensors: dense [B, S, Hkv, D] -> (b, t);
-// paged pool [P, page_size, Hkv, D] -> (block_table[b, t / page_size], t % page_size).
+// Element offset of token t's row (head 0) in the K/V tensors [page, row, Hkv, D]: paged ->
+// (block_table[b, t / page_size], t % page_size); dense (a sequence is one page) -> (b, t).
 __device__ __forceinline__ long long kv_row_offset(int pid_b, int t, const int* __restrict__ block_table_ptr,
                                                    long long stride_btb, int page_size,
-                                                   long long stride_k0, long long stride_k1) {
+                                                   long long stride_kp, long long stride_kt) {
 #if IS_PAGED
     // page_size is a power of two in practice (16): a shift and a mask instead of a division
     const bool pow2 = (page_size & (page_size - 1)) == 0;
@@ -83,33 +85,33 @@ __device__ __forceinline__ long long kv_row_offset(int pid_b, int t, const int* 
     const int page_idx = pow2 ? t >> shift : t / page_size;
     const int row = pow2 ? t & (page_size - 1) : t - page_idx * page_size;
     const int page = block_table_ptr[pid_b * stride_btb + page_idx];
-    return (long long)page * stride_k0 + (long long)row * stride_k1;
+    return (long long)page * stride_kp + (long long)row * stride_kt;
 #else
-    return (long long)pid_b * stride_k0 + (long long)t * stride_k1;
+    return (long long)pid_b * stride_kp + (long long)t * stride_kt;
 #endif
 }
 
-// Attention of heads [head0, head0 + n_heads) (n_heads <= GROUP) over tokens [start, end),
-// stored normalised to out_ptr + h * out_head_stride + d (OutT: the input dtype for a final
-// result, float for a split-K partial) and lse_ptr + h * lse_head_stride. An empty range stores
+// Attention of heads [head0, head0 + n_heads) (n_heads <= BLOCK_H) over tokens [start, end),
+// stored normalised to out_ptr + h * stride_oh + d (OutT: the input dtype for a final
+// result, float for a split-K partial) and lse_ptr + h * stride_lh. An empty range stores
 // 0 and -inf (a split past the end of a short sequence).
 template <typename OutT>
 __device__ __forceinline__ void attend(
     const scalar_t* __restrict__ q_ptr, const scalar_t* __restrict__ k_ptr,
     const scalar_t* __restrict__ v_ptr, const int* __restrict__ block_table_ptr,
     int pid_b, int pid_kvh, int head0, int n_heads, int start, int end,
-    long long stride_qb, long long stride_qh, long long stride_k0, long long stride_k1,
+    long long stride_qb, long long stride_qh, long long stride_kp, long long stride_kt,
     long long stride_kh, long long stride_btb, int page_size, float qk_scale,
-    OutT* __restrict__ out_ptr, long long out_head_stride, float* __restrict__ lse_ptr,
-    long long lse_head_stride) {
+    OutT* __restrict__ out_ptr, long long stride_oh, float* __restrict__ lse_ptr,
+    long long stride_lh) {
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int lane_in_row = lane % TPR;
     const int rg = warp * ROWS_PER_WARP + lane / TPR;
 
-    float q[GROUP][VPT][VEC];  // pre-scaled by sm_scale * log2(e): scores come out in log2 units
+    float q[BLOCK_H][VPT][VEC];  // pre-scaled by sm_scale * log2(e): scores come out in log2 units
 #pragma unroll
-    for (int h = 0; h < GROUP; ++h) {
+    for (int h = 0; h < BLOCK_H; ++h) {
 #pragma unroll
         for (int i = 0; i < VPT; ++i) {
             const int j = lane_in_row + i * TPR;
@@ -125,11 +127,11 @@ __device__ __forceinline__ void attend(
         }
     }
 
-    float m[GROUP], l[GROUP], acc[GROUP][VPT][VEC];
+    float m_i[BLOCK_H], l_i[BLOCK_H], acc[BLOCK_H][VPT][VEC];
 #pragma unroll
-    for (int h = 0; h < GROUP; ++h) {
-        m[h] = NEG_INF;
-        l[h] = 0.f;
+    for (int h = 0; h < BLOCK_H; ++h) {
+        m_i[h] = NEG_INF;
+        l_i[h] = 0.f;
 #pragma unroll
         for (int i = 0; i < VPT; ++i)
 #pragma unroll
@@ -146,7 +148,7 @@ __device__ __forceinline__ void attend(
         for (int u = 0; u < UNROLL; ++u) {
             const int t = base + rg * UNROLL + u;
             valid[u] = t < end;  // tokens past the range are never loaded
-            const long long row = valid[u] ? kv_row_offset(pid_b, t, block_table_ptr, stride_btb, page_size, stride_k0, stride_k1) : 0;
+            const long long row = valid[u] ? kv_row_offset(pid_b, t, block_table_ptr, stride_btb, page_size, stride_kp, stride_kt) : 0;
 #pragma unroll
             for (int i = 0; i < VPT; ++i) {
                 const int j = lane_in_row + i * TPR;
@@ -167,44 +169,44 @@ __device__ __forceinline__ void attend(
         bool valid_next[UNROLL];
         load_step(base + STEP, k_next, v_next, valid_next);
 #endif
-        float s[UNROLL][GROUP];
+        float s[UNROLL][BLOCK_H];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
 #pragma unroll
-            for (int h = 0; h < GROUP; ++h) s[u][h] = 0.f;
+            for (int h = 0; h < BLOCK_H; ++h) s[u][h] = 0.f;
 #pragma unroll
             for (int i = 0; i < VPT; ++i) {
                 float kf[VEC];
                 unpack(k_raw[u][i], kf);
 #pragma unroll
-                for (int h = 0; h < GROUP; ++h)
+                for (int h = 0; h < BLOCK_H; ++h)
 #pragma unroll
                     for (int e = 0; e < VEC; ++e) s[u][h] += q[h][i][e] * kf[e];
             }
 #pragma unroll
-            for (int h = 0; h < GROUP; ++h)
+            for (int h = 0; h < BLOCK_H; ++h)
 #pragma unroll
                 for (int off = TPR / 2; off > 0; off >>= 1)
                     s[u][h] += __shfl_xor_sync(0xffffffffu, s[u][h], off);
         }
-        float p[UNROLL][GROUP];
+        float p[UNROLL][BLOCK_H];
 #pragma unroll
-        for (int h = 0; h < GROUP; ++h) {
-            float m_new = m[h];
+        for (int h = 0; h < BLOCK_H; ++h) {
+            float m_new = m_i[h];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) m_new = valid[u] ? fmaxf(m_new, s[u][h]) : m_new;
             // nothing seen yet (all of this step's tokens past the end): keep the state as is
-            const float alpha = m_new == NEG_INF ? 1.f : exp2f(m[h] - m_new);
+            const float alpha = m_new == NEG_INF ? 1.f : exp2f(m_i[h] - m_new);
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) p[u][h] = valid[u] ? exp2f(s[u][h] - m_new) : 0.f;
-            l[h] *= alpha;
+            l_i[h] *= alpha;
 #pragma unroll
-            for (int u = 0; u < UNROLL; ++u) l[h] += p[u][h];
+            for (int u = 0; u < UNROLL; ++u) l_i[h] += p[u][h];
 #pragma unroll
             for (int i = 0; i < VPT; ++i)
 #pragma unroll
                 for (int e = 0; e < VEC; ++e) acc[h][i][e] *= alpha;
-            m[h] = m_new;
+            m_i[h] = m_new;
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
@@ -213,7 +215,7 @@ __device__ __forceinline__ void attend(
                 float vf[VEC];
                 unpack(v_raw[u][i], vf);
 #pragma unroll
-                for (int h = 0; h < GROUP; ++h)
+                for (int h = 0; h < BLOCK_H; ++h)
 #pragma unroll
                     for (int e = 0; e < VEC; ++e) acc[h][i][e] += p[u][h] * vf[e];
             }
@@ -238,30 +240,30 @@ __device__ __forceinline__ void attend(
 #pragma unroll
     for (int off = TPR; off < 32; off <<= 1) {
 #pragma unroll
-        for (int h = 0; h < GROUP; ++h) {
-            const float m_other = __shfl_xor_sync(0xffffffffu, m[h], off);
-            const float l_other = __shfl_xor_sync(0xffffffffu, l[h], off);
-            const float m_new = fmaxf(m[h], m_other);
-            const float w_self = m_new == NEG_INF ? 0.f : exp2f(m[h] - m_new);
+        for (int h = 0; h < BLOCK_H; ++h) {
+            const float m_other = __shfl_xor_sync(0xffffffffu, m_i[h], off);
+            const float l_other = __shfl_xor_sync(0xffffffffu, l_i[h], off);
+            const float m_new = fmaxf(m_i[h], m_other);
+            const float w_self = m_new == NEG_INF ? 0.f : exp2f(m_i[h] - m_new);
             const float w_other = m_new == NEG_INF ? 0.f : exp2f(m_other - m_new);
-            l[h] = l[h] * w_self + l_other * w_other;
+            l_i[h] = l_i[h] * w_self + l_other * w_other;
 #pragma unroll
             for (int i = 0; i < VPT; ++i)
 #pragma unroll
                 for (int e = 0; e < VEC; ++e)
                     acc[h][i][e] = acc[h][i][e] * w_self + __shfl_xor_sync(0xffffffffu, acc[h][i][e], off) * w_other;
-            m[h] = m_new;
+            m_i[h] = m_new;
         }
     }
 
     // ... and the warps' states are merged in shared memory:
     // O = sum_w exp2(m_w - M) acc_w / sum_w exp2(m_w - M) l_w.
-    __shared__ float sm_m[NUM_WARPS][GROUP];
-    __shared__ float sm_l[NUM_WARPS][GROUP];
-    __shared__ float sm_acc[NUM_WARPS][GROUP][HEAD_DIM];
+    __shared__ float sm_m[NUM_WARPS][BLOCK_H];
+    __shared__ float sm_l[NUM_WARPS][BLOCK_H];
+    __shared__ float sm_acc[NUM_WARPS][BLOCK_H][HEAD_DIM];
     if (lane < TPR) {
 #pragma unroll
-        for (int h = 0; h < GROUP; ++h) {
+        for (int h = 0; h < BLOCK_H; ++h) {
 #pragma unroll
             for (int i = 0; i < VPT; ++i) {
                 const int j = lane_in_row + i * TPR;
@@ -270,8 +272,8 @@ __device__ __forceinline__ void attend(
                     for (int e = 0; e < VEC; ++e) sm_acc[warp][h][j * VEC + e] = acc[h][i][e];
             }
             if (lane == 0) {
-                sm_m[warp][h] = m[h];
-                sm_l[warp][h] = l[h];
+                sm_m[warp][h] = m_i[h];
+                sm_l[warp][h] = l_i[h];
             }
         }
     }
@@ -294,7 +296,7 @@ __device__ __forceinline__ void attend(
             o = sum_o / sum_l;
             lse = (big + log2f(sum_l)) * LN2;
         }
-        store_value(out_ptr + h * out_head_stride + d, o);
-        if (d == 0) lse_ptr[h * lse_head_stride] = lse;
+        store_value(out_ptr + h * stride_oh + d, o);
+        if (d == 0) lse_ptr[h * stride_lh] = lse;
     }
 }

@@ -1,6 +1,6 @@
 """CuPy raw-CUDA split-K decode, flash-decoding (kernels: ``split_k.cu`` + ``decode_common.cuh``).
 
-Algorithm: stage 1, grid (num_kv_heads x head chunks, batch, num_splits): each CTA runs the
+Algorithm: stage 1, grid (num_kv_heads x num_head_blocks, batch, num_splits): each CTA runs the
 one-pass kernel's loop over its split's tokens and writes a normalised float32 partial output
 and its LSE (an empty split: 0 and -inf). Stage 2, grid (num_q_heads, batch): ``combine_kernel``
 merges the partials weighted by exp(lse_s - max lse). Works on both layouts (IS_PAGED).
@@ -11,47 +11,40 @@ kernels at short sequences.
 """
 
 import numpy as np
-import torch
 
-from impls import heuristics
-from impls.cupy import _build
-from impls.cupy._build import LOG2E, check_alignment, get_kernel, launcher, num_chunks, view
-from impls.registry import Launch, Unsupported, sm_count
+from impls import common
+from impls.common import LOG2E, SplitPolicy, new_partials, require_alignment
+from impls.cupy._build import (LOAD_BYTES, get_kernel, launcher, num_head_blocks,
+                               pick_launch_config, reported, step_tokens, view)
+from impls.registry import Launch
 
-# Split count: ~WAVES CTAs per SM (4 fit at once: 128 registers x 128 threads), no split
-# shorter than MIN_TOKENS_PER_SPLIT (4 steps of the CTA's loop at least).
-WAVES = 2
-MIN_TOKENS_PER_SPLIT = 256
-MAX_SPLITS = 128
+# ~2 CTAs per SM (4 fit at once: 128 registers x 128 threads)
+SPLITS = SplitPolicy(waves=2)
 
 
-def prepare(inputs, out, lse, num_splits: int | None = None) -> Launch:
+def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     p = inputs.problem
-    num_splits = heuristics.resolve_num_splits(
-        num_splits, p, sm_count(inputs.device), p.batch * p.num_kv_heads * num_chunks(p), WAVES, MIN_TOKENS_PER_SPLIT,
-        MAX_SPLITS)
-    if reason := check_alignment(inputs):
-        raise Unsupported(reason)
-    defines = _build.kernel_defines(p)
+    num_splits = SPLITS.resolve(num_splits, p, inputs.device,
+                                p.batch * p.num_kv_heads * num_head_blocks(p))
+    require_alignment(inputs, LOAD_BYTES)
+    defines = pick_launch_config(p, config)
     paged = p.layout == "paged"
     split = get_kernel("split_k.cu", "split_kernel", defines)
     combine = get_kernel("split_k.cu", "combine_kernel", defines)
     # splits start on the boundaries of a CTA's loop steps
-    chunk = heuristics.tokens_per_split(p, num_splits, _build.step_tokens(defines))
+    tokens_per_split = common.tokens_per_split(p, num_splits, step_tokens(defines))
     q, k, v = inputs.q, inputs.k, inputs.v
     table = inputs.block_table if paged else inputs.seq_lens  # stand-in, never read as a table
-    part_out = torch.empty(p.batch, p.num_q_heads, num_splits, p.head_dim, dtype=torch.float32,
-                           device=q.device)
-    part_lse = torch.empty(p.batch, p.num_q_heads, num_splits, dtype=torch.float32, device=q.device)
+    part_out, part_lse = new_partials(p, num_splits, q.device)
     i64, i32 = np.int64, np.int32
     split_args = (view(q), view(k), view(v), view(inputs.seq_lens), view(table), view(part_out),
                   view(part_lse), i64(q.stride(0)), i64(q.stride(1)), i64(k.stride(0)),
                   i64(k.stride(1)), i64(k.stride(2)), i64(table.stride(0) if paged else 0),
-                  i32(p.page_size if paged else 1), i32(p.group_size), i32(num_chunks(p)),
-                  i32(p.num_q_heads), i32(chunk), np.float32(p.scale * LOG2E))
+                  i32(p.page_size if paged else 1), i32(p.group_size), i32(num_head_blocks(p)),
+                  i32(p.num_q_heads), i32(tokens_per_split), np.float32(p.scale * LOG2E))
     combine_args = (view(part_out), view(part_lse), view(out), view(lse), i32(num_splits),
                     i64(out.stride(0)), i64(out.stride(1)), i64(lse.stride(0)))
-    run = launcher([(split, (p.num_kv_heads * num_chunks(p), p.batch, num_splits), split_args),
+    run = launcher([(split, (p.num_kv_heads * num_head_blocks(p), p.batch, num_splits), split_args),
                     (combine, (p.num_q_heads, p.batch), combine_args)], defines)
-    return Launch(run, {"num_splits": num_splits, "tokens_per_split": chunk,
-                        "GROUP": defines["GROUP"], "TPR": defines["TPR"]})
+    return Launch(run, {"num_splits": num_splits, "tokens_per_split": tokens_per_split,
+                        **reported(defines)})

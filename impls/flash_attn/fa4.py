@@ -1,5 +1,5 @@
-"""flash_attn (flash-attn-4), dense and paged: FlashAttention's CuTe-DSL forward kernel with one
-query row per sequence.
+"""flash_attn (flash-attn-4), one pass on either layout: FlashAttention's CuTe-DSL forward kernel
+with one query row per sequence.
 
 Algorithm: the FA4 forward (warp-specialised, TMA or cp.async loads, wgmma on sm90) with the
 GQA group packed into the query tile (``pack_gqa``). Dense, uniform lengths:
@@ -93,7 +93,11 @@ def _launch(call, p, config) -> Launch:
     return Launch(run, config)
 
 
-def prepare_dense(inputs, out, lse) -> Launch:
+def prepare(inputs, out, lse) -> Launch:
+    return _prepare_paged(inputs) if inputs.problem.layout == "paged" else _prepare_dense(inputs)
+
+
+def _prepare_dense(inputs) -> Launch:
     from flash_attn.cute import flash_attn_func, flash_attn_varlen_func
 
     p = inputs.problem
@@ -112,7 +116,7 @@ def prepare_dense(inputs, out, lse) -> Launch:
     return _launch(call, p, {"kernel": "flash_attn_varlen_func (seqused_k)", "copied_inputs": copied})
 
 
-def prepare_paged(inputs, out, lse) -> Launch:
+def _prepare_paged(inputs) -> Launch:
     from flash_attn.cute import flash_attn_varlen_func
 
     _check(inputs)

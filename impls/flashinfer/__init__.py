@@ -8,26 +8,26 @@ BACKEND = Backend(
     name="flashinfer",
     summary="FlashInfer batch decode (BatchDecodeWithPagedKVCacheWrapper), planned outside the timed call",
     requires=("flashinfer",),
-    cpu_mode=None,
     probe_module="impls.flashinfer.decode",
     vendor=True,
     compiles="nvcc JIT on the first use of each (dtype, head_dim, path); cached on disk",
+    packages=("flashinfer-python",),
+    jit_cache_env=("FLASHINFER_WORKSPACE_BASE",),
+    shown_config=("kernel", "split_kv", "lse"),
 )
 
-_CAPS = dict(dtypes=frozenset({"float16", "bfloat16"}), head_dims=frozenset({64, 128, 256}),
-             note="FlashInfer decode: fp16/bf16, head_dim 64, 128 or 256")
+CAPS = Capabilities(frozenset({"dense", "paged"}), dtypes=frozenset({"float16", "bfloat16"}),
+                    head_dims=frozenset({64, 128, 256}),
+                    note="FlashInfer decode: fp16/bf16, head_dim 64, 128 or 256")
 _PATH = ("tensor-core path (its prefill kernel) for GQA groups >= 4, CUDA-core decode kernel "
          "below; ")
 
 IMPLS = [
-    Impl(BACKEND, "dense", "impls.flashinfer.decode", Capabilities(frozenset({"dense"}), **_CAPS),
-         entry="prepare_one_pass", allocates_outputs=True,
-         summary=_PATH + "the dense cache viewed as pages of up to 64 rows (no copy), disable_split_kv=True"),
-    Impl(BACKEND, "paged", "impls.flashinfer.decode", Capabilities(frozenset({"paged"}), **_CAPS),
-         entry="prepare_one_pass", allocates_outputs=True,
-         summary=_PATH + "CSR page indices from the block table, disable_split_kv=True"),
-    Impl(BACKEND, "split-k", "impls.flashinfer.decode",
-         Capabilities(frozenset({"dense", "paged"}), **_CAPS),
-         entry="prepare_split_kv", allocates_outputs=True,
+    Impl(BACKEND, "one-pass", "impls.flashinfer.decode", CAPS, entry="prepare_one_pass",
+         allocates_outputs=True,
+         summary=_PATH + "disable_split_kv=True; paged: CSR page indices from the block table; "
+                         "dense: the cache viewed as pages of up to 64 rows (no copy)"),
+    Impl(BACKEND, "split-k", "impls.flashinfer.decode", CAPS, entry="prepare_split_kv",
+         allocates_outputs=True,
          summary=_PATH + "FlashInfer's own split-KV schedule (plan picks the split) and merge"),
 ]

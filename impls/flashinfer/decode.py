@@ -1,20 +1,22 @@
-"""FlashInfer, dense / paged / split-k: ``BatchDecodeWithPagedKVCacheWrapper`` on the same cache.
+"""FlashInfer, one pass and split-K on either layout: ``BatchDecodeWithPagedKVCacheWrapper``.
 
 Algorithm: FlashInfer's batch decode. For GQA groups of 4 or more it runs its tensor-core path
 (``use_tensor_cores=True``: the prefill kernel with the group's query heads as rows, the choice
-SGLang makes and the faster one in ../shared/ANCHORS.md); below that its CUDA-core decode kernel.
+SGLang makes); below that its CUDA-core decode kernel.
 ``plan`` (outside the timed call: it syncs with the host) turns the layout into FlashInfer's CSR
 form: ``indptr``, the used page ids in order, and each sequence's last-page length. Paged: the
 block table's used entries. Dense: the cache ``[B, S, Hkv, D]`` viewed as pages of the largest
 power of two up to 64 rows dividing S (sequence b owns pages b * S/ps ...), zero-copy; not one
-page per sequence, since FlashInfer splits the KV axis at page granularity. ``paged`` and ``dense`` plan with
-``disable_split_kv=True`` (one pass, like the other backends' one-pass variants); ``split-k`` lets
-FlashInfer's scheduler split the KV axis and merge the partial states as it decides.
+page per sequence, since FlashInfer splits the KV axis at page granularity. The one-pass
+implementation plans with ``disable_split_kv=True`` (like the other backends' one-pass kernels);
+``split-k`` lets FlashInfer's scheduler split the KV axis and merge the partial states as it
+decides.
 FlashInfer's LSE is base 2; the check converts it (``Launch.lse_base2``), outside the timed call.
 Its tensor-core path sums the softmax normaliser with an MMA over P cast to the input dtype
-(``compute_sfm_v`` in its prefill.cuh), so its LSE is good to the dtype's roundoff (measured:
-up to 1.05e-3 in bf16, about a quarter of u = 2^-8): declared as ``Launch.lse_rounded_sum``, which
-the check bounds by u more (specs.tolerance); the output is held to the common bound.
+(``compute_sfm_v`` in its prefill.cuh), so its LSE is good to the dtype's roundoff, not
+float32's (results/nvidia-h200/2026-11-21-vendors/README.md): declared as
+``Launch.lse_rounded_sum``, which the check bounds by u more (specs.tolerance); the output is held
+to the common bound.
 Expected bottleneck: HBM bandwidth at large batch; at batch 1, its split schedule.
 """
 
@@ -23,9 +25,8 @@ import torch
 from impls.registry import Launch, Unavailable, Unsupported
 
 WORKSPACE_BYTES = 128 << 20  # FlashInfer's recommended float workspace (split-KV partials)
-# GQA groups from this size take the tensor-core path: SGLang's rule, and 1.5x faster than the
-# CUDA-core kernel at group 4 in ../shared/ANCHORS.md; the CUDA-core kernel also only exists for
-# groups 1, 2, 3, 4, 6, 8 and 16.
+# GQA groups from this size take the tensor-core path: SGLang's rule, and the faster path at group
+# 4 on Hopper; the CUDA-core kernel also only exists for groups 1, 2, 3, 4, 6, 8 and 16.
 TENSOR_CORE_MIN_GROUP = 4
 # Dense cache viewed as pages: the largest of these dividing its rows (specs.inputs makes the row
 # count a multiple of 64, so 64 unless a caller's cache is shaped otherwise).

@@ -1,6 +1,6 @@
-"""Numba CUDA backend: dense, paged and split-K decode kernels written in Python (numba-cuda)."""
+"""Numba CUDA backend: one-pass and split-K decode kernels written in Python (numba-cuda)."""
 
-from impls.registry import Backend, Capabilities, Impl
+from impls.registry import Backend, Capabilities, Impl, ProblemLimit
 
 BACKEND = Backend(
     name="numba",
@@ -9,17 +9,21 @@ BACKEND = Backend(
     cpu_mode="simulator",  # NUMBA_ENABLE_CUDASIM=1, set by impls/__init__.py without a GPU
     compiles="NVVM on the first launch of each specialisation, in-process (no disk cache)",
     probe_module="impls.numba._compat",
+    packages=("numba", "numba-cuda"),
+    shown_config=("num_splits", "TPR"),
+    tunable=("TPR", "UNROLL", "NUM_WARPS", "MIN_BLOCKS"),
+    # The simulator runs every thread as a Python thread, ~50x slower per element than Triton's
+    # numpy-vectorised interpreter: CI problems are clamped further (GQA groups up to 16 kept).
+    cpu_limit=ProblemLimit(max_batch=3, max_seq_len=48, max_q_heads=4),
 )
 
 # 8-byte word loads: head_dim a multiple of 4 (16-bit) or 2 (fp32) elements; up to 256.
-_CAPS = dict(max_head_dim=256, head_dim_multiple=4,
-             note="8-byte word loads need head_dim % 4 == 0")
+CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, head_dim_multiple=4,
+                    note="8-byte word loads need head_dim % 4 == 0")
 IMPLS = [
-    Impl(BACKEND, "dense", "impls.numba.dense", Capabilities(frozenset({"dense"}), **_CAPS),
-         summary="one pass, block per (kv head, <= 8 query heads, sequence), 8 B loads, shuffles"),
-    Impl(BACKEND, "paged", "impls.numba.paged", Capabilities(frozenset({"paged"}), **_CAPS),
-         summary="one pass through the block table, per-token page lookup (any page size)"),
-    Impl(BACKEND, "split-k", "impls.numba.split_k",
-         Capabilities(frozenset({"dense", "paged"}), **_CAPS), options=("num_splits",),
+    Impl(BACKEND, "one-pass", "impls.numba.one_pass", CAPS, options=("config",),
+         summary="block per (kv head, <= 8 query heads, sequence), 8 B loads, shuffles; paged: "
+                 "per-token page lookup (any page size)"),
+    Impl(BACKEND, "split-k", "impls.numba.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding: blocks per split write (out, lse) partials, a Numba combine"),
 ]

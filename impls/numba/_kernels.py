@@ -1,19 +1,20 @@
-"""The Numba CUDA kernels: one attention kernel for every variant, one split combine kernel.
+"""The Numba CUDA kernels: one attention kernel for both algorithms, one split combine kernel.
 
-``decode`` handles one sequence (blockIdx.y), one KV head and a chunk of up to GROUP of the
-query heads that share it (blockIdx.x), and one token range (blockIdx.z: split s covers
-[s * split_len, (s + 1) * split_len) of the sequence). The dense and paged variants launch it
-with one split and write the final out/lse; split-K launches it with many, writing float32
-partials and their LSE, then ``combine`` merges them. Tokens are addressed as
-``cache[p0, p1, kv_head]``: dense ``(b, t)``, paged ``(block_table[b, t // page_size],
-t % page_size)``, so any page size works.
+``decode_kernel`` handles one sequence (``pid_b``, blockIdx.y), one KV head (``pid_kvh``) and
+one block of up to BLOCK_H of the query heads that share it (``pid_hb``; both from blockIdx.x),
+and one token range (``pid_s``, blockIdx.z: split s covers [s * tokens_per_split, (s + 1) *
+tokens_per_split) of the sequence). The one-pass launcher runs it with one split and writes the
+final out/lse; split-K runs it with many, writing float32 partials and their LSE, then
+``combine_kernel`` merges them. Tokens are addressed as ``cache[page, row, kv_head]``: paged
+``(block_table[b, t // page_size], t % page_size)``, so any page size works; dense ``(b, t)``.
 
-Inside a block (as in the CuPy kernels): threads form row groups of TPR lanes; a row group reads
-UNROLL whole K/V rows per loop step, each lane WPT 8-byte words of a row, so one K/V load
-serves all GROUP query heads; partial dot products are summed across the row's lanes with warp
-shuffles; each row group keeps a float32 online-softmax state (max m, sum l, accumulator) for
-its heads in registers; the next step's words are loaded before this step's arithmetic. At the
-end row groups are merged within the warp by shuffles, then warps in shared memory.
+Inside a block (as in the CuPy kernels, with the same names): threads form row groups of TPR
+lanes; a row group reads UNROLL whole K/V rows per loop step, each lane VPT 8-byte vectors of a
+row (VEC elements each), so one K/V load serves all BLOCK_H query heads; partial dot products
+are summed across the row's lanes with warp shuffles; each row group keeps a float32
+online-softmax state (running max ``m_i``, sum ``l_i``, accumulator ``acc``) for its heads in
+registers; the next step's vectors are loaded before this step's arithmetic. At the end row
+groups are merged within the warp by shuffles, then warps in shared memory.
 
 Types: K/V/q are read as int64 words (``torch.Tensor.view(torch.int64)``: 4 fp16/bf16 or 2
 fp32 values per 8-byte load) and converted in registers. bf16: numba-cuda has no bf16
@@ -25,16 +26,15 @@ subnormals; inf/NaN kept), since numba-cuda cannot reinterpret bits as float16 (
 own type (a float16 array rounds on store); bf16 is rounded to nearest-even from the float32 bits
 and stored as int16 bits. Nothing is converted outside the kernel.
 
-Compile-time specialisation: ``build(config)`` closes the kernels over the Config's integers
-(head_dim, group, dtype, layout, tile), which Numba freezes as constants, so loops over them
-unroll and per-thread arrays live in registers; built kernels are cached per Config, and each
-compiles once, at its first launch.
+Compile-time specialisation: ``build(config)`` closes the kernels over the Config's integers,
+which Numba freezes as constants, so loops over them unroll and per-thread arrays live in
+registers; built kernels are cached per Config, and each compiles once, at its first launch.
 
-Simulator: the CUDA simulator has no warp shuffles. ``exchange`` (a lane reads the values of
-lane ^ offset) is ``cuda.shfl_xor_sync`` on the GPU and, in the simulator, a round trip through
-shared memory between two ``syncthreads`` (every call site is reached by the whole block, so
-the barrier is safe). It moves a whole per-thread array per call, which keeps the simulator's
-barriers few. Everything else is the same code on both.
+Simulator: the CUDA simulator has no warp shuffles. ``exchange_scores`` and ``exchange_state``
+(a lane reads the values of lane ^ offset) are ``cuda.shfl_xor_sync`` on the GPU and, in the
+simulator, a round trip through shared memory between two ``syncthreads`` (every call site is
+reached by the whole block, so the barrier is safe), one round trip per call, which keeps the
+simulator's barriers few. Everything else is the same code on both.
 """
 
 from __future__ import annotations
@@ -45,14 +45,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from impls.common import LN2, LOG2E
 from impls.numba._compat import SIMULATOR, cuda, device_function, kernel_function
 
-DTYPE_CODES = {"float16": 0, "bfloat16": 1, "float32": 2}
+DTYPE_IDS = {"float16": 0, "bfloat16": 1, "float32": 2}
 OUT_FLOAT32, OUT_FLOAT16, OUT_BF16 = 0, 1, 2  # how the kernel stores its output
 OUT_KINDS = {"float32": OUT_FLOAT32, "float16": OUT_FLOAT16, "bfloat16": OUT_BF16}
-WORD_BYTES = 8  # one int64 load
-LOG2E = 1.4426950408889634  # q is pre-scaled by sm_scale * log2(e): scores in log2 units
-LN2 = 0.6931471805599453
+LOAD_BYTES = 8  # one int64 word per load
 FULL_MASK = 0xFFFFFFFF
 
 
@@ -92,256 +91,290 @@ def bf16_bits(x):
 
 @dataclass(frozen=True)
 class Config:
-    """Everything the kernels are specialised on (all compile-time constants)."""
+    """Everything the kernels are specialised on (all compile-time constants), named as the CuPy
+    kernels' -D parameters."""
 
-    head_dim: int
-    group: int  # query heads per block (<= the GQA group)
-    dtype: str
-    paged: bool
-    out_kind: int  # OUT_FLOAT32 for split partials, else the problem's dtype
-    tpr: int  # threads per K/V row, a power of two <= 32
-    unroll: int  # rows per row group per loop step
-    num_warps: int
-    min_blocks: int = 0  # launch bounds: blocks per SM the register allocation must allow
-
-    @property
-    def epw(self) -> int:  # elements per 8-byte word
-        return WORD_BYTES // (4 if self.dtype == "float32" else 2)
+    HEAD_DIM: int
+    BLOCK_H: int  # query heads per block (<= the GQA group)
+    DTYPE: str
+    IS_PAGED: bool
+    OUT_KIND: int  # OUT_FLOAT32 for split partials, else the problem's dtype
+    TPR: int  # threads per K/V row, a power of two <= 32
+    UNROLL: int  # rows per row group per loop step
+    NUM_WARPS: int
+    MIN_BLOCKS: int = 0  # launch bounds: blocks per SM the register allocation must allow
 
     @property
-    def words_per_row(self) -> int:
-        return self.head_dim // self.epw
+    def VEC(self) -> int:  # elements per 8-byte load
+        return LOAD_BYTES // (4 if self.DTYPE == "float32" else 2)
 
     @property
-    def wpt(self) -> int:  # words per thread per row
-        return -(-self.words_per_row // self.tpr)
+    def VECS_PER_ROW(self) -> int:
+        return self.HEAD_DIM // self.VEC
 
     @property
-    def threads(self) -> int:
-        return self.num_warps * 32
+    def VPT(self) -> int:  # 8-byte vectors per thread per row
+        return -(-self.VECS_PER_ROW // self.TPR)
 
     @property
-    def step(self) -> int:  # tokens a block consumes per loop step
-        return self.num_warps * (32 // self.tpr) * self.unroll
+    def NUM_THREADS(self) -> int:
+        return self.NUM_WARPS * 32
+
+    @property
+    def STEP(self) -> int:  # tokens a block consumes per loop step
+        return self.NUM_WARPS * (32 // self.TPR) * self.UNROLL
 
 
 @functools.cache
 def build(c: Config):
-    """(decode, combine) kernels specialised on ``c``."""
-    HEAD_DIM, GROUP, EPW, TPR, WPT, UNROLL = c.head_dim, c.group, c.epw, c.tpr, c.wpt, c.unroll
-    DT, PAGED, OUT, NUM_WARPS = DTYPE_CODES[c.dtype], c.paged, c.out_kind, c.num_warps
-    NT = c.threads
-    RPW = 32 // TPR  # row groups per warp
-    STEP = c.step
-    WPR = c.words_per_row
-    EPT = WPT * EPW  # elements of a row per thread
-    NS = UNROLL * GROUP  # scores per thread per step
-    NACC = GROUP * EPT
-    NSTATE = 2 * GROUP + NACC  # m[GROUP], l[GROUP], acc[GROUP][EPT]
-    NOTHER = max(NS, NSTATE)  # takes both the scores and the state from another lane
-    NWORDS = UNROLL * WPT
+    """(decode_kernel, combine_kernel) specialised on ``c``."""
+    HEAD_DIM, BLOCK_H, VEC, VPT, TPR, UNROLL = c.HEAD_DIM, c.BLOCK_H, c.VEC, c.VPT, c.TPR, c.UNROLL
+    DTYPE_ID, IS_PAGED, OUT_KIND, NUM_WARPS = DTYPE_IDS[c.DTYPE], c.IS_PAGED, c.OUT_KIND, c.NUM_WARPS
+    NUM_THREADS, STEP, VECS_PER_ROW = c.NUM_THREADS, c.STEP, c.VECS_PER_ROW
+    ROWS_PER_WARP = 32 // TPR  # row groups per warp
+    NUM_STATE = 2 * BLOCK_H + BLOCK_H * VPT * VEC  # m_i, l_i and acc of one lane
     NEG_INF = np.float32(-np.inf)
     ZERO = np.float32(0.0)
 
     @device_function
     def element(w, e):
         """Element e of the int64 word w, as float32."""
-        if DT == 2:
+        if DTYPE_ID == 2:
             return bits_as_float((w >> (32 * e)) & 0xFFFFFFFF)
         bits = (w >> (16 * e)) & 0xFFFF
-        if DT == 1:
+        if DTYPE_ID == 1:
             return bits_as_float(bits << 16)
         return half_as_float(bits)
 
     @device_function
-    def store(out, b, h, s, d, x):
-        if OUT != OUT_BF16:  # float32, or float16 through the array's own conversion
-            out[b, h, s, d] = x
+    def store(out, pid_b, h, pid_s, d, x):
+        if OUT_KIND != OUT_BF16:  # float32, or float16 through the array's own conversion
+            out[pid_b, h, pid_s, d] = x
         else:
-            out[b, h, s, d] = np.int16(bf16_bits(x))
+            out[pid_b, h, pid_s, d] = np.int16(bf16_bits(x))
 
     if SIMULATOR:
-        XMAX = NOTHER
+        @device_function
+        def exchange_scores(s, s_other, off):
+            scratch = cuda.shared.array((NUM_THREADS, UNROLL * BLOCK_H), np.float32)
+            tid = cuda.threadIdx.x
+            for u in range(UNROLL):
+                for h in range(BLOCK_H):
+                    scratch[tid, u * BLOCK_H + h] = s[u, h]
+            cuda.syncthreads()
+            for u in range(UNROLL):
+                for h in range(BLOCK_H):
+                    s_other[u, h] = scratch[tid ^ off, u * BLOCK_H + h]
+            cuda.syncthreads()
 
         @device_function
-        def exchange(src, dst, n, off):
-            scratch = cuda.shared.array((NT, XMAX), np.float32)
+        def exchange_state(m_i, l_i, acc, m_other, l_other, acc_other, off):
+            # one lane's state, packed in a row of the scratch: m_i, l_i, then acc
+            scratch = cuda.shared.array((NUM_THREADS, NUM_STATE), np.float32)
             tid = cuda.threadIdx.x
-            for i in range(n):
-                scratch[tid, i] = src[i]
+            for h in range(BLOCK_H):
+                scratch[tid, h] = m_i[h]
+                scratch[tid, BLOCK_H + h] = l_i[h]
+                for i in range(VPT):
+                    for e in range(VEC):
+                        scratch[tid, 2 * BLOCK_H + (h * VPT + i) * VEC + e] = acc[h, i, e]
             cuda.syncthreads()
-            for i in range(n):
-                dst[i] = scratch[tid ^ off, i]
+            for h in range(BLOCK_H):
+                m_other[h] = scratch[tid ^ off, h]
+                l_other[h] = scratch[tid ^ off, BLOCK_H + h]
+                for i in range(VPT):
+                    for e in range(VEC):
+                        acc_other[h, i, e] = scratch[tid ^ off, 2 * BLOCK_H + (h * VPT + i) * VEC + e]
             cuda.syncthreads()
     else:
         @device_function
-        def exchange(src, dst, n, off):
-            for i in range(n):
-                dst[i] = cuda.shfl_xor_sync(FULL_MASK, src[i], off)
+        def exchange_scores(s, s_other, off):
+            for u in range(UNROLL):
+                for h in range(BLOCK_H):
+                    s_other[u, h] = cuda.shfl_xor_sync(FULL_MASK, s[u, h], off)
+
+        @device_function
+        def exchange_state(m_i, l_i, acc, m_other, l_other, acc_other, off):
+            for h in range(BLOCK_H):
+                m_other[h] = cuda.shfl_xor_sync(FULL_MASK, m_i[h], off)
+                l_other[h] = cuda.shfl_xor_sync(FULL_MASK, l_i[h], off)
+                for i in range(VPT):
+                    for e in range(VEC):
+                        acc_other[h, i, e] = cuda.shfl_xor_sync(FULL_MASK, acc[h, i, e], off)
 
     @device_function
-    def find_pages(table, b, base, rg, end, page_size, pages):
+    def find_pages(block_table, pid_b, base, rg, end, page_size, pages):
         """Paged: the pool page of each of this row group's UNROLL tokens at step ``base``
         (looked up a step before its K/V rows are loaded, so those loads never wait for it)."""
-        if PAGED:
+        if IS_PAGED:
             for u in range(UNROLL):
                 t = base + rg * UNROLL + u
                 page = np.int64(0)
                 if t < end:
                     # unsigned 32-bit division: numba's int64 // keeps Python's floor semantics
                     # for negative numbers, several times the instructions
-                    page = np.int64(table[b, np.uint32(t) // np.uint32(page_size)])
+                    page = np.int64(block_table[pid_b, np.uint32(t) // np.uint32(page_size)])
                 pages[u] = page
 
     @device_function
-    def load_step(kw, vw, pages, b, kvh, base, rg, lane_in_row, end, page_size, kbuf, vbuf):
-        """The K/V words of this lane for the UNROLL tokens of row group rg at step ``base``
-        (zeros past ``end``: rows past a sequence's length are never read)."""
+    def load_step(k_vecs, v_vecs, pages, pid_b, pid_kvh, base, rg, lane_in_row, end, page_size,
+                  k_raw, v_raw):
+        """This lane's K/V vectors of the UNROLL tokens of row group rg at step ``base`` (zeros
+        past ``end``: rows past a sequence's length are never read)."""
         for u in range(UNROLL):
             t = base + rg * UNROLL + u
-            p0 = b
-            p1 = t
-            if PAGED:
-                p0 = pages[u]
-                p1 = np.int64(np.uint32(t) % np.uint32(page_size))
-            for i in range(WPT):
+            page = pid_b
+            row = t
+            if IS_PAGED:
+                page = pages[u]
+                row = np.int64(np.uint32(t) % np.uint32(page_size))
+            for i in range(VPT):
                 j = lane_in_row + i * TPR
-                if t < end and j < WPR:
-                    kbuf[u * WPT + i] = kw[p0, p1, kvh, j]
-                    vbuf[u * WPT + i] = vw[p0, p1, kvh, j]
+                if t < end and j < VECS_PER_ROW:
+                    k_raw[u, i] = k_vecs[page, row, pid_kvh, j]
+                    v_raw[u, i] = v_vecs[page, row, pid_kvh, j]
                 else:
-                    kbuf[u * WPT + i] = 0
-                    vbuf[u * WPT + i] = 0
+                    k_raw[u, i] = 0
+                    v_raw[u, i] = 0
 
-    @kernel_function(NT, c.min_blocks)
-    def decode(qw, kw, vw, seq_lens, table, out, lse, num_chunks, group_size, page_size,
-               split_len, qk_scale):
+    @kernel_function(NUM_THREADS, c.MIN_BLOCKS)
+    def decode_kernel(q_vecs, k_vecs, v_vecs, seq_lens, block_table, out, lse, num_head_blocks,
+                      group_size, page_size, tokens_per_split, qk_scale):
         tid = cuda.threadIdx.x
         lane = tid & 31
         warp = tid >> 5
         lane_in_row = lane % TPR
-        rg = warp * RPW + lane // TPR
-        kvh = cuda.blockIdx.x // num_chunks
-        chunk = cuda.blockIdx.x % num_chunks
-        b = cuda.blockIdx.y
-        split = cuda.blockIdx.z
-        head0 = kvh * group_size + chunk * GROUP
-        n_heads = min(GROUP, group_size - chunk * GROUP)
-        start = split * split_len
-        end = min(start + split_len, seq_lens[b])
+        rg = warp * ROWS_PER_WARP + lane // TPR
+        pid_kvh = cuda.blockIdx.x // num_head_blocks
+        pid_hb = cuda.blockIdx.x % num_head_blocks
+        pid_b = cuda.blockIdx.y
+        pid_s = cuda.blockIdx.z
+        head0 = pid_kvh * group_size + pid_hb * BLOCK_H
+        n_heads = min(BLOCK_H, group_size - pid_hb * BLOCK_H)
+        start = pid_s * tokens_per_split
+        end = min(start + tokens_per_split, seq_lens[pid_b])
 
-        q = cuda.local.array(NACC, np.float32)
-        for h in range(GROUP):
-            for i in range(WPT):
+        q = cuda.local.array((BLOCK_H, VPT, VEC), np.float32)  # pre-scaled: scores in log2 units
+        for h in range(BLOCK_H):
+            for i in range(VPT):
                 j = lane_in_row + i * TPR
                 w = np.int64(0)
-                if h < n_heads and j < WPR:
-                    w = qw[b, head0 + h, j]
-                for e in range(EPW):
-                    q[h * EPT + i * EPW + e] = element(w, e) * qk_scale
+                if h < n_heads and j < VECS_PER_ROW:
+                    w = q_vecs[pid_b, head0 + h, j]
+                for e in range(VEC):
+                    q[h, i, e] = element(w, e) * qk_scale
 
-        st = cuda.local.array(NSTATE, np.float32)
-        other = cuda.local.array(NOTHER, np.float32)  # the exchange's landing buffer
-        for h in range(GROUP):
-            st[h] = NEG_INF
-            st[GROUP + h] = ZERO
-        for i in range(NACC):
-            st[2 * GROUP + i] = ZERO
+        m_i = cuda.local.array(BLOCK_H, np.float32)
+        l_i = cuda.local.array(BLOCK_H, np.float32)
+        acc = cuda.local.array((BLOCK_H, VPT, VEC), np.float32)
+        for h in range(BLOCK_H):
+            m_i[h] = NEG_INF
+            l_i[h] = ZERO
+            for i in range(VPT):
+                for e in range(VEC):
+                    acc[h, i, e] = ZERO
 
-        kbuf = cuda.local.array(NWORDS, np.int64)
-        vbuf = cuda.local.array(NWORDS, np.int64)
-        knext = cuda.local.array(NWORDS, np.int64)
-        vnext = cuda.local.array(NWORDS, np.int64)
-        s = cuda.local.array(NS, np.float32)
+        k_raw = cuda.local.array((UNROLL, VPT), np.int64)
+        v_raw = cuda.local.array((UNROLL, VPT), np.int64)
+        k_next = cuda.local.array((UNROLL, VPT), np.int64)
+        v_next = cuda.local.array((UNROLL, VPT), np.int64)
+        s = cuda.local.array((UNROLL, BLOCK_H), np.float32)  # scores, then probabilities
+        s_other = cuda.local.array((UNROLL, BLOCK_H), np.float32)  # exchange_scores lands here
         pages = cuda.local.array(UNROLL, np.int64)
-        find_pages(table, b, start, rg, end, page_size, pages)
-        load_step(kw, vw, pages, b, kvh, start, rg, lane_in_row, end, page_size, kbuf, vbuf)
-        find_pages(table, b, start + STEP, rg, end, page_size, pages)
+        find_pages(block_table, pid_b, start, rg, end, page_size, pages)
+        load_step(k_vecs, v_vecs, pages, pid_b, pid_kvh, start, rg, lane_in_row, end, page_size,
+                  k_raw, v_raw)
+        find_pages(block_table, pid_b, start + STEP, rg, end, page_size, pages)
         base = start
-        while base < end:  # the same trip count for the whole block (exchange needs it)
+        while base < end:  # the same trip count for the whole block (the exchanges need it)
             # the next step's loads go out before this step's arithmetic, and the page lookup
             # of the step after that
-            load_step(kw, vw, pages, b, kvh, base + STEP, rg, lane_in_row, end, page_size,
-                      knext, vnext)
-            find_pages(table, b, base + 2 * STEP, rg, end, page_size, pages)
+            load_step(k_vecs, v_vecs, pages, pid_b, pid_kvh, base + STEP, rg, lane_in_row, end,
+                      page_size, k_next, v_next)
+            find_pages(block_table, pid_b, base + 2 * STEP, rg, end, page_size, pages)
             for u in range(UNROLL):
-                for h in range(GROUP):
-                    s[u * GROUP + h] = ZERO
-                for i in range(WPT):
-                    w = kbuf[u * WPT + i]
-                    for e in range(EPW):
+                for h in range(BLOCK_H):
+                    s[u, h] = ZERO
+                for i in range(VPT):
+                    w = k_raw[u, i]
+                    for e in range(VEC):
                         kf = element(w, e)
-                        for h in range(GROUP):
-                            s[u * GROUP + h] += q[h * EPT + i * EPW + e] * kf
+                        for h in range(BLOCK_H):
+                            s[u, h] += q[h, i, e] * kf
             off = TPR // 2
             while off > 0:  # sum the row's partial dot products across its TPR lanes
-                exchange(s, other, NS, off)
-                for i in range(NS):
-                    s[i] += other[i]
+                exchange_scores(s, s_other, off)
+                for u in range(UNROLL):
+                    for h in range(BLOCK_H):
+                        s[u, h] += s_other[u, h]
                 off //= 2
-            for h in range(GROUP):
-                m_old = st[h]
-                m_new = m_old
+            for h in range(BLOCK_H):
+                m_new = m_i[h]
                 for u in range(UNROLL):
                     if base + rg * UNROLL + u < end:
-                        m_new = max(m_new, s[u * GROUP + h])
+                        m_new = max(m_new, s[u, h])
                 # nothing seen yet (this row group's tokens all past the end): state unchanged
-                alpha = np.float32(1.0) if m_new == NEG_INF else math.exp2(m_old - m_new)
-                l_new = st[GROUP + h] * alpha
+                alpha = np.float32(1.0) if m_new == NEG_INF else math.exp2(m_i[h] - m_new)
+                l_new = l_i[h] * alpha
                 for u in range(UNROLL):  # s becomes the probabilities p
                     p = ZERO
                     if base + rg * UNROLL + u < end:
-                        p = math.exp2(s[u * GROUP + h] - m_new)
-                    s[u * GROUP + h] = p
+                        p = math.exp2(s[u, h] - m_new)
+                    s[u, h] = p
                     l_new += p
-                st[GROUP + h] = l_new
-                st[h] = m_new
-                for i in range(EPT):
-                    st[2 * GROUP + h * EPT + i] *= alpha
+                l_i[h] = l_new
+                m_i[h] = m_new
+                for i in range(VPT):
+                    for e in range(VEC):
+                        acc[h, i, e] *= alpha
             for u in range(UNROLL):
-                for i in range(WPT):
-                    w = vbuf[u * WPT + i]
-                    for e in range(EPW):
+                for i in range(VPT):
+                    w = v_raw[u, i]
+                    for e in range(VEC):
                         vf = element(w, e)
-                        for h in range(GROUP):
-                            st[2 * GROUP + h * EPT + i * EPW + e] += s[u * GROUP + h] * vf
-            for i in range(NWORDS):
-                kbuf[i] = knext[i]
-                vbuf[i] = vnext[i]
+                        for h in range(BLOCK_H):
+                            acc[h, i, e] += s[u, h] * vf
+            for u in range(UNROLL):
+                for i in range(VPT):
+                    k_raw[u, i] = k_next[u, i]
+                    v_raw[u, i] = v_next[u, i]
             base += STEP
 
         # merge the row groups of each warp (lanes TPR apart): lanes [0, TPR) get the warp's state
+        m_other = cuda.local.array(BLOCK_H, np.float32)
+        l_other = cuda.local.array(BLOCK_H, np.float32)
+        acc_other = cuda.local.array((BLOCK_H, VPT, VEC), np.float32)
         off = TPR
         while off < 32:
-            exchange(st, other, NSTATE, off)
-            for h in range(GROUP):
-                m_new = max(st[h], other[h])
+            exchange_state(m_i, l_i, acc, m_other, l_other, acc_other, off)
+            for h in range(BLOCK_H):
+                m_new = max(m_i[h], m_other[h])
                 w_self = ZERO
                 w_other = ZERO
                 if m_new != NEG_INF:
-                    w_self = math.exp2(st[h] - m_new)
-                    w_other = math.exp2(other[h] - m_new)
-                st[GROUP + h] = st[GROUP + h] * w_self + other[GROUP + h] * w_other
-                for i in range(EPT):
-                    a = 2 * GROUP + h * EPT + i
-                    st[a] = st[a] * w_self + other[a] * w_other
-                st[h] = m_new
+                    w_self = math.exp2(m_i[h] - m_new)
+                    w_other = math.exp2(m_other[h] - m_new)
+                l_i[h] = l_i[h] * w_self + l_other[h] * w_other
+                for i in range(VPT):
+                    for e in range(VEC):
+                        acc[h, i, e] = acc[h, i, e] * w_self + acc_other[h, i, e] * w_other
+                m_i[h] = m_new
             off *= 2
 
         # merge the warps in shared memory: O = sum_w 2^(m_w - M) acc_w / sum_w 2^(m_w - M) l_w
-        sm_m = cuda.shared.array((NUM_WARPS, GROUP), np.float32)
-        sm_l = cuda.shared.array((NUM_WARPS, GROUP), np.float32)
-        sm_acc = cuda.shared.array((NUM_WARPS, GROUP, HEAD_DIM), np.float32)
+        sm_m = cuda.shared.array((NUM_WARPS, BLOCK_H), np.float32)
+        sm_l = cuda.shared.array((NUM_WARPS, BLOCK_H), np.float32)
+        sm_acc = cuda.shared.array((NUM_WARPS, BLOCK_H, HEAD_DIM), np.float32)
         if lane < TPR:
-            for h in range(GROUP):
-                for i in range(WPT):
+            for h in range(BLOCK_H):
+                for i in range(VPT):
                     j = lane_in_row + i * TPR
-                    if j < WPR:
-                        for e in range(EPW):
-                            sm_acc[warp, h, j * EPW + e] = st[2 * GROUP + h * EPT + i * EPW + e]
+                    if j < VECS_PER_ROW:
+                        for e in range(VEC):
+                            sm_acc[warp, h, j * VEC + e] = acc[h, i, e]
                 if lane == 0:
-                    sm_m[warp, h] = st[h]
-                    sm_l[warp, h] = st[GROUP + h]
+                    sm_m[warp, h] = m_i[h]
+                    sm_l[warp, h] = l_i[h]
         cuda.syncthreads()
         idx = tid
         while idx < n_heads * HEAD_DIM:
@@ -361,37 +394,37 @@ def build(c: Config):
                     sum_o += weight * sm_acc[wp, h, d]
                 o = sum_o / sum_l
                 lse_h = (big + math.log2(sum_l)) * np.float32(LN2)
-            store(out, b, head0 + h, split, d, o)
+            store(out, pid_b, head0 + h, pid_s, d, o)
             if d == 0:
-                lse[b, head0 + h, split] = lse_h
-            idx += NT
+                lse[pid_b, head0 + h, pid_s] = lse_h
+            idx += NUM_THREADS
 
-    @kernel_function(NT)
-    def combine(part_out, part_lse, out, lse, num_splits):
+    @kernel_function(NUM_THREADS)
+    def combine_kernel(part_out, part_lse, out, lse, num_splits):
         """out[b, h] = sum_s w_s part_out[b, h, s] / sum_s w_s, w_s = exp(lse_s - max lse)."""
-        h = cuda.blockIdx.x
-        b = cuda.blockIdx.y
+        pid_h = cuda.blockIdx.x
+        pid_b = cuda.blockIdx.y
         big = NEG_INF
-        for sp in range(num_splits):
-            big = max(big, part_lse[b, h, sp])
+        for pid_s in range(num_splits):
+            big = max(big, part_lse[pid_b, pid_h, pid_s])
         total = ZERO
         if big != NEG_INF:
-            for sp in range(num_splits):
-                total += math.exp2((part_lse[b, h, sp] - big) * np.float32(LOG2E))
+            for pid_s in range(num_splits):
+                total += math.exp2((part_lse[pid_b, pid_h, pid_s] - big) * np.float32(LOG2E))
         d = cuda.threadIdx.x
         while d < HEAD_DIM:
             o = ZERO
             lse_h = NEG_INF
             if big != NEG_INF:
-                for sp in range(num_splits):
-                    weight = math.exp2((part_lse[b, h, sp] - big) * np.float32(LOG2E))
+                for pid_s in range(num_splits):
+                    weight = math.exp2((part_lse[pid_b, pid_h, pid_s] - big) * np.float32(LOG2E))
                     if weight > ZERO:  # an empty split's partial is never read
-                        o += weight * part_out[b, h, sp, d]
+                        o += weight * part_out[pid_b, pid_h, pid_s, d]
                 o = o / total
                 lse_h = big + math.log(total)
-            store(out, b, h, 0, d, o)
+            store(out, pid_b, pid_h, 0, d, o)
             if d == 0:
-                lse[b, h, 0] = lse_h
-            d += NT
+                lse[pid_b, pid_h, 0] = lse_h
+            d += NUM_THREADS
 
-    return decode, combine
+    return decode_kernel, combine_kernel

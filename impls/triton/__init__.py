@@ -1,4 +1,4 @@
-"""Triton backend: dense, paged and split-K decode kernels (GPU, or the CPU interpreter)."""
+"""Triton backend: one-pass and split-K decode kernels (GPU, or the CPU interpreter)."""
 
 from impls.registry import Backend, Capabilities, Impl
 
@@ -8,16 +8,18 @@ BACKEND = Backend(
     requires=("triton",),
     cpu_mode="interpreter",  # TRITON_INTERPRET=1, set by impls/__init__.py without a GPU
     compiles="Triton JIT on the first launch of each specialisation; cached on disk (TRITON_CACHE_DIR)",
+    packages=("triton",),
+    jit_cache_env=("TRITON_CACHE_DIR",),
+    shown_config=("num_splits", "BLOCK_N"),
+    read_probe="impls.triton.read_probe",
+    tunable=("BLOCK_N", "num_warps", "num_stages"),
 )
 
 # Head dims are padded to a power of two inside the kernels (masked), up to 256.
-_CAPS = dict(max_head_dim=256, note="")
+CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256)
 IMPLS = [
-    Impl(BACKEND, "dense", "impls.triton.dense", Capabilities(frozenset({"dense"}), **_CAPS),
-         summary="one pass, grid (batch, kv_heads)"),
-    Impl(BACKEND, "paged", "impls.triton.paged", Capabilities(frozenset({"paged"}), **_CAPS),
-         summary="one pass through the block table, per-token page gather (any page size)"),
-    Impl(BACKEND, "split-k", "impls.triton.split_k",
-         Capabilities(frozenset({"dense", "paged"}), **_CAPS), options=("num_splits",),
+    Impl(BACKEND, "one-pass", "impls.triton.one_pass", CAPS, options=("config",),
+         summary="grid (batch, kv_heads); paged: per-token page gather (any page size)"),
+    Impl(BACKEND, "split-k", "impls.triton.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding: splits write (out, lse) partials, a Triton kernel combines"),
 ]

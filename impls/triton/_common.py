@@ -1,15 +1,17 @@
-"""Triton building blocks shared by the dense, paged and split-K decode kernels.
+"""Triton building blocks shared by the one-pass and split-K decode kernels.
 
-Every kernel runs one program per (sequence ``pid_b``, KV head ``pid_kvh``[, split]). The program
-loads the ``GROUP`` query heads that share the KV head as one ``[BLOCK_H, HEAD_DIM_PAD]`` tile
-(``BLOCK_H`` >= 16 because ``tl.dot`` needs 16 rows; padding rows are masked), so each K/V tile is
-read once per group and both products run on the tensor cores. Softmax is online, in the log2
-domain (``exp2``), with a float32 running max ``m_i``, sum ``l_i`` and accumulator ``acc``.
+Every kernel runs one program per (sequence ``pid_b``, KV head ``pid_kvh``[, split ``pid_s``]).
+The program loads the ``group_size`` query heads that share the KV head as one
+``[BLOCK_H, HEAD_DIM_PAD]`` tile (``BLOCK_H`` >= 16 because ``tl.dot`` needs 16 rows; padding
+rows are masked), so each K/V tile is read once per group and both products run on the tensor
+cores. Softmax is online, in the log2 domain (``exp2``), with a float32 running max ``m_i``, sum
+``l_i`` and accumulator ``acc``.
 
-Both KV layouts are 4-D ``[outer, row, kv_head, dim]`` tensors with a contiguous last dimension:
-dense ``outer`` = sequence, ``row`` = token; paged ``outer`` = page (from the block table, per
-token, so any page size works), ``row`` = token % page_size. ``kv_coords`` maps tokens to
-(outer, row); the rest of the code is layout-blind.
+Both KV layouts are 4-D ``[page, row, kv_head, dim]`` tensors with a contiguous last dimension
+(strides ``stride_kp``, ``stride_kt``, ``stride_kh``): paged, page = the block table's entry for
+the token (looked up per token, so any page size works), row = token % page_size; dense, page =
+the sequence, row = the token. ``kv_coords`` maps tokens to (page, row); the rest of the code is
+layout-blind.
 """
 
 import os
@@ -17,14 +19,17 @@ import os
 import triton
 import triton.language as tl
 
-LOG2E = 1.4426950408889634  # 1/ln(2): scores are scaled into the log2 domain once
-LN2 = tl.constexpr(0.6931471805599453)  # back to the natural-log LSE the spec defines
+from impls.common import LN2 as _LN2
+from impls.common import with_overrides
+from impls.triton import BACKEND
+
+LN2 = tl.constexpr(_LN2)
 
 
 @triton.jit
 def kv_coords(pid_b, offs_n, mask_n, block_table_ptr, stride_btb, page_size,
               IS_PAGED: tl.constexpr):
-    """(outer, row) of tokens ``offs_n`` of sequence ``pid_b`` in the KV tensors."""
+    """(page, row) of tokens ``offs_n`` of sequence ``pid_b`` in the KV tensors."""
     if IS_PAGED:
         page = tl.load(block_table_ptr + pid_b * stride_btb + offs_n // page_size, mask=mask_n,
                        other=0)
@@ -35,18 +40,18 @@ def kv_coords(pid_b, offs_n, mask_n, block_table_ptr, stride_btb, page_size,
 
 
 @triton.jit
-def load_q_group(q_ptr, pid_b, pid_kvh, group, stride_qb, stride_qh, offs_h, offs_d,
+def load_q_group(q_ptr, pid_b, pid_kvh, group_size, stride_qb, stride_qh, offs_h, offs_d,
                  HEAD_DIM: tl.constexpr):
-    """The ``group`` query heads of KV head ``pid_kvh`` as a [BLOCK_H, HEAD_DIM_PAD] tile."""
-    heads = pid_kvh * group + offs_h
-    mask = (offs_h < group)[:, None] & (offs_d < HEAD_DIM)[None, :]
+    """The ``group_size`` query heads of KV head ``pid_kvh`` as a [BLOCK_H, HEAD_DIM_PAD] tile."""
+    heads = pid_kvh * group_size + offs_h
+    mask = (offs_h < group_size)[:, None] & (offs_d < HEAD_DIM)[None, :]
     return tl.load(q_ptr + pid_b * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
                    mask=mask, other=0.0)
 
 
 @triton.jit
 def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
-                 stride_k0, stride_k1, stride_kh, stride_btb, page_size, qk_scale,
+                 stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale,
                  offs_d, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr,
                  UPCAST_DOT: tl.constexpr):
     """Online softmax over tokens [start, end) of one sequence and KV head.
@@ -60,9 +65,9 @@ def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh
     for tile_start in range(start, end, BLOCK_N):
         offs_n = tile_start + tl.arange(0, BLOCK_N)
         mask_n = offs_n < end
-        outer, row = kv_coords(pid_b, offs_n, mask_n, block_table_ptr, stride_btb, page_size,
-                               IS_PAGED)
-        kv_off = outer * stride_k0 + row * stride_k1 + pid_kvh * stride_kh
+        page, row = kv_coords(pid_b, offs_n, mask_n, block_table_ptr, stride_btb, page_size,
+                              IS_PAGED)
+        kv_off = page * stride_kp + row * stride_kt + pid_kvh * stride_kh
         mask = mask_n[:, None] & mask_d[None, :]
         k = tl.load(k_ptr + kv_off[:, None] + offs_d[None, :], mask=mask, other=0.0)
         v = tl.load(v_ptr + kv_off[:, None] + offs_d[None, :], mask=mask, other=0.0)
@@ -95,49 +100,48 @@ def finish(m_i, l_i, acc):
 
 
 @triton.jit
-def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, group,
-           stride_qb, stride_qh, stride_k0, stride_k1, stride_kh, stride_btb, page_size, qk_scale,
+def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, group_size,
+           stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale,
            HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
            BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, UPCAST_DOT: tl.constexpr):
     """Attention of KV head ``pid_kvh``'s query group over tokens [start, end): (out, lse) for
-    the ``BLOCK_H`` rows (rows >= group are padding), out normalised, lse natural-log."""
+    the ``BLOCK_H`` rows (rows >= group_size are padding), out normalised, lse natural-log."""
     offs_h = tl.arange(0, BLOCK_H)
     offs_d = tl.arange(0, HEAD_DIM_PAD)
-    q = load_q_group(q_ptr, pid_b, pid_kvh, group, stride_qb, stride_qh, offs_h, offs_d, HEAD_DIM)
+    q = load_q_group(q_ptr, pid_b, pid_kvh, group_size, stride_qb, stride_qh, offs_h, offs_d,
+                     HEAD_DIM)
     m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_H], tl.float32)
     acc = tl.zeros([BLOCK_H, HEAD_DIM_PAD], tl.float32)
     m_i, l_i, acc = attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh,
-                                 start, end, stride_k0, stride_k1, stride_kh, stride_btb,
+                                 start, end, stride_kp, stride_kt, stride_kh, stride_btb,
                                  page_size, qk_scale, offs_d, HEAD_DIM, BLOCK_N, IS_PAGED,
                                  UPCAST_DOT)
     return finish(m_i, l_i, acc)
 
 
 @triton.jit
-def store_group(out_ptr, lse_ptr, out, lse, row_stride, lse_row_stride, group,
+def store_group(out_ptr, lse_ptr, out, lse, stride_oh, stride_lh, group_size,
                 BLOCK_H: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr):
-    """Store the group's valid rows: row h of out at ``out_ptr + h * row_stride``, its lse at
-    ``lse_ptr + h * lse_row_stride`` (both pointers already at the group's first row)."""
+    """Store the group's valid rows: row h of out at ``out_ptr + h * stride_oh``, its lse at
+    ``lse_ptr + h * stride_lh`` (both pointers already at the group's first row)."""
     offs_h = tl.arange(0, BLOCK_H)
     offs_d = tl.arange(0, HEAD_DIM_PAD)
-    mask_h = offs_h < group
-    tl.store(out_ptr + offs_h[:, None] * row_stride + offs_d[None, :],
+    mask_h = offs_h < group_size
+    tl.store(out_ptr + offs_h[:, None] * stride_oh + offs_d[None, :],
              out.to(out_ptr.dtype.element_ty), mask=mask_h[:, None] & (offs_d < HEAD_DIM)[None, :])
-    tl.store(lse_ptr + offs_h * lse_row_stride, lse, mask=mask_h)
+    tl.store(lse_ptr + offs_h * stride_lh, lse, mask=mask_h)
 
 
 # ---- launch configuration ----------------------------------------------------------------------
 MIN_BLOCK_H = 16  # tl.dot needs at least 16 rows: the query group is padded up to this
-# Tile and pipeline from scripts/sweep.py on an H200 (results/nvidia-h200/sweeps/2026-11-21-triton.log):
-# BLOCK_N 128 with 3 stages was the fastest configuration for the 16 x 4096 one-pass kernel
-# (75.2 us; BLOCK_N 64 with 2 stages had run 119.7 us in the grid run of results/nvidia-h200/
-# 2026-11-21-triton-torch) and for 1 x 32k split-k (49.2 us); at 64 x 2048 the best configurations
-# were within 1 % of each other.
+# Tile and pipeline: the fastest configuration of scripts/sweep.py's cells on an H200
+# (results/nvidia-h200/sweeps/2026-11-21-triton.log).
 MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V at bf16 D=128
 TILE_PAIR_BYTES = 64 * 1024  # K + V tile of one pipeline stage: wider rows get fewer tokens
 NUM_WARPS = 4  # one warpgroup: enough to issue the tile loads of a memory-bound loop
 NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one is consumed
+SHOWN = ("BLOCK_N", "BLOCK_H", "num_warps", "num_stages")  # reported in Launch.config
 
 
 def interpreting() -> bool:
@@ -145,11 +149,12 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-def pick_launch_config(problem) -> dict:
-    """Compile-time shape of the kernels for ``problem`` (no device query)."""
+def pick_launch_config(problem, config: dict | None = None) -> dict:
+    """Compile-time shape of the kernels for ``problem`` (no device query); ``config``
+    overrides the tunable ones (``BACKEND``)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.itemsize)  # tokens in one stage's K+V
-    return dict(
+    defaults = dict(
         HEAD_DIM=problem.head_dim,
         HEAD_DIM_PAD=head_dim_pad,
         BLOCK_H=max(MIN_BLOCK_H, triton.next_power_of_2(problem.group_size)),
@@ -159,3 +164,9 @@ def pick_launch_config(problem) -> dict:
         num_warps=NUM_WARPS,
         num_stages=NUM_STAGES,
     )
+    return with_overrides(defaults, config, BACKEND)
+
+
+def kv_strides(k, table, paged: bool) -> tuple:
+    """(stride_kp, stride_kt, stride_kh, stride_btb) of the cache in either layout."""
+    return k.stride(0), k.stride(1), k.stride(2), table.stride(0) if paged else 0

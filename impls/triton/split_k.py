@@ -1,11 +1,11 @@
 """Triton split-K decode (flash-decoding), on the dense or the paged layout.
 
-Algorithm: stage 1, grid (batch, num_kv_heads, num_splits): split ``s`` of a sequence attends
-over tokens [s * chunk, (s + 1) * chunk) for its GQA group and writes the partial output
-(normalised, float32) and its LSE to a workspace; an empty split (a short sequence in a ragged
-batch, or more splits than tiles) writes LSE = -inf. Stage 2, grid (batch, num_q_heads): the
-combine kernel merges the splits, out = sum_s exp(lse_s - lse) * out_s with
-lse = log(sum_s exp(lse_s)), looping over the splits in blocks so any count works.
+Algorithm: stage 1, grid (batch, num_kv_heads, num_splits): split ``pid_s`` of a sequence attends
+over tokens [pid_s * tokens_per_split, (pid_s + 1) * tokens_per_split) for its GQA group and
+writes the partial output (normalised, float32) and its LSE to a workspace; an empty split (a
+short sequence in a ragged batch, or more splits than tiles) writes LSE = -inf. Stage 2, grid
+(batch, num_q_heads): the combine kernel merges the splits, out = sum_s exp(lse_s - lse) * out_s
+with lse = log(sum_s exp(lse_s)), looping over the splits in blocks so any count works.
 Why: at batch 1 the one-pass grid has num_kv_heads programs for 100+ SMs; splitting the sequence
 fills the GPU. The cost is the workspace round trip (num_splits x Hq x D floats per sequence, tiny
 next to the cache) and a second launch.
@@ -16,28 +16,23 @@ times; launch and combine overhead at short sequences.
 import triton
 import triton.language as tl
 
-import torch
+from impls import common
+from impls.common import LOG2E, SplitPolicy, new_partials
+from impls.registry import Launch
+from impls.triton._common import SHOWN, attend, kv_strides, pick_launch_config, store_group
 
-from impls import heuristics
-from impls.registry import Launch, sm_count
-from impls.triton._common import LOG2E, attend, pick_launch_config, store_group
-
-# Split-count heuristic (heuristics.pick_num_splits): enough programs for WAVES waves over the SMs, but no
-# split shorter than MIN_TOKENS_PER_SPLIT, where the workspace write and the combine cost more
-# than the extra parallelism saves; MAX_SPLITS bounds the workspace and the combine's tile.
-WAVES = 1  # sweep (H200, 1 x 32k): 16-17 splits beat 33 (49 us vs 53 us)
-MIN_TOKENS_PER_SPLIT = 256
-MAX_SPLITS = 128
+# One wave of programs over the SMs (results/nvidia-h200/sweeps/2026-11-21-triton.log).
+SPLITS = SplitPolicy(waves=1)
 COMBINE_BLOCK_S = 32  # partials merged per step of the combine loop (any split count works)
 
 
 # runtime ints that vary per problem are not specialised (fewer recompiles, same code)
-@triton.jit(do_not_specialize=["page_size", "group", "chunk"])
-def _split_kernel(
+@triton.jit(do_not_specialize=["page_size", "group_size", "tokens_per_split"])
+def split_kernel(
     q_ptr, k_ptr, v_ptr, seq_lens_ptr, block_table_ptr, part_out_ptr, part_lse_ptr,
-    stride_qb, stride_qh, stride_k0, stride_k1, stride_kh, stride_btb,
+    stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb,
     stride_pob, stride_poh, stride_pos, stride_plb, stride_plh,
-    page_size, group, qk_scale, chunk,
+    page_size, group_size, qk_scale, tokens_per_split,
     HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
     BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, UPCAST_DOT: tl.constexpr,
 ):
@@ -45,19 +40,20 @@ def _split_kernel(
     pid_kvh = tl.program_id(1)
     pid_s = tl.program_id(2)
     seq_len = tl.load(seq_lens_ptr + pid_b)
-    start = pid_s * chunk
-    end = tl.minimum(start + chunk, seq_len)  # empty when start >= seq_len
-    out, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, group,
-                      stride_qb, stride_qh, stride_k0, stride_k1, stride_kh, stride_btb, page_size,
-                      qk_scale, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N, IS_PAGED, UPCAST_DOT)
-    head0 = pid_kvh * group
+    start = pid_s * tokens_per_split
+    end = tl.minimum(start + tokens_per_split, seq_len)  # empty when start >= seq_len
+    out, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
+                      group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
+                      stride_btb, page_size, qk_scale, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N,
+                      IS_PAGED, UPCAST_DOT)
+    head0 = pid_kvh * group_size
     store_group(part_out_ptr + pid_b * stride_pob + head0 * stride_poh + pid_s * stride_pos,
                 part_lse_ptr + pid_b * stride_plb + head0 * stride_plh + pid_s,
-                out, lse, stride_poh, stride_plh, group, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
+                out, lse, stride_poh, stride_plh, group_size, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
 
 
 @triton.jit(do_not_specialize=["num_splits"])
-def _combine_kernel(
+def combine_kernel(
     part_out_ptr, part_lse_ptr, out_ptr, lse_ptr,
     stride_pob, stride_poh, stride_pos, stride_plb, stride_plh, stride_ob, stride_oh, stride_lb,
     num_splits,
@@ -92,25 +88,20 @@ def _combine_kernel(
     tl.store(lse_ptr + pid_b * stride_lb + pid_h, m + tl.log(total))
 
 
-def prepare(inputs, out, lse, num_splits: int | None = None) -> Launch:
+def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     p = inputs.problem
-    num_splits = heuristics.resolve_num_splits(
-        num_splits, p, sm_count(inputs.device), p.batch * p.num_kv_heads, WAVES, MIN_TOKENS_PER_SPLIT,
-        MAX_SPLITS)
-    cfg = pick_launch_config(p)
-    chunk = heuristics.tokens_per_split(p, num_splits, cfg["BLOCK_N"])
+    num_splits = SPLITS.resolve(num_splits, p, inputs.device, p.batch * p.num_kv_heads)
+    cfg = pick_launch_config(p, config)
+    tokens_per_split = common.tokens_per_split(p, num_splits, cfg["BLOCK_N"])
     paged = p.layout == "paged"
     q, k, v = inputs.q, inputs.k, inputs.v
     table = inputs.block_table if paged else inputs.seq_lens  # stand-in, never read as a table
-    part_out = torch.empty(p.batch, p.num_q_heads, num_splits, p.head_dim, dtype=torch.float32,
-                           device=q.device)
-    part_lse = torch.empty(p.batch, p.num_q_heads, num_splits, dtype=torch.float32, device=q.device)
+    part_out, part_lse = new_partials(p, num_splits, q.device)
     part_strides = (part_out.stride(0), part_out.stride(1), part_out.stride(2),
                     part_lse.stride(0), part_lse.stride(1))
     split_args = (q, k, v, inputs.seq_lens, table, part_out, part_lse,
-                  q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2),
-                  table.stride(0) if paged else 0, *part_strides,
-                  p.page_size if paged else 1, p.group_size, p.scale * LOG2E, chunk)
+                  q.stride(0), q.stride(1), *kv_strides(k, table, paged), *part_strides,
+                  p.page_size if paged else 1, p.group_size, p.scale * LOG2E, tokens_per_split)
     combine_args = (part_out, part_lse, out, lse, *part_strides, out.stride(0), out.stride(1),
                     lse.stride(0), num_splits)
     split_grid = (p.batch, p.num_kv_heads, num_splits)
@@ -120,8 +111,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None) -> Launch:
                        num_warps=cfg["num_warps"])
 
     def run():
-        _split_kernel[split_grid](*split_args, IS_PAGED=paged, **cfg)
-        _combine_kernel[combine_grid](*combine_args, **combine_cfg)
+        split_kernel[split_grid](*split_args, IS_PAGED=paged, **cfg)
+        combine_kernel[combine_grid](*combine_args, **combine_cfg)
 
-    return Launch(run, {"num_splits": num_splits, "tokens_per_split": chunk,
-                        **{k: cfg[k] for k in ("BLOCK_N", "BLOCK_H", "num_warps", "num_stages")}})
+    return Launch(run, {"num_splits": num_splits, "tokens_per_split": tokens_per_split,
+                        **{key: cfg[key] for key in SHOWN}})

@@ -1,4 +1,4 @@
-"""torch-fa2, dense: the FlashAttention-2 kernels bundled with PyTorch.
+"""torch-fa2, one pass over the dense layout: the FlashAttention-2 kernels bundled with PyTorch.
 
 Algorithm: FA2's forward with one query row per sequence. Uniform lengths go through
 ``torch.ops.aten._scaled_dot_product_flash_attention``, the op behind

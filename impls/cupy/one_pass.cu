@@ -1,21 +1,23 @@
-// CuPy/CUDA paged decode: one pass over a page pool [P, page_size, Hkv, D] through the block
-// table. Grid (Hkv * chunks, B) as dense.cu; each token's row is found per token (page
-// block_table[b, t / page_size], row t % page_size), so any page size works.
+// CuPy/CUDA one-pass decode over a dense cache [B, S, Hkv, D] or a page pool [P, page_size,
+// Hkv, D] through the block table (IS_PAGED; a token's row is found per token, so any page size
+// works). Grid (Hkv * num_head_blocks, B): one CTA per (KV head, block of its query heads,
+// sequence) streams the whole sequence once (decode_common.cuh: attend) and writes the final out
+// and lse.
 #include "decode_common.cuh"
 
-extern "C" __global__ void __launch_bounds__(NUM_THREADS) decode_paged_kernel(
+extern "C" __global__ void __launch_bounds__(NUM_THREADS) decode_kernel(
     const scalar_t* __restrict__ q_ptr, const scalar_t* __restrict__ k_ptr,
     const scalar_t* __restrict__ v_ptr, const int* __restrict__ seq_lens_ptr,
     const int* __restrict__ block_table_ptr, scalar_t* __restrict__ out_ptr,
     float* __restrict__ lse_ptr, long long stride_qb, long long stride_qh, long long stride_kp,
     long long stride_kt, long long stride_kh, long long stride_btb, long long stride_ob,
-    long long stride_oh, long long stride_lb, int page_size, int group_size, int num_chunks,
+    long long stride_oh, long long stride_lb, int page_size, int group_size, int num_head_blocks,
     float qk_scale) {
-    const int pid_kvh = blockIdx.x / num_chunks;
-    const int pid_chunk = blockIdx.x % num_chunks;
+    const int pid_kvh = blockIdx.x / num_head_blocks;
+    const int pid_hb = blockIdx.x % num_head_blocks;
     const int pid_b = blockIdx.y;
-    const int head0 = pid_kvh * group_size + pid_chunk * GROUP;
-    const int n_heads = min(GROUP, group_size - pid_chunk * GROUP);
+    const int head0 = pid_kvh * group_size + pid_hb * BLOCK_H;
+    const int n_heads = min(BLOCK_H, group_size - pid_hb * BLOCK_H);
     attend<scalar_t>(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, head0, n_heads, 0,
                      seq_lens_ptr[pid_b], stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
                      stride_btb, page_size, qk_scale,

@@ -1,4 +1,4 @@
-"""torch-cudnn, dense: cuDNN's fused attention through PyTorch.
+"""torch-cudnn, one pass over the dense layout: cuDNN's fused attention through PyTorch.
 
 Algorithm: ``torch.ops.aten._scaled_dot_product_cudnn_attention``, the op behind
 ``F.scaled_dot_product_attention`` under ``SDPBackend.CUDNN_ATTENTION``, called directly because

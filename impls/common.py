@@ -1,0 +1,113 @@
+"""Host-side pieces every DSL backend's launchers share: the log-domain constants, the split-K
+policy and its workspace, the alignment rule of vectorised loads, launch-config overrides and the
+handle on PyTorch's current stream. Pure Python and torch; no DSL is imported here.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from impls.registry import Backend, Unsupported
+from specs.problem import ProblemError
+
+LOG2E = 1.4426950408889634  # 1/ln(2): q is pre-scaled by sm_scale * LOG2E, softmax uses exp2
+LN2 = 0.6931471805599453  # a log2-domain LSE times LN2 is the natural-log LSE the spec defines
+MAX_NUM_SPLITS = 4096  # what an explicit num_splits may ask for (the workspace grows with it)
+
+
+def sm_count(device: torch.device) -> int:
+    """Multiprocessors of the GPU; on the CPU a nominal 4 so split heuristics still split."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 4
+
+
+# ---- split-K ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SplitPolicy:
+    """How a split-K launcher picks its split count when none is given: enough programs for
+    ``waves`` per SM, no split shorter than ``min_tokens_per_split`` (below that the partial
+    write and the combine cost more than the extra parallelism saves), at most ``max_splits``
+    (bounds the workspace and the combine's loop)."""
+
+    waves: int
+    min_tokens_per_split: int = 256
+    max_splits: int = 128
+
+    def pick(self, problem, num_sms: int, programs_per_split: int) -> int:
+        wanted = -(-self.waves * num_sms // programs_per_split)
+        useful = -(-problem.max_seq_len // self.min_tokens_per_split)
+        return max(1, min(wanted, useful, self.max_splits))
+
+    def resolve(self, num_splits, problem, device: torch.device, programs_per_split: int) -> int:
+        """``num_splits`` as given (checked), or this policy's pick when it is None."""
+        if num_splits is None:
+            return self.pick(problem, sm_count(device), programs_per_split)
+        check_num_splits(num_splits)
+        return num_splits
+
+
+def check_num_splits(num_splits) -> None:
+    if isinstance(num_splits, bool) or not isinstance(num_splits, int) \
+            or not 1 <= num_splits <= MAX_NUM_SPLITS:
+        raise ProblemError(f"num_splits={num_splits!r}: must be an integer in [1, {MAX_NUM_SPLITS}]")
+
+
+def tokens_per_split(problem, num_splits: int, tile: int) -> int:
+    """Tokens per split, rounded up to whole tiles; splits past a sequence's end stay empty."""
+    per_split = -(-problem.max_seq_len // num_splits)
+    return -(-per_split // tile) * tile
+
+
+def new_partials(problem, num_splits: int, device: torch.device):
+    """The split-K workspace: ``part_out`` float32 [B, Hq, num_splits, D] (normalised partial
+    outputs) and ``part_lse`` float32 [B, Hq, num_splits] (their natural-log LSE)."""
+    p = problem
+    part_out = torch.empty(p.batch, p.num_q_heads, num_splits, p.head_dim, dtype=torch.float32,
+                           device=device)
+    part_lse = torch.empty(p.batch, p.num_q_heads, num_splits, dtype=torch.float32, device=device)
+    return part_out, part_lse
+
+
+# ---- launch configuration -----------------------------------------------------------------------
+def check_config(config, backend: Backend) -> None:
+    """The ``config`` launch option: a mapping of the backend's ``tunable`` parameters, or a
+    ``ProblemError`` naming what is not."""
+    if not isinstance(config, dict):
+        raise ProblemError(f"config={config!r}: must be a mapping of launch parameters")
+    unknown = sorted(set(config) - set(backend.tunable))
+    if unknown:
+        raise ProblemError(f"config: unknown key(s) {unknown} for {backend.name} "
+                           f"(tunable: {list(backend.tunable)})")
+
+
+def with_overrides(defaults: dict[str, Any], config: dict[str, Any] | None,
+                   backend: Backend) -> dict[str, Any]:
+    """``defaults`` with the ``config`` launch option applied (``scripts/sweep.py`` tunes through
+    it; ``--config`` passes it from the command line)."""
+    if config is None:
+        return defaults
+    check_config(config, backend)
+    return {**defaults, **config}
+
+
+# ---- memory and streams -------------------------------------------------------------------------
+def require_alignment(inputs, load_bytes: int) -> None:
+    """Raise ``Unsupported`` when loads of ``load_bytes`` per thread cannot read q, k, v rows."""
+    for name in ("q", "k", "v"):
+        t = getattr(inputs, name)
+        if t.data_ptr() % load_bytes or t.stride(-1) != 1 or any(
+                s * t.element_size() % load_bytes for s in t.stride()[:-1]):
+            raise Unsupported(f"{name} rows are not {load_bytes}-byte aligned (the kernels load "
+                              f"{load_bytes} bytes per thread)")
+
+
+def on_torch_stream(wrap: Callable[[int], Any]) -> Callable[[], Any]:
+    """A function returning ``wrap(handle)`` for PyTorch's current CUDA stream, made once per
+    stream (a DSL's own handle on it; graph capture runs on a stream of its own)."""
+    cached = functools.cache(wrap)
+    return lambda: cached(torch.cuda.current_stream().cuda_stream)

@@ -1,0 +1,26 @@
+"""A read-only Triton kernel for the harness's bandwidth probe (``Backend.read_probe``): decode
+attention only reads, and a read-only stream runs faster than a copy, whose writes share the bus.
+Each program loads READ_BLOCK elements (16-byte vectors) and stores one partial sum.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+READ_BLOCK = 16384  # bf16 elements per program: 32 KiB of loads in flight
+NUM_WARPS = 8
+
+
+@triton.jit
+def read_kernel(x_ptr, partial_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(partial_ptr + pid, tl.sum(v.to(tl.float32)))
+
+
+def read_probe(x: torch.Tensor):
+    """A call that reads every element of ``x`` once."""
+    grid = (triton.cdiv(x.numel(), READ_BLOCK),)
+    partial = torch.empty(grid[0], dtype=torch.float32, device=x.device)
+    return lambda: read_kernel[grid](x, partial, x.numel(), BLOCK=READ_BLOCK, num_warps=NUM_WARPS)

@@ -1,0 +1,83 @@
+"""Rules of the code base that a reviewer would otherwise have to hold: one vocabulary in every
+DSL backend (the glossary in ``impls/__init__.py``), no backend named outside its own folder in
+the harness, the suite and the spec, and no code that cites a file outside the repository."""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import tokenize
+from pathlib import Path
+
+import pytest
+
+import impls  # noqa: F401  (first: CPU modes before any DSL import)
+from impls import registry
+
+ROOT = Path(__file__).resolve().parent.parent
+CODE = (".py", ".cu", ".cuh", ".sh", ".toml")
+
+
+def tracked(*folders: str) -> list[Path]:
+    out = subprocess.run(["git", "ls-files", *folders], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.split()
+    return [ROOT / p for p in out if p.endswith(CODE) and (ROOT / p).exists()]
+
+
+# identifiers the glossary replaced (whole names), each with the one it became
+RETIRED = {
+    r"\w*chunk\w*": "tokens_per_split (split-K) or num_head_blocks / pid_hb (head blocks)",
+    r"group": "group_size",
+    r"GROUP": "BLOCK_H",
+    r"stride_k[b01]": "stride_kp / stride_kt",
+    r"split_len": "tokens_per_split",
+    r"kernel_defines|config_for": "pick_launch_config",
+    r"EPW|WPT|EPT|WPR": "VEC / VPT / VECS_PER_ROW",
+    r"st": "m_i / l_i / acc",
+}
+
+
+def identifiers(path: Path) -> list[tuple[int, str]]:
+    """(line, name) of every identifier in the code, comments and strings left out."""
+    text = path.read_text()
+    if path.suffix == ".py":
+        tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+        return [(tok.start[0], tok.string) for tok in tokens if tok.type == tokenize.NAME]
+    names = []
+    for n, line in enumerate(text.splitlines(), 1):
+        code = re.sub(r'//.*|"[^"]*"', "", line)
+        names += [(n, name) for name in re.findall(r"[A-Za-z_]\w*", code)]
+    return names
+
+
+@pytest.mark.parametrize("pattern", sorted(RETIRED))
+def test_dsl_backends_use_the_glossary(pattern):
+    found = [f"{path.relative_to(ROOT)}:{n}: {name}"
+             for path in tracked("impls/triton", "impls/cupy", "impls/numba", "impls/common.py")
+             if path.suffix in (".py", ".cu", ".cuh")
+             for n, name in identifiers(path) if re.fullmatch(pattern, name)]
+    assert not found, f"use {RETIRED[pattern]}:\n" + "\n".join(found)
+
+
+def test_no_backend_is_named_in_the_harness_the_suite_or_the_spec():
+    """Everything about a backend lives in its declaration (impls/<name>/__init__.py)."""
+    words = set()
+    for backend in registry.backends():
+        words |= {backend.name, *backend.packages, *backend.jit_cache_env}
+        words |= {part for part in re.split(r"[-_]", backend.name) if len(part) > 3
+                  and part not in ("torch", "flash", "attn")}
+    pattern = re.compile("|".join(rf"(?<![\w.-]){re.escape(w)}(?![\w-])" for w in sorted(words)),
+                         re.IGNORECASE)
+    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+             for path in tracked("harness", "conformance", "specs")
+             for n, line in enumerate(path.read_text().splitlines(), 1)
+             if pattern.search(line)]
+    assert not found, "\n".join(found)
+
+
+def test_no_code_cites_a_file_outside_the_repository():
+    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+             for path in tracked(".")
+             for n, line in enumerate(path.read_text().splitlines(), 1) if "../shared" in line]
+    assert not found, "\n".join(found)

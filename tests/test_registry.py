@@ -1,0 +1,84 @@
+"""The registry: (backend, algorithm) units, the variant names users type, declarations it
+refuses, per-layout capabilities, and the backend facts the harness reads from declarations."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import impls  # noqa: F401  (first: CPU modes before any DSL import)
+from conformance.strategies import fit
+from impls import registry
+from impls.registry import Backend, Capabilities, Impl
+from specs.problem import DecodeProblem, ProblemError
+
+TOY = Backend(name="toy", summary="", requires=("torch",), cpu_mode="torch")
+BOTH = Capabilities(frozenset({"dense", "paged"}))
+
+
+def test_variants_are_algorithms_on_layouts():
+    one_pass, split_k = registry.get("triton/dense"), registry.get("triton/split-k")
+    assert one_pass is registry.get("triton/paged") is registry.get("triton/one-pass")
+    assert (one_pass.row_name("dense"), one_pass.row_name("paged")) == ("triton/dense", "triton/paged")
+    assert split_k.row_name("dense") == split_k.row_name("paged") == "triton/split-k"
+    assert registry.wanted(one_pass, "dense", ["dense"]) and not registry.wanted(one_pass, "paged", ["dense"])
+    assert registry.wanted(split_k, "paged", ["dense", "split-k"])
+    assert [i.algorithm for i in registry.select(["triton"], ["paged"])] == ["one-pass"]
+    with pytest.raises(ProblemError, match="no implementation 'triton/sparse'"):
+        registry.get("triton/sparse")
+
+
+def test_each_registered_backend_has_one_impl_per_algorithm():
+    names = [i.name for i in registry.all_impls()]
+    assert len(names) == len(set(names))
+    for backend in registry.backends():
+        assert sorted(i.algorithm for i in registry.all_impls() if i.backend == backend) == \
+            sorted(registry.ALGORITHMS), backend.name
+
+
+@pytest.mark.parametrize("impl,message", [
+    (Impl(TOY, "dense", "x", BOTH), "a dense variant is the one-pass algorithm on that layout"),
+    (Impl(TOY, "one-pass", "x", Capabilities(frozenset({"ragged"}))), "must be a non-empty subset"),
+    (Impl(TOY, "one-pass", "x", Capabilities(frozenset({"dense"}), no_kernel_for={"dense": "?"})),
+     "no_kernel_for the others"),
+    (Impl(TOY, "split-k", None), "'lacks' must say why"),
+])
+def test_declarations_the_registry_refuses(impl, message):
+    with pytest.raises(ProblemError, match=message):
+        registry.check_declaration(impl)
+
+
+def test_a_layout_without_a_kernel_says_why():
+    impl = Impl(TOY, "one-pass", "x", Capabilities(frozenset({"dense"}),
+                                                    no_kernel_for={"paged": "no page tables here"}))
+    assert impl.no_kernel("dense") is None
+    assert impl.no_kernel("paged") == "no page tables here"
+    assert impl.unsupported(DecodeProblem(4, 2, 64, (5,), layout="paged")) == "no page tables here"
+    plain = Impl(TOY, "one-pass", "x", Capabilities(frozenset({"dense"})))
+    assert plain.no_kernel("paged") == "paged layout (handles: dense)"
+
+
+def test_per_layout_capabilities_apply_on_their_layout_only():
+    impl = Impl(TOY, "one-pass", "x", Capabilities(
+        frozenset({"dense", "paged"}), head_dim_multiple=8,
+        per_layout={"paged": dict(head_dims=frozenset({64, 128}), note="paged: 64 or 128")}))
+    dense, paged = (DecodeProblem(4, 2, 96, (5,), layout=lay) for lay in ("dense", "paged"))
+    assert impl.unsupported(dense) is None
+    assert impl.unsupported(paged) == "head_dim 96 (handles: 64, 128) (paged: 64 or 128)"
+    assert fit(paged, impl).head_dim == 128 and fit(dense, impl).head_dim == 96
+    assert fit(dense, impl, "paged").layout == "paged"
+
+
+def test_the_harness_reads_backend_facts_from_declarations(monkeypatch):
+    from harness import cli, provenance
+
+    assert "triton" in provenance.packages()  # declared by the triton backend, installed here
+    declared = {v for b in registry.backends() for v in b.jit_cache_env}
+    assert {"TRITON_CACHE_DIR", "CUPY_CACHE_DIR"} <= declared
+    for var in declared | {cli.DRIVER_CACHE}:
+        monkeypatch.delenv(var, raising=False)
+    note = cli._fresh_caches()
+    for var in declared | {cli.DRIVER_CACHE}:
+        assert os.path.isdir(os.environ[var]) and not os.listdir(os.environ[var]), var
+    assert "no disk cache declared by: numba" in note
