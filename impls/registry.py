@@ -87,6 +87,7 @@ class Capabilities:
     head_dims: frozenset[int] | None = None  # an explicit set (a library's compiled head dims)
     page_size_multiple: int = 1
     uniform_lengths_only: bool = False
+    max_splits: int | None = None  # split-k: the most splits a num_splits option may ask for
     note: str = ""  # why the limits are what they are
     no_kernel_for: Mapping[str, str] = field(default_factory=dict, hash=False)
     per_layout: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
@@ -102,6 +103,14 @@ class Capabilities:
             return None
         return self.no_kernel_for.get(layout) or \
             f"{layout} layout (handles: {', '.join(sorted(self.layouts))})"
+
+    def too_many_splits(self, num_splits) -> str | None:
+        """Why a ``num_splits`` option beyond ``max_splits`` is refused (other values are the
+        launcher's to check)."""
+        if self.max_splits and isinstance(num_splits, int) and not isinstance(num_splits, bool) \
+                and num_splits > self.max_splits:
+            return f"num_splits={num_splits} (at most {self.max_splits}){f' ({self.note})' if self.note else ''}"
+        return None
 
     def unsupported(self, p: DecodeProblem) -> str | None:
         if why := self.no_kernel(p.layout):
@@ -229,6 +238,8 @@ class Impl:
         if unknown:
             raise ProblemError(f"launch option(s) {unknown}: not accepted by {self.name} "
                                f"(accepts: {list(self.options) or 'none'})")
+        if reason := self.caps.too_many_splits(options.get("num_splits")):
+            raise Unsupported(reason)
         validate_inputs(inputs, out, lse)
         prepare = getattr(importlib.import_module(self.module), self.entry)
         return prepare(inputs, out, lse, **options)

@@ -2,7 +2,7 @@
 # The GPU verification run: conformance suite (gpu profile), then the harness on the default grid.
 # On the device machine (nothing to install there: torch, triton, hypothesis are in its image):
 #     DECODE_BENCH_COMMIT=<sha> OUT=<folder> bash scripts/gpu_check.sh [harness run options]
-# CONFORMANCE_K=<pytest -k expression> limits the conformance part (e.g. "flash_attn or
+# CONFORMANCE_K=<pytest -k expression> limits the conformance part (e.g. "flash_attn3 or
 # flashinfer"); DECODE_BENCH_EXAMPLES=N sets the drawn examples per property (default 20).
 # Logs and result files go to $OUT (default runs/gpu-check); the last lines printed are the tables.
 set -uo pipefail

@@ -1,6 +1,6 @@
 """Probe what a backend computes correctly beyond (or within) its declared capabilities.
 
-    python scripts/probe_caps.py flash_attn/paged --head-dims 16:256:8 --page-sizes 1,16,128
+    python scripts/probe_caps.py flash_attn4/paged --head-dims 16:256:8 --page-sizes 1,16,128
 
 For every (dtype, head_dim, page_size) it draws one ragged GQA problem, runs the implementation
 with its declared capabilities lifted (inputs still validated; the same run and check as the
@@ -55,7 +55,7 @@ def probe_one(impl, problem: DecodeProblem, seed: int) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("impl", help="backend/variant, e.g. flash_attn/paged (split-k: the paged layout "
+    ap.add_argument("impl", help="backend/variant, e.g. flash_attn4/paged (split-k: the paged layout "
                                  "where it has one)")
     ap.add_argument("--head-dims", type=_range, default=[64, 96, 128, 256],
                     help="comma list or lo:hi:step")

@@ -82,3 +82,19 @@ def test_the_harness_reads_backend_facts_from_declarations(monkeypatch):
     for var in declared | {cli.DRIVER_CACHE}:
         assert os.path.isdir(os.environ[var]) and not os.listdir(os.environ[var]), var
     assert "no disk cache declared by: numba" in note
+
+
+def test_a_split_count_beyond_the_declared_maximum_is_unsupported_before_launch():
+    impl = Impl(TOY, "split-k", "tests.plugin_backend", Capabilities(BOTH.layouts, max_splits=4),
+                entry="prepare_split_k", options=("num_splits",))
+    from impls.registry import Unsupported
+    from specs.inputs import make_inputs
+
+    inputs = make_inputs(DecodeProblem(4, 2, 64, (40,)), 0)
+    out, lse = inputs.new_outputs()
+    impl.prepare(inputs, out, lse, num_splits=4).run()
+    assert not out.isnan().any()
+    out.fill_(float("nan"))
+    with pytest.raises(Unsupported, match=r"num_splits=5 \(at most 4\)"):
+        impl.prepare(inputs, out, lse, num_splits=5)
+    assert out.isnan().all()

@@ -5,6 +5,7 @@ the vendor ratios and side-by-side table of the results."""
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 import torch
@@ -14,7 +15,7 @@ from conformance.checks import check
 from conformance.strategies import fit
 from harness import results
 from impls import registry
-from impls.flash_attn.fa4 import nonfinite_tail
+from impls.flash_attn4.fa4 import nonfinite_tail
 from impls.registry import Backend, Capabilities, Impl, Launch
 from specs.inputs import make_inputs
 from specs.problem import DecodeProblem
@@ -22,11 +23,11 @@ from specs.reference import reference
 
 
 def test_vendor_cells_and_their_reasons():
-    assert registry.get("flash_attn/split-k").no_kernel("dense") == \
+    assert registry.get("flash_attn4/split-k").no_kernel("dense") == \
         "flash-attn-4 has no split-KV on sm90"
     assert registry.get("torch-cudnn/dense").no_kernel("paged") == \
         "torch 2.11 has no paged-KV attention kernel"
-    for name in ("flash_attn/dense", "flash_attn/paged", "flashinfer/dense", "flashinfer/paged",
+    for name in ("flash_attn4/dense", "flash_attn4/paged", "flashinfer/dense", "flashinfer/paged",
                  "flashinfer/split-k", "torch-cudnn/dense", "torch-fa2/dense"):
         impl = registry.get(name)
         layout = name.partition("/")[2]
@@ -113,21 +114,21 @@ def _row(impl, problem, us, status="PASS", vendor=False):
 
 def test_vendor_ratio_is_against_the_fastest_passing_vendor_kernel_of_the_same_problem():
     rows = [_row("torch-cudnn/dense", "A dense", 100.0, vendor=True),
-            _row("flash_attn/dense", "A dense", 80.0, vendor=True),
+            _row("flash_attn4/dense", "A dense", 80.0, vendor=True),
             _row("flashinfer/dense", "A dense", 50.0, status="FAIL", vendor=True),  # no baseline
             _row("triton/dense", "A dense", 40.0),
             _row("triton/paged", "A paged", 60.0),  # no vendor timed on this problem
-            _row("flash_attn/paged", "A paged", None, status="UNSUPPORTED", vendor=True)]
+            _row("flash_attn4/paged", "A paged", None, status="UNSUPPORTED", vendor=True)]
     results.add_vendor_ratios(rows)
     triton = rows[3]
-    assert triton["vendor_best"] == "flash_attn/dense" and triton["vs_vendor"] == 2.0
+    assert triton["vendor_best"] == "flash_attn4/dense" and triton["vs_vendor"] == 2.0
     assert rows[0]["vs_vendor"] == 0.8 and rows[1]["vs_vendor"] == 1.0
     assert rows[4]["vs_vendor"] is None and rows[4]["vendor_best"] is None
     header, body = results.side_by_side(rows)
     assert header[:2] == ["problem", "fastest vendor (us)"]
-    assert header.index("triton") < header.index("flash_attn")  # DSLs first, then vendors
+    assert header.index("triton") < header.index("flash_attn4")  # DSLs first, then vendors
     line = dict(zip(header, body[0]))
-    assert line["fastest vendor (us)"] == "flash_attn/dense 80.0"
+    assert line["fastest vendor (us)"] == "flash_attn4/dense 80.0"
     assert line["triton"] == "40.0 [d] 50% 2.00x"
     assert line["flashinfer"] == "FAIL"
 
@@ -162,3 +163,42 @@ def test_flashinfer_csr_form_addresses_exactly_each_sequences_rows(layout):
         assert int(last[b]) == n - (len(pages) - 1) * page_size and 1 <= int(last[b]) <= page_size
         for cache, logical in ((k, inputs.k_logical), (v, inputs.v_logical)):
             assert torch.equal(cache[pages].flatten(0, 1)[:n], logical[b, :n])
+
+
+# ---- FlashAttention-3 (vLLM's build): how it is found and what it says when it cannot be --------
+def test_fa3_cells_and_unavailable_reasons(monkeypatch):
+    from impls.flash_attn3 import fa3
+
+    for name in ("flash_attn3/dense", "flash_attn3/paged", "flash_attn3/split-k"):
+        impl = registry.get(name)
+        assert impl.backend.vendor and not impl.allocates_outputs  # FA3 writes the caller's out
+        if not torch.cuda.is_available():
+            assert impl.availability() == "no CUDA GPU", name
+    assert registry.get("flash_attn3/split-k").caps.max_splits == 256
+    real_find_spec = fa3.importlib.util.find_spec
+    monkeypatch.setattr(fa3.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "vllm" else real_find_spec(name, *a))
+    with pytest.raises(registry.Unavailable, match=r"package 'vllm' not installed .*--no-deps vllm"):
+        fa3.probe()
+    monkeypatch.setattr(fa3.importlib.util, "find_spec", lambda name, *a: object())
+    monkeypatch.setattr(fa3.torch.cuda, "get_device_capability", lambda *a: (8, 0))
+    with pytest.raises(registry.Unavailable, match=r"Hopper \(sm90\) only \(this GPU: sm80\)"):
+        fa3.probe()
+
+
+def test_fa3_loads_without_running_vllms_own_init(tmp_path, monkeypatch):
+    """A vLLM installed without its dependencies: its __init__ fails, vllm_flash_attn loads."""
+    from impls.flash_attn3 import fa3
+
+    (tmp_path / "vllm" / "vllm_flash_attn").mkdir(parents=True)
+    (tmp_path / "vllm" / "__init__.py").write_text("raise ImportError('No module named transformers')\n")
+    (tmp_path / "vllm" / "vllm_flash_attn" / "__init__.py").write_text("LOADED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("vllm", "vllm.vllm_flash_attn"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    try:
+        assert fa3.load().LOADED
+        assert not hasattr(sys.modules["vllm"], "__file__")  # the bare stand-in, not vllm's own
+    finally:
+        for name in ("vllm", "vllm.vllm_flash_attn"):
+            sys.modules.pop(name, None)

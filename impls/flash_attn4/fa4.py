@@ -1,4 +1,4 @@
-"""flash_attn (flash-attn-4), one pass on either layout: FlashAttention's CuTe-DSL forward kernel
+"""flash_attn4 (flash-attn-4), one pass on either layout: FlashAttention's CuTe-DSL forward kernel
 with one query row per sequence.
 
 Algorithm: the FA4 forward (warp-specialised, TMA or cp.async loads, wgmma on sm90) with the

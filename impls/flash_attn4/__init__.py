@@ -1,16 +1,17 @@
-"""flash_attn backend: flash-attn-4 (``pip install flash-attn-4``, module ``flash_attn.cute``),
-FlashAttention's CuTe-DSL kernels for Hopper and Blackwell, compiled in-process on the first
-call of each configuration. (flash-attn 2, the ``flash_attn`` CUDA extension, cannot be installed
-on the GPU machine this project is verified on, so it has no adapter here: see the README.)
+"""flash_attn4 backend: FlashAttention-4 (``pip install flash-attn-4``, module
+``flash_attn.cute``), FlashAttention's CuTe-DSL kernels for Hopper and Blackwell, compiled
+in-process on the first call of each configuration. Its Hopper sibling FA3 is ``flash_attn3``.
+(flash-attn 2, the ``flash_attn`` CUDA extension, cannot be installed on the GPU machine this
+project is verified on, so it has no adapter here: see the README.)
 """
 
 from impls.registry import Backend, Capabilities, Impl
 
 BACKEND = Backend(
-    name="flash_attn",
+    name="flash_attn4",
     summary="flash-attn-4 (flash_attn.cute): FlashAttention's CuTe-DSL kernels",
     requires=("flash_attn.cute",),
-    probe_module="impls.flash_attn.fa4",
+    probe_module="impls.flash_attn4.fa4",
     vendor=True,
     compiles="CuTe DSL JIT, in-process, on the first call of each configuration",
     packages=("flash-attn-4", "nvidia-cutlass-dsl", "quack-kernels"),
@@ -32,7 +33,7 @@ CAPS = Capabilities(
              "(scripts/probe_caps.py)")})
 
 IMPLS = [
-    Impl(BACKEND, "one-pass", "impls.flash_attn.fa4", CAPS, allocates_outputs=True,
+    Impl(BACKEND, "one-pass", "impls.flash_attn4.fa4", CAPS, allocates_outputs=True,
          summary="dense: flash_attn_func (uniform lengths), flash_attn_varlen_func with seqused_k "
                  "(ragged); paged: flash_attn_varlen_func(seqused_k, page_table), num_splits=1"),
     Impl(BACKEND, "split-k", None, lacks="flash-attn-4 has no split-KV on sm90"),

@@ -1,0 +1,109 @@
+"""flash_attn3 (FlashAttention-3, vLLM's build), one pass and split-K on either layout.
+
+Algorithm: FA3's Hopper forward (warp-specialised producer and consumer warpgroups, K/V loaded
+by TMA or cp.async, wgmma for both products), called as a serving engine calls it for a decode
+batch: ``flash_attn_varlen_func(q [B, Hq, D] as B sequences of one query token (cu_seqlens_q =
+0..B), k, v, max_seqlen_q=1, max_seqlen_k, seqused_k=seq_lens, block_table, out=out,
+return_softmax_lse=True, scheduler_metadata, num_splits, fa_version=3)``. FA3 packs the GQA group
+into the query tile (its ``pack_gqa`` heuristic), so each K/V tile is read once per group.
+Dense: the cache ``[B, rows, Hkv, D]`` as a batch of ``rows``-row sequences (``max_seqlen_k`` =
+rows), ``seqused_k`` the lengths; paged: the pool and the block table. The scheduler metadata (its
+split plan for the batch, ``get_scheduler_metadata``) is computed in ``prepare``, outside the
+timed call, as vLLM does once per batch; ``out`` is written into the caller's buffer; the LSE is
+FA3's own ``[Hq, B]`` (natural log), returned as a ``[B, Hq]`` view. One pass: ``num_splits=1``.
+Split-K: ``num_splits=0`` lets FA3's heuristic split each batch, or a count is forced (at most
+256, FA3's limit); FA3 merges the splits itself.
+Expected bottleneck: HBM bandwidth; at small batch, how well its split plan fills the SMs.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import sys
+import types
+
+import torch
+
+from impls.common import check_num_splits
+from impls.registry import Launch, Unavailable
+
+INSTALL = "pip install --no-deps vllm==0.33.0"  # FA3 ships inside vLLM's wheel
+
+
+def load():
+    """FA3's Python interface, ``vllm.vllm_flash_attn``. A full vLLM install has a
+    ``vllm/__init__.py`` that imports vLLM's whole stack; where that fails (installed without
+    its dependencies), a bare ``vllm`` package stands in for it, so only ``vllm_flash_attn``
+    (its interface and the compiled extension) is loaded."""
+    try:
+        import vllm.vllm_flash_attn as fa
+    except ImportError:
+        spec = importlib.util.find_spec("vllm")
+        if spec is None or not spec.submodule_search_locations or "vllm" in sys.modules:
+            raise
+        bare = types.ModuleType("vllm")
+        bare.__path__ = list(spec.submodule_search_locations)
+        sys.modules["vllm"] = bare
+        import vllm.vllm_flash_attn as fa
+    return fa
+
+
+def probe() -> None:
+    if importlib.util.find_spec("vllm") is None:
+        raise Unavailable(f"package 'vllm' not installed (FlashAttention-3 comes in vLLM's wheel: "
+                          f"{INSTALL})")
+    major, minor = torch.cuda.get_device_capability()
+    if major != 9:
+        raise Unavailable(f"FlashAttention-3 runs on Hopper (sm90) only (this GPU: sm{major}{minor})")
+    try:
+        fa = load()
+    except Exception as e:  # a broken install says so, it does not crash the run
+        raise Unavailable(f"vllm.vllm_flash_attn failed to import: {type(e).__name__}: {e}") from None
+    if not fa.flash_attn_interface.FA3_AVAILABLE:
+        raise Unavailable(f"FA3 extension not loaded: {fa.flash_attn_interface.FA3_UNAVAILABLE_REASON}")
+
+
+def provenance() -> dict[str, str]:
+    """Where FA3 came from when no ``vllm`` distribution names it (an unpacked folder)."""
+    spec = importlib.util.find_spec("vllm")
+    if spec is None:
+        return {}
+    try:
+        importlib.metadata.version("vllm")
+        return {}  # the distribution's version is recorded
+    except importlib.metadata.PackageNotFoundError:
+        where = ", ".join(spec.submodule_search_locations or [])
+        return {"vllm_flash_attn (FA3)": f"unpacked without distribution metadata ({where})"}
+
+
+def _prepare(inputs, out, num_splits: int) -> Launch:
+    fa = load()
+    p = inputs.problem
+    paged = p.layout == "paged"
+    cu_seqlens_q = torch.arange(p.batch + 1, dtype=torch.int32, device=inputs.device)
+    max_seqlen_k = p.max_seq_len if paged else inputs.k.shape[1]  # dense: the rows of the batch
+    table = inputs.block_table if paged else None
+    metadata = fa.get_scheduler_metadata(
+        p.batch, 1, max_seqlen_k, p.num_q_heads, p.num_kv_heads, p.head_dim, inputs.seq_lens,
+        qkv_dtype=inputs.q.dtype, cu_seqlens_q=cu_seqlens_q,
+        page_size=p.page_size if paged else None, num_splits=num_splits)
+
+    def run():
+        o, lse = fa.flash_attn_varlen_func(
+            inputs.q, inputs.k, inputs.v, 1, cu_seqlens_q, max_seqlen_k, seqused_k=inputs.seq_lens,
+            softmax_scale=p.scale, block_table=table, return_softmax_lse=True, out=out,
+            scheduler_metadata=metadata, num_splits=num_splits, fa_version=3)
+        return o, lse.t()  # LSE [Hq, B] -> a [B, Hq] view
+
+    return Launch(run, {"num_splits": num_splits or "FA3's heuristic"})
+
+
+def prepare_one_pass(inputs, out, lse) -> Launch:
+    return _prepare(inputs, out, num_splits=1)
+
+
+def prepare_split_kv(inputs, out, lse, num_splits: int | None = None) -> Launch:
+    if num_splits is not None:
+        check_num_splits(num_splits)
+    return _prepare(inputs, out, num_splits=0 if num_splits is None else num_splits)
