@@ -78,6 +78,6 @@ def test_no_backend_is_named_in_the_harness_the_suite_or_the_spec():
 
 def test_no_code_cites_a_file_outside_the_repository():
     found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
-             for path in tracked(".")
+             for path in tracked(".") if path != Path(__file__).resolve()  # the rule itself
              for n, line in enumerate(path.read_text().splitlines(), 1) if "../shared" in line]
     assert not found, "\n".join(found)
