@@ -101,8 +101,7 @@ def test_invalid_inputs_rejected_before_launch(impl, layout, breaker, problem, s
 
 
 def _small(impl, layout) -> DecodeProblem:
-    return DecodeProblem(4, 2, 64, (5, 9), layout=layout or sorted(impl.layouts)[0], page_size=4,
-                         dtype=sorted(impl.caps.dtypes)[0])
+    return fit(DecodeProblem(4, 2, 64, (5, 9), page_size=4), impl, layout)
 
 
 @pytest.mark.parametrize("impl,layout", cases("invalid_inputs",

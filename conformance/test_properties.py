@@ -21,7 +21,7 @@ from conformance.negative_controls import CONTROLS
 from conformance.strategies import fit, problems, seeds
 from impls import registry
 from specs.inputs import build_inputs, make_inputs, make_logical
-from specs.problem import DecodeProblem
+from specs.problem import LAYOUTS, DecodeProblem
 from specs.reference import reference
 
 # Awkward cases every property tries first (then fit() to each implementation).
@@ -60,11 +60,11 @@ def cases(prop: str, where=lambda impl, layouts: True):
             continue
         why = impl.availability()
         marks = [pytest.mark.skip(reason=f"unavailable: {why}")] if why else []
-        one_case_per_layout = impl.algorithm == "one-pass"
-        for layout in sorted(impl.layouts) if one_case_per_layout else [None]:
-            if where(impl, {layout} if layout else impl.layouts):
+        for variant, layouts in impl.variants():
+            layout = variant if variant in LAYOUTS else None  # None: split-k draws either layout
+            if where(impl, layouts):
                 params.append(pytest.param(impl, layout, marks=marks,
-                                           id=impl.row_name(layout) if layout else impl.name))
+                                           id=f"{impl.backend.name}/{variant}"))
     raises = ConformanceFailure if prop == "matches_reference" else PropertyViolation
     for control in CONTROLS:
         if prop in control.caught_by and where(control.impl, control.impl.layouts):

@@ -40,7 +40,7 @@ def _json_object(value: str) -> dict:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = parser.add_subparsers(dest="command")
-    run = sub.add_parser("run", help="conformance check, then timing, of every backend x variant "
+    run = sub.add_parser("run", help="conformance check, then timing, of every backend's variants "
                                      "on every problem (default on a CPU: the small 'cpu' "
                                      "workload; on a GPU: 'grid' and 'ragged')")
     run.add_argument("--backends", type=_csv, help="comma-separated backend names (default: all)")
@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "configuration's first call includes its compilation")
     run.add_argument("--no-isolate", action="store_true",
                      help="run backends in this process (debugging; a crash ends the run)")
-    sub.add_parser("list", help="capability matrix: backend x variant, available or why not")
+    sub.add_parser("list", help="capability matrix: backend x algorithm, the variant on each "
+                                "layout, available or why not")
     rep = sub.add_parser("report", help="tables and PNG plots of a saved run")
     rep.add_argument("results", type=Path, help="a run folder or its results.json")
     rep.add_argument("--out", type=Path, help="where to write (default: the run's folder)")
@@ -165,7 +166,7 @@ def _check_config(config: dict, impls) -> None:
         raise ProblemError("--config: none of the selected backends takes a launch config")
     for backend in takers.values():
         try:
-            common.check_config(config, backend)
+            registry.check_config(config, backend)
         except ProblemError as e:
             raise ProblemError(f"--{e} (select the backends it applies to with --backends)") from None
 

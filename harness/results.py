@@ -131,7 +131,11 @@ def _config_summary(r: dict) -> str:
     """What the backend declared worth showing of its launch choices (rows of older runs: all)."""
     if "config_summary" in r:
         return r["config_summary"]
-    return ", ".join(f"{k}={v}" for k, v in (r.get("config") or {}).items())
+    from impls import registry
+
+    shown = next((b.shown_config for b in registry.backends() if b.name == r["backend"]), None)
+    config = r.get("config") or {}
+    return ", ".join(f"{k}={config[k]}" for k in (shown or config) if k in config)
 
 
 def _mode_cell(r: dict, mode: str) -> str:
@@ -212,6 +216,8 @@ def provenance_lines(prov: dict) -> list[str]:
         bw = (f"memory bandwidth measured in the run: {prov['bandwidth_limit_gbps']:.0f} GB/s "
               f"({prov.get('bandwidth_limit_probe')}; probes in GB/s: {probes}); '% BW' is the "
               "bytes each problem must move over that")
+    elif prov.get("gpu"):  # runs from before the bandwidth probes recorded a limit
+        bw = "no bandwidth limit recorded in this run's provenance"
     else:
         bw = "no bandwidth figures without a GPU"
     return [

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import torch
 
-from impls.registry import Backend, Unsupported
+from impls.registry import Unsupported
 from specs.problem import ProblemError
 
 LOG2E = 1.4426950408889634  # 1/ln(2): q is pre-scaled by sm_scale * LOG2E, softmax uses exp2
@@ -74,25 +74,41 @@ def new_partials(problem, num_splits: int, device: torch.device):
 
 
 # ---- launch configuration -----------------------------------------------------------------------
-def check_config(config, backend: Backend) -> None:
-    """The ``config`` launch option: a mapping of the backend's ``tunable`` parameters, or a
-    ``ProblemError`` naming what is not."""
-    if not isinstance(config, dict):
-        raise ProblemError(f"config={config!r}: must be a mapping of launch parameters")
-    unknown = sorted(set(config) - set(backend.tunable))
-    if unknown:
-        raise ProblemError(f"config: unknown key(s) {unknown} for {backend.name} "
-                           f"(tunable: {list(backend.tunable)})")
+def with_overrides(defaults: dict[str, Any], config: dict[str, Any] | None) -> dict[str, Any]:
+    """``defaults`` with the ``config`` launch option applied (its keys were checked against
+    ``Backend.tunable`` by ``Impl.prepare``; ``scripts/sweep.py`` tunes through it, ``--config``
+    passes it from the command line)."""
+    return {**defaults, **(config or {})}
 
 
-def with_overrides(defaults: dict[str, Any], config: dict[str, Any] | None,
-                   backend: Backend) -> dict[str, Any]:
-    """``defaults`` with the ``config`` launch option applied (``scripts/sweep.py`` tunes through
-    it; ``--config`` passes it from the command line)."""
-    if config is None:
-        return defaults
-    check_config(config, backend)
-    return {**defaults, **config}
+def threads_per_row(vecs_per_row: int, vec: int, block_h: int, register_floats: int) -> int:
+    """TPR of the CUDA-core kernels (CuPy, Numba): half the power of two covering a row's
+    vectors, so each thread takes two (one shuffle level less per score), unless the head
+    block's q and accumulator would then exceed ``register_floats`` per thread."""
+    covering = min(32, 1 << (vecs_per_row - 1).bit_length())
+    if covering > 1 and block_h * -(-vecs_per_row // (covering // 2)) * vec <= register_floats:
+        return covering // 2
+    return covering
+
+
+def check_thread_mapping(tpr: int, unroll: int, num_warps: int) -> None:
+    """The CUDA-core kernels' thread mapping, as a ``config`` may set it."""
+    if tpr not in (1, 2, 4, 8, 16, 32) or not 1 <= unroll <= 64 or not 1 <= num_warps <= 32:
+        raise ProblemError(f"config: TPR={tpr}, UNROLL={unroll}, NUM_WARPS={num_warps}: TPR must "
+                           "be a power of two <= 32, UNROLL in [1, 64], NUM_WARPS in [1, 32]")
+
+
+def num_head_blocks(problem, max_block_h: int) -> int:
+    """Programs per (sequence, KV head): the GQA group in blocks of at most ``max_block_h``."""
+    return -(-problem.group_size // max_block_h)
+
+
+def cache_args(inputs):
+    """(block_table, stride_btb, page_size) as the kernels take them on either layout: the
+    dense layout reads no table, so ``seq_lens`` as a [B, 1] view stands in, stride 0, page 1."""
+    if inputs.problem.layout == "paged":
+        return inputs.block_table, inputs.block_table.stride(0), inputs.problem.page_size
+    return inputs.seq_lens.view(-1, 1), 0, 1
 
 
 # ---- memory and streams -------------------------------------------------------------------------

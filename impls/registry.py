@@ -202,6 +202,13 @@ class Impl:
     def variant(self, layout: str) -> str:
         return variant_of(self.algorithm, layout)
 
+    def variants(self) -> tuple[tuple[str, frozenset[str]], ...]:
+        """The user-facing variants it serves, each with the layouts it covers: one-pass gives
+        one per layout (``dense``, ``paged``), split-k one for all its layouts."""
+        if self.algorithm == "one-pass":
+            return tuple((lay, frozenset({lay})) for lay in sorted(self.layouts))
+        return (("split-k", self.layouts),) if self.layouts else ()
+
     def row_name(self, layout: str) -> str:
         """What the results call this implementation on ``layout``: ``backend/variant``."""
         return f"{self.backend.name}/{self.variant(layout)}"
@@ -238,11 +245,24 @@ class Impl:
         if unknown:
             raise ProblemError(f"launch option(s) {unknown}: not accepted by {self.name} "
                                f"(accepts: {list(self.options) or 'none'})")
+        if "config" in options:
+            check_config(options["config"], self.backend)
         if reason := self.caps.too_many_splits(options.get("num_splits")):
             raise Unsupported(reason)
         validate_inputs(inputs, out, lse)
         prepare = getattr(importlib.import_module(self.module), self.entry)
         return prepare(inputs, out, lse, **options)
+
+
+def check_config(config, backend: Backend) -> None:
+    """The ``config`` launch option: a mapping of the backend's ``tunable`` launch parameters,
+    or a ``ProblemError`` naming what is not (the values are the backend's to check)."""
+    if not isinstance(config, dict):
+        raise ProblemError(f"config={config!r}: must be a mapping of launch parameters")
+    unknown = sorted(set(config) - set(backend.tunable))
+    if unknown:
+        raise ProblemError(f"config: unknown key(s) {unknown} for {backend.name} "
+                           f"(tunable: {list(backend.tunable)})")
 
 
 PLUGINS_ENV = "DECODE_BENCH_PLUGINS"  # comma-separated modules with IMPLS, for out-of-tree backends
@@ -256,10 +276,17 @@ def check_declaration(impl: Impl) -> None:
                 if impl.algorithm in LAYOUTS else "")
         raise ProblemError(f"{impl.name}: algorithm must be one of {ALGORITHMS}{hint}")
     if impl.module is not None:
+        if not isinstance(impl.caps, Capabilities):
+            raise ProblemError(f"{impl.name}: a module needs its Capabilities (caps=...)")
         bad = set(impl.caps.layouts) - set(LAYOUTS)
         if bad or not impl.caps.layouts or set(impl.caps.no_kernel_for) & set(impl.caps.layouts):
             raise ProblemError(f"{impl.name}: layouts {sorted(impl.caps.layouts)} must be a "
                                f"non-empty subset of {LAYOUTS}, no_kernel_for the others")
+        fields = {f.name for f in dataclasses.fields(Capabilities)} - {"layouts", "per_layout"}
+        for layout, changes in impl.caps.per_layout.items():
+            if layout not in impl.caps.layouts or set(changes) - fields:
+                raise ProblemError(f"{impl.name}: per_layout[{layout!r}] must name a served layout "
+                                   f"and fields of Capabilities ({sorted(set(changes) - fields)})")
     elif not impl.lacks:
         raise ProblemError(f"{impl.name}: no module, so 'lacks' must say why")
 
@@ -305,7 +332,7 @@ def select(backends=None, variants=None) -> list[Impl]:
         if name not in VARIANTS:
             raise ProblemError(f"--variants: unknown variant {name!r}; known: {list(VARIANTS)}")
     return [i for i in impls if (not backends or i.backend.name in backends)
-            and (not variants or any(i.variant(lay) in variants for lay in LAYOUTS))]
+            and (not variants or any(v in variants for v, _ in i.variants()))]
 
 
 def wanted(impl: Impl, layout: str, variants=None) -> bool:
@@ -321,5 +348,5 @@ def get(name: str) -> Impl:
     for impl in all_impls():
         if impl.backend.name == backend and impl.algorithm == algorithm:
             return impl
-    raise ProblemError(f"no implementation {name!r}; known: "
-                       f"{sorted(i.row_name(lay) for i in all_impls() for lay in LAYOUTS)}")
+    served = {f"{i.backend.name}/{v}" for i in all_impls() for v, _ in i.variants()}
+    raise ProblemError(f"no implementation {name!r}; known: {sorted(served)}")

@@ -43,6 +43,11 @@ def test_each_registered_backend_has_one_impl_per_algorithm():
     (Impl(TOY, "one-pass", "x", Capabilities(frozenset({"dense"}), no_kernel_for={"dense": "?"})),
      "no_kernel_for the others"),
     (Impl(TOY, "split-k", None), "'lacks' must say why"),
+    (Impl(TOY, "one-pass", "x"), "needs its Capabilities"),
+    (Impl(TOY, "one-pass", "x", Capabilities(frozenset({"dense"}), per_layout={"paged": {}})),
+     r"per_layout\['paged'\] must name a served layout"),
+    (Impl(TOY, "one-pass", "x", Capabilities(BOTH.layouts, per_layout={"paged": {"head_dim": 1}})),
+     r"fields of Capabilities \(\['head_dim'\]\)"),
 ])
 def test_declarations_the_registry_refuses(impl, message):
     with pytest.raises(ProblemError, match=message):
@@ -98,3 +103,34 @@ def test_a_split_count_beyond_the_declared_maximum_is_unsupported_before_launch(
     with pytest.raises(Unsupported, match=r"num_splits=5 \(at most 4\)"):
         impl.prepare(inputs, out, lse, num_splits=5)
     assert out.isnan().all()
+
+
+@pytest.mark.parametrize("backend", ["cupy", "numba"])
+@pytest.mark.parametrize("config,message", [
+    ({"TPR": 3}, "TPR must be a power of two"), ({"UNROLL": 0}, "UNROLL in"),
+    ({"NUM_WARPS": 64}, "NUM_WARPS in"),
+])
+def test_launch_config_values_a_kernel_cannot_take_are_refused(backend, config, message):
+    """Tuning overrides are checked before a kernel is built from them (TPR 3 would compile a
+    wrong thread mapping, UNROLL 0 an empty loop step)."""
+    if backend == "cupy":
+        from impls.cupy._build import pick_launch_config
+    else:
+        pytest.importorskip("numba_cuda")
+        from impls.numba._launch import pick_launch_config
+    problem = DecodeProblem(32, 8, 128, (100,))
+    pick_launch_config(problem, {"TPR": 8, "UNROLL": 2})  # values it can take
+    with pytest.raises(ProblemError, match=message):
+        pick_launch_config(problem, config)
+
+
+def test_old_runs_render_without_their_retired_fields():
+    """Rows and provenance of runs made before the refactor (no config_summary, no bandwidth
+    limit recorded) render with the declared config keys and no false 'no GPU' line."""
+    from harness import results
+
+    row = {"backend": "cupy", "config": {"num_splits": 4, "tokens_per_split": 256, "GROUP": 4, "TPR": 8}}
+    assert results._config_summary(row) == "num_splits=4, TPR=8"
+    assert results._config_summary({"backend": "gone", "config": {"a": 1}}) == "a=1"
+    lines = results.provenance_lines({"gpu": "NVIDIA H200", "command": "x", "copy_bw_gbps": 4000})
+    assert not any("without a GPU" in line for line in lines)

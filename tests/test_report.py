@@ -37,7 +37,7 @@ def fake_run(folder: Path, gpu: str = "NVIDIA H200", slow: dict | None = None, n
             gbps = {"triton": 3800.0, "cupy": 3000.0, "torch-cudnn": 3900.0}[backend]
             us = p.bytes_moved / gbps / 1e3 * (1 + rng.normal(0, noise / 4)) * (slow or {}).get(impl, 1.0)
             row = {"cell": len(rows), "impl": impl, "backend": backend, "variant": variant,
-                   "problem": p.label(), "spec": p.to_dict(), "applicable": True, "vendor": vendor,
+                   "problem": p.label(), "spec": p.to_dict(), "vendor": vendor,
                    "status": "PASS", "timing": "cuda-events", "primary_mode": "cold",
                    "median_us": us, "ci_lo_us": us * (1 - noise), "ci_hi_us": us * (1 + noise),
                    "reps": 40, "gbps": p.bytes_moved / us / 1e3, "pct_peak_bw": 100 * p.bytes_moved / us / 1e3 / 4300,

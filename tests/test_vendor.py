@@ -109,7 +109,7 @@ def _row(impl, problem, us, status="PASS", vendor=False):
     backend, variant = impl.split("/")
     return {"impl": impl, "backend": backend, "variant": variant, "problem": problem,
             "status": status, "median_us": us if status == "PASS" else None, "vendor": vendor,
-            "applicable": True, "pct_peak_bw": 50.0 if us else None, "spec": {"label": problem}}
+            "pct_peak_bw": 50.0 if us else None, "spec": {"label": problem}}
 
 
 def test_vendor_ratio_is_against_the_fastest_passing_vendor_kernel_of_the_same_problem():

@@ -14,8 +14,8 @@ import functools
 import re
 from pathlib import Path
 
-from impls.common import on_torch_stream, with_overrides
-from impls.cupy import BACKEND
+from impls import common
+from impls.common import check_thread_mapping, on_torch_stream, threads_per_row, with_overrides
 from specs.problem import ProblemError
 
 HERE = Path(__file__).resolve().parent
@@ -30,31 +30,30 @@ LOAD_BYTES = 16  # one vectorised load per thread per row
 
 
 def pick_launch_config(problem, config: dict | None = None) -> dict[str, int]:
-    """-D values for ``problem`` (pure); ``config`` overrides the tunable ones (``BACKEND``).
+    """-D values for ``problem`` (pure); ``config`` overrides the tunable ones (``TPR``,
+    ``UNROLL``, ``NUM_WARPS``, ``PREFETCH``), a ``ProblemError`` when they cannot work.
 
-    Threads per row (TPR): half the power of two covering the row's 16-byte vectors, so each
-    thread takes two vectors (one shuffle level less per score; the faster choice in
-    results/nvidia-h200/sweeps/2026-11-21-cupy.log), unless the head block's q and accumulator
-    would then exceed REGISTER_FLOATS. UNROLL tokens x VPT vectors stay at UNROLL loads per
-    thread per step, so the K/V buffers fit in registers."""
+    Threads per row: ``common.threads_per_row`` (two 16-byte vectors a thread where the
+    registers allow; the faster choice in results/nvidia-h200/sweeps/2026-11-21-cupy.log).
+    UNROLL tokens x VPT vectors stay at UNROLL loads per thread per step, so the K/V buffers
+    fit in registers."""
     vec = LOAD_BYTES // problem.itemsize
     vecs_per_row = problem.head_dim // vec
     block_h = min(problem.group_size, MAX_BLOCK_H)
-    natural = min(32, 1 << (vecs_per_row - 1).bit_length())
-    tpr = natural
-    if natural > 1 and block_h * -(-vecs_per_row // (natural // 2)) * vec <= REGISTER_FLOATS:
-        tpr = natural // 2
-    tuned = with_overrides(dict(TPR=tpr, UNROLL=None, NUM_WARPS=NUM_WARPS, PREFETCH=PREFETCH),
-                           config, BACKEND)
+    tuned = with_overrides(dict(TPR=threads_per_row(vecs_per_row, vec, block_h, REGISTER_FLOATS),
+                                UNROLL=None, NUM_WARPS=NUM_WARPS, PREFETCH=PREFETCH), config)
     tpr, num_warps = tuned["TPR"], tuned["NUM_WARPS"]
     vpt = -(-vecs_per_row // tpr)
+    unroll = max(1, UNROLL // vpt) if tuned["UNROLL"] is None else tuned["UNROLL"]
+    check_thread_mapping(tpr, unroll, num_warps)
+    if tuned["PREFETCH"] not in (0, 1):
+        raise ProblemError(f"config: PREFETCH={tuned['PREFETCH']}: must be 0 or 1")
     if num_warps * block_h * problem.head_dim * 4 > SMEM_LIMIT:
         raise ProblemError(f"config: {num_warps} warps x {block_h} heads x head_dim "
                            f"{problem.head_dim} floats exceed the shared memory of the merge")
     return dict(HEAD_DIM=problem.head_dim, BLOCK_H=block_h, DTYPE_ID=DTYPE_IDS[problem.dtype],
                 IS_PAGED=int(problem.layout == "paged"), VEC=vec, TPR=tpr, VPT=vpt,
-                NUM_WARPS=num_warps, UNROLL=tuned["UNROLL"] or max(1, UNROLL // vpt),
-                PREFETCH=tuned["PREFETCH"])
+                NUM_WARPS=num_warps, UNROLL=unroll, PREFETCH=tuned["PREFETCH"])
 
 
 def step_tokens(defines: dict[str, int]) -> int:
@@ -63,8 +62,7 @@ def step_tokens(defines: dict[str, int]) -> int:
 
 
 def num_head_blocks(problem) -> int:
-    """CTAs per (sequence, KV head): the GQA group in blocks of at most MAX_BLOCK_H heads."""
-    return -(-problem.group_size // MAX_BLOCK_H)
+    return common.num_head_blocks(problem, MAX_BLOCK_H)
 
 
 def source(name: str) -> str:

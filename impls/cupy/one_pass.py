@@ -13,7 +13,7 @@ read and the index arithmetic per token are hidden behind the loads.
 
 import numpy as np
 
-from impls.common import LOG2E, require_alignment
+from impls.common import LOG2E, cache_args, require_alignment
 from impls.cupy._build import (LOAD_BYTES, get_kernel, launcher, num_head_blocks,
                                pick_launch_config, reported, view)
 from impls.registry import Launch
@@ -24,14 +24,12 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     require_alignment(inputs, LOAD_BYTES)
     defines = pick_launch_config(p, config)
     kernel = get_kernel("one_pass.cu", "decode_kernel", defines)
-    paged = p.layout == "paged"
     q, k, v = inputs.q, inputs.k, inputs.v
-    table = inputs.block_table if paged else inputs.seq_lens  # stand-in, never read as a table
+    table, stride_btb, page_size = cache_args(inputs)
     i64, i32 = np.int64, np.int32
     args = (view(q), view(k), view(v), view(inputs.seq_lens), view(table), view(out), view(lse),
             i64(q.stride(0)), i64(q.stride(1)), i64(k.stride(0)), i64(k.stride(1)), i64(k.stride(2)),
-            i64(table.stride(0) if paged else 0), i64(out.stride(0)), i64(out.stride(1)),
-            i64(lse.stride(0)), i32(p.page_size if paged else 1), i32(p.group_size),
-            i32(num_head_blocks(p)), np.float32(p.scale * LOG2E))
+            i64(stride_btb), i64(out.stride(0)), i64(out.stride(1)), i64(lse.stride(0)),
+            i32(page_size), i32(p.group_size), i32(num_head_blocks(p)), np.float32(p.scale * LOG2E))
     grid = (p.num_kv_heads * num_head_blocks(p), p.batch)
     return Launch(launcher([(kernel, grid, args)], defines), reported(defines))

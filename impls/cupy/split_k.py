@@ -13,7 +13,7 @@ kernels at short sequences.
 import numpy as np
 
 from impls import common
-from impls.common import LOG2E, SplitPolicy, new_partials, require_alignment
+from impls.common import LOG2E, SplitPolicy, cache_args, new_partials, require_alignment
 from impls.cupy._build import (LOAD_BYTES, get_kernel, launcher, num_head_blocks,
                                pick_launch_config, reported, step_tokens, view)
 from impls.registry import Launch
@@ -28,20 +28,19 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                                 p.batch * p.num_kv_heads * num_head_blocks(p))
     require_alignment(inputs, LOAD_BYTES)
     defines = pick_launch_config(p, config)
-    paged = p.layout == "paged"
     split = get_kernel("split_k.cu", "split_kernel", defines)
     combine = get_kernel("split_k.cu", "combine_kernel", defines)
     # splits start on the boundaries of a CTA's loop steps
     tokens_per_split = common.tokens_per_split(p, num_splits, step_tokens(defines))
     q, k, v = inputs.q, inputs.k, inputs.v
-    table = inputs.block_table if paged else inputs.seq_lens  # stand-in, never read as a table
+    table, stride_btb, page_size = cache_args(inputs)
     part_out, part_lse = new_partials(p, num_splits, q.device)
     i64, i32 = np.int64, np.int32
     split_args = (view(q), view(k), view(v), view(inputs.seq_lens), view(table), view(part_out),
                   view(part_lse), i64(q.stride(0)), i64(q.stride(1)), i64(k.stride(0)),
-                  i64(k.stride(1)), i64(k.stride(2)), i64(table.stride(0) if paged else 0),
-                  i32(p.page_size if paged else 1), i32(p.group_size), i32(num_head_blocks(p)),
-                  i32(p.num_q_heads), i32(tokens_per_split), np.float32(p.scale * LOG2E))
+                  i64(k.stride(1)), i64(k.stride(2)), i64(stride_btb), i32(page_size),
+                  i32(p.group_size), i32(num_head_blocks(p)), i32(p.num_q_heads),
+                  i32(tokens_per_split), np.float32(p.scale * LOG2E))
     combine_args = (view(part_out), view(part_lse), view(out), view(lse), i32(num_splits),
                     i64(out.stride(0)), i64(out.stride(1)), i64(lse.stride(0)))
     run = launcher([(split, (p.num_kv_heads * num_head_blocks(p), p.batch, num_splits), split_args),

@@ -25,8 +25,8 @@ import torch
 from impls.registry import Launch, Unavailable, Unsupported
 
 WORKSPACE_BYTES = 128 << 20  # FlashInfer's recommended float workspace (split-KV partials)
-# GQA groups from this size take the tensor-core path: SGLang's rule, and the faster path at group
-# 4 on Hopper; the CUDA-core kernel also only exists for groups 1, 2, 3, 4, 6, 8 and 16.
+# GQA groups from this size take the tensor-core path (SGLang's rule); the CUDA-core kernel also
+# only exists for groups 1, 2, 3, 4, 6, 8 and 16.
 TENSOR_CORE_MIN_GROUP = 4
 # Dense cache viewed as pages: the largest of these dividing its rows (specs.inputs makes the row
 # count a multiple of 64, so 64 unless a caller's cache is shaped otherwise).

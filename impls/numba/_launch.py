@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from impls import common
-from impls.common import LOG2E, new_partials, on_torch_stream, with_overrides
-from impls.numba import BACKEND
+from impls.common import (LOG2E, cache_args, check_thread_mapping, new_partials, on_torch_stream,
+                          threads_per_row, with_overrides)
 from impls.numba._compat import SIMULATOR, cuda
 from impls.numba._kernels import LOAD_BYTES, OUT_FLOAT32, OUT_KINDS, Config, build
 from specs.problem import ProblemError
@@ -49,32 +49,26 @@ SIM_SWITCH_INTERVAL_S = 5e-4
 def pick_launch_config(problem, config: dict | None = None, out_float32: bool = False,
                        simulator: bool = SIMULATOR) -> Config:
     """Compile-time parameters for ``problem`` (pure); ``config`` overrides the tunable ones
-    (``BACKEND``; a ``ProblemError`` when they cannot work). Threads per row (TPR): half the power
-    of two covering the row's 8-byte vectors, so each lane takes two, unless the head block's q
-    and accumulator would then exceed REGISTER_FLOATS per thread (then one per lane). Warps:
-    NUM_WARPS, halved until the cross-warp merge fits the shared memory (a block of 8 heads at
-    head_dim 256 takes 4). ``out_float32``: the kernel writes float32 split partials."""
+    (``TPR``, ``UNROLL``, ``NUM_WARPS``, ``MIN_BLOCKS``), a ``ProblemError`` when they cannot
+    work. Threads per row: ``common.threads_per_row`` (two 8-byte vectors a lane where the
+    registers allow). Warps: NUM_WARPS, halved until the cross-warp merge fits the shared memory
+    (a block of 8 heads at head_dim 256 takes 4). ``out_float32``: the kernel writes float32
+    split partials."""
     vec = LOAD_BYTES // problem.itemsize
     vecs_per_row = problem.head_dim // vec
     block_h = min(problem.group_size, MAX_BLOCK_H)
-    natural = min(32, 1 << (vecs_per_row - 1).bit_length())
     if simulator:
-        tpr, num_warps = min(SIM_TPR, natural), SIM_NUM_WARPS
+        tpr, num_warps = min(SIM_TPR, 1 << (vecs_per_row - 1).bit_length()), SIM_NUM_WARPS
     else:
-        tpr, num_warps = natural, NUM_WARPS
-        if natural > 1 and block_h * -(-vecs_per_row // (natural // 2)) * vec <= REGISTER_FLOATS:
-            tpr = natural // 2
+        tpr, num_warps = threads_per_row(vecs_per_row, vec, block_h, REGISTER_FLOATS), NUM_WARPS
         while num_warps > 1 and merge_smem_bytes(num_warps, block_h, problem.head_dim) > SMEM_LIMIT:
             num_warps //= 2
-    tuned = with_overrides(dict(TPR=tpr, UNROLL=None, NUM_WARPS=num_warps, MIN_BLOCKS=None),
-                           config, BACKEND)
+    tuned = with_overrides(dict(TPR=tpr, UNROLL=None, NUM_WARPS=num_warps, MIN_BLOCKS=None), config)
     tpr, num_warps, unroll = tuned["TPR"], tuned["NUM_WARPS"], tuned["UNROLL"]
     vpt = -(-vecs_per_row // tpr)
     if unroll is None:
         unroll = SIM_UNROLL if simulator else max(1, LOADS_PER_STEP // vpt)
-    if tpr not in (1, 2, 4, 8, 16, 32) or unroll < 1 or num_warps < 1:
-        raise ProblemError(f"config: TPR={tpr}, UNROLL={unroll}, NUM_WARPS={num_warps}: TPR must "
-                           "be a power of two <= 32, UNROLL and NUM_WARPS >= 1")
+    check_thread_mapping(tpr, unroll, num_warps)
     if merge_smem_bytes(num_warps, block_h, problem.head_dim) > SMEM_LIMIT:
         raise ProblemError(f"config: {num_warps} warps x {block_h} heads x head_dim "
                            f"{problem.head_dim}: the merge needs more than {SMEM_LIMIT} bytes of "
@@ -95,8 +89,7 @@ def merge_smem_bytes(num_warps: int, block_h: int, head_dim: int) -> int:
 
 
 def num_head_blocks(problem) -> int:
-    """Blocks per (sequence, KV head): the GQA group in blocks of at most MAX_BLOCK_H heads."""
-    return -(-problem.group_size // MAX_BLOCK_H)
+    return common.num_head_blocks(problem, MAX_BLOCK_H)
 
 
 def as_vectors(t: torch.Tensor) -> torch.Tensor:
@@ -149,12 +142,10 @@ def plan(inputs, out: torch.Tensor, lse: torch.Tensor, num_splits: int | None,
     otherwise ``num_splits`` token ranges of ``tokens_per_split`` tokens each write float32
     partials, then the combine kernel. Returns (launches, config to report)."""
     p = inputs.problem
-    paged = p.layout == "paged"
-    # the dense layout reads no block table: seq_lens stands in
-    table = inputs.block_table if paged else inputs.seq_lens.view(-1, 1)
+    table, _, page_size = cache_args(inputs)
     q, k, v = (device_array(as_vectors(t)) for t in (inputs.q, inputs.k, inputs.v))
-    cache_args = (device_array(inputs.seq_lens), device_array(table))
-    scalars = (num_head_blocks(p), p.group_size, p.page_size if paged else 1)
+    lengths_and_table = (device_array(inputs.seq_lens), device_array(table))
+    scalars = (num_head_blocks(p), p.group_size, page_size)
     qk_scale = np.float32(p.scale * LOG2E)
     out4 = device_array(out.unsqueeze(2))
     lse3 = device_array(lse.unsqueeze(2))
@@ -163,8 +154,8 @@ def plan(inputs, out: torch.Tensor, lse: torch.Tensor, num_splits: int | None,
         c = pick_launch_config(p, config)
         decode_kernel, _ = build(c)
         launches = [(decode_kernel, grid, c.NUM_THREADS,
-                     (q, k, v, *cache_args, out4, lse3, *scalars, p.max_seq_len, qk_scale))]
-        return launches, _report(c)
+                     (q, k, v, *lengths_and_table, out4, lse3, *scalars, p.max_seq_len, qk_scale))]
+        return launches, reported(c)
     c = pick_launch_config(p, config, out_float32=True)
     final = pick_launch_config(p, config)
     decode_kernel, _ = build(c)
@@ -174,13 +165,16 @@ def plan(inputs, out: torch.Tensor, lse: torch.Tensor, num_splits: int | None,
     po, pl = device_array(part_out), device_array(part_lse)
     launches = [
         (decode_kernel, grid, c.NUM_THREADS,
-         (q, k, v, *cache_args, po, pl, *scalars, tokens_per_split, qk_scale)),
+         (q, k, v, *lengths_and_table, po, pl, *scalars, tokens_per_split, qk_scale)),
         (combine_kernel, (p.num_q_heads, p.batch), final.NUM_THREADS,
          (po, pl, out4, lse3, num_splits)),
     ]
     # the partials live as long as the launches: numba's views keep their tensors referenced
-    return launches, {**_report(c), "num_splits": num_splits, "tokens_per_split": tokens_per_split}
+    return launches, {**reported(c), "num_splits": num_splits, "tokens_per_split": tokens_per_split}
 
 
-def _report(c: Config) -> dict:
-    return {"BLOCK_H": c.BLOCK_H, "TPR": c.TPR, "UNROLL": c.UNROLL, "NUM_WARPS": c.NUM_WARPS}
+REPORTED = ("BLOCK_H", "TPR", "UNROLL", "NUM_WARPS")  # what Launch.config records
+
+
+def reported(c: Config) -> dict:
+    return {key: getattr(c, key) for key in REPORTED}

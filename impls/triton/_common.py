@@ -21,7 +21,6 @@ import triton.language as tl
 
 from impls.common import LN2 as _LN2
 from impls.common import with_overrides
-from impls.triton import BACKEND
 
 LN2 = tl.constexpr(_LN2)
 
@@ -141,7 +140,7 @@ MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V 
 TILE_PAIR_BYTES = 64 * 1024  # K + V tile of one pipeline stage: wider rows get fewer tokens
 NUM_WARPS = 4  # one warpgroup: enough to issue the tile loads of a memory-bound loop
 NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one is consumed
-SHOWN = ("BLOCK_N", "BLOCK_H", "num_warps", "num_stages")  # reported in Launch.config
+REPORTED = ("BLOCK_N", "BLOCK_H", "num_warps", "num_stages")  # what Launch.config records
 
 
 def interpreting() -> bool:
@@ -151,7 +150,7 @@ def interpreting() -> bool:
 
 def pick_launch_config(problem, config: dict | None = None) -> dict:
     """Compile-time shape of the kernels for ``problem`` (no device query); ``config``
-    overrides the tunable ones (``BACKEND``)."""
+    overrides the tunable ones (``BLOCK_N``, ``num_warps``, ``num_stages``)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.itemsize)  # tokens in one stage's K+V
     defaults = dict(
@@ -164,9 +163,5 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
         num_warps=NUM_WARPS,
         num_stages=NUM_STAGES,
     )
-    return with_overrides(defaults, config, BACKEND)
+    return with_overrides(defaults, config)
 
-
-def kv_strides(k, table, paged: bool) -> tuple:
-    """(stride_kp, stride_kt, stride_kh, stride_btb) of the cache in either layout."""
-    return k.stride(0), k.stride(1), k.stride(2), table.stride(0) if paged else 0

@@ -14,9 +14,9 @@ pages add block-table reads and shorter contiguous runs.
 import triton
 import triton.language as tl
 
-from impls.common import LOG2E
+from impls.common import LOG2E, cache_args
 from impls.registry import Launch
-from impls.triton._common import SHOWN, attend, kv_strides, pick_launch_config, store_group
+from impls.triton._common import REPORTED, attend, pick_launch_config, store_group
 
 
 # runtime ints that vary per problem are not specialised (fewer recompiles, same code)
@@ -45,14 +45,13 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     cfg = pick_launch_config(p, config)
     paged = p.layout == "paged"
     q, k, v = inputs.q, inputs.k, inputs.v
-    table = inputs.block_table if paged else inputs.seq_lens  # stand-in, never read as a table
+    table, stride_btb, page_size = cache_args(inputs)
     grid = (p.batch, p.num_kv_heads)
     args = (q, k, v, inputs.seq_lens, table, out, lse,
-            q.stride(0), q.stride(1), *kv_strides(k, table, paged),
-            out.stride(0), out.stride(1), lse.stride(0),
-            p.page_size if paged else 1, p.group_size, p.scale * LOG2E)
+            q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), stride_btb,
+            out.stride(0), out.stride(1), lse.stride(0), page_size, p.group_size, p.scale * LOG2E)
 
     def run():
         decode_kernel[grid](*args, IS_PAGED=paged, **cfg)
 
-    return Launch(run, {key: cfg[key] for key in SHOWN})
+    return Launch(run, {key: cfg[key] for key in REPORTED})

@@ -17,9 +17,9 @@ import triton
 import triton.language as tl
 
 from impls import common
-from impls.common import LOG2E, SplitPolicy, new_partials
+from impls.common import LOG2E, SplitPolicy, cache_args, new_partials
 from impls.registry import Launch
-from impls.triton._common import SHOWN, attend, kv_strides, pick_launch_config, store_group
+from impls.triton._common import REPORTED, attend, pick_launch_config, store_group
 
 # One wave of programs over the SMs (results/nvidia-h200/sweeps/2026-11-21-triton.log).
 SPLITS = SplitPolicy(waves=1)
@@ -95,13 +95,13 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     tokens_per_split = common.tokens_per_split(p, num_splits, cfg["BLOCK_N"])
     paged = p.layout == "paged"
     q, k, v = inputs.q, inputs.k, inputs.v
-    table = inputs.block_table if paged else inputs.seq_lens  # stand-in, never read as a table
+    table, stride_btb, page_size = cache_args(inputs)
     part_out, part_lse = new_partials(p, num_splits, q.device)
     part_strides = (part_out.stride(0), part_out.stride(1), part_out.stride(2),
                     part_lse.stride(0), part_lse.stride(1))
     split_args = (q, k, v, inputs.seq_lens, table, part_out, part_lse,
-                  q.stride(0), q.stride(1), *kv_strides(k, table, paged), *part_strides,
-                  p.page_size if paged else 1, p.group_size, p.scale * LOG2E, tokens_per_split)
+                  q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), stride_btb,
+                  *part_strides, page_size, p.group_size, p.scale * LOG2E, tokens_per_split)
     combine_args = (part_out, part_lse, out, lse, *part_strides, out.stride(0), out.stride(1),
                     lse.stride(0), num_splits)
     split_grid = (p.batch, p.num_kv_heads, num_splits)
@@ -115,4 +115,4 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
         combine_kernel[combine_grid](*combine_args, **combine_cfg)
 
     return Launch(run, {"num_splits": num_splits, "tokens_per_split": tokens_per_split,
-                        **{key: cfg[key] for key in SHOWN}})
+                        **{key: cfg[key] for key in REPORTED}})
