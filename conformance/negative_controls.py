@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from impls.registry import Backend, Capabilities, Impl, Launch
@@ -132,6 +133,43 @@ def unweighted_split_combine(inputs, out, lse, num_splits: int | None = None) ->
     return Launch(run)
 
 
+def drop_last_chunk_of_longest(split_plan, seq_lens):
+    """A planner bug: the longest sequence loses its last work item."""
+    from impls import plan as planner
+
+    longest = int(np.argmax(seq_lens))
+    mine = np.flatnonzero(split_plan.items[:, 0] == longest)
+    last = mine[np.argmax(split_plan.items[mine, 2])]
+    return planner.SplitPlan(split_plan.chunk, np.delete(split_plan.items, last, axis=0),
+                             split_plan.merge_seqs, split_plan.merge_indptr)
+
+
+def planned_split_dropping_last_chunk(inputs, out, lse, num_splits: int | None = None) -> Launch:
+    """Split-K over impls.plan's work items whose planner drops the longest sequence's last chunk."""
+    from impls import plan as planner
+
+    p = inputs.problem
+    # 4 programs and 16-token granules: small CI problems are split too
+    split_plan = drop_last_chunk_of_longest(
+        planner.plan(p.seq_lens, p.num_kv_heads, 4, 16, num_splits=num_splits), p.seq_lens)
+
+    def run():
+        for b in range(p.batch):
+            parts = []
+            for _, start, end, _ in split_plan.items[split_plan.items[:, 0] == b]:
+                k, v = _rows(inputs, b, int(end))
+                parts.append(_attend(inputs.q[b], k[int(start):], v[int(start):], p.scale,
+                                     lambda h: h // p.group_size))
+            if parts:  # a sequence left with no item is never written
+                lses = torch.stack([part_lse for _, part_lse in parts])
+                total = torch.logsumexp(lses, 0)
+                weights = torch.exp(lses - total)[..., None]
+                out[b] = (torch.stack([o for o, _ in parts]) * weights).sum(0).to(out.dtype)
+                lse[b] = total
+
+    return Launch(run)
+
+
 @dataclass(frozen=True)
 class Control:
     """A deliberately wrong implementation and the properties that must reject it."""
@@ -160,6 +198,9 @@ CONTROLS: list[Control] = [
              ("matches_reference", "batch_permutation")),
     _control("low-precision-accumulation", "low_precision_accumulation", ("matches_reference",)),
     _control("unweighted-split-combine", "unweighted_split_combine",
+             ("matches_reference", "split_invariance"), algorithm="split-k",
+             options=("num_splits",)),
+    _control("plan-drops-last-chunk", "planned_split_dropping_last_chunk",
              ("matches_reference", "split_invariance"), algorithm="split-k",
              options=("num_splits",)),
 ]

@@ -21,7 +21,7 @@ ROW_PROVENANCE = ("gpu", "driver", "commit", "timestamp")
 CSV_FIELDS = ("backend", "variant", "algorithm", "problem", "status", "reason", "out_max_err",
               "out_err_ratio", "lse_max_err", "lse_err_ratio", "median_us", "ci_lo_us", "ci_hi_us",
               "p20_us", "p80_us", "reps", "cold_stop", "graph_us", "graph_ci_us", "graph_note",
-              "wall_us", "wall_ci_us", "launch_us", "launch_ci_us", "launch_note", "rank", "tied",
+              "wall_us", "wall_ci_us", "launch_us", "launch_ci_us", "launch_note", "plan_us", "rank", "tied",
               "bytes", "gbps", "pct_peak_bw", "vs_vendor", "vendor_best", "vendor_best_us",
               "first_call_ms", "timing", "config", "spec") + ROW_PROVENANCE
 
@@ -106,7 +106,8 @@ def _cell_status(r: dict) -> str:
 
 
 TABLE_COLUMNS = ("problem", "variant", "status", "cold us [95% CI]", "graph us", "wall us",
-                 "launch us", "GB/s", "% BW", "rank", "vs vendor", "1st call ms", "config / reason")
+                 "launch us", "plan us", "GB/s", "% BW", "rank", "vs vendor", "1st call ms",
+                 "config / reason")
 
 
 def _table_row(r: dict) -> list[str]:
@@ -122,7 +123,8 @@ def _table_row(r: dict) -> list[str]:
         if r.get("primary_mode") not in (None, "cold"):
             primary += f" ({r['primary_mode']})"
     return [r["problem"], r["variant"], _cell_status(r), primary, _mode_cell(r, "graph"),
-            _mode_cell(r, "wall"), _mode_cell(r, "launch"), _fmt(r.get("gbps"), ".0f"),
+            _mode_cell(r, "wall"), _mode_cell(r, "launch"), _fmt(r.get("plan_us"), ".1f"),
+            _fmt(r.get("gbps"), ".0f"),
             _fmt(r.get("pct_peak_bw"), ".1f"), rank_text(r), _fmt(r.get("vs_vendor"), ".2f"),
             _fmt(r.get("first_call_ms"), ".0f"), note[:90]]
 
@@ -310,7 +312,9 @@ COLUMNS_NOTE = (
     "median, or a cap); 'graph' the same call replayed from a CUDA graph (launch gaps removed); "
     "'wall' host wall-clock of a call plus a sync; 'launch' the host time for the call to return "
     "while the GPU is busy (dispatch and launch overhead; '!' marks a note, 'n/a' a mode the call "
-    "does not support). GB/s and % BW from the cold figure. 'rank' on the problem: 1 + the rows "
+    "does not support). 'plan us': the host time of the work a serving loop redoes per batch "
+    "before the call (a split plan and its device tensors, a library's plan), median, apart from "
+    "the timed call. GB/s and % BW from the cold figure. 'rank' on the problem: 1 + the rows "
     "faster beyond doubt (intervals apart); '=' marks a tie (overlapping intervals). 'vs vendor' "
     "is the fastest vendor kernel's time on the same problem over this row's: > 1 is faster than "
     "all of them. '1st call ms' is set-up plus the first launch, synced (JIT compilation "

@@ -33,7 +33,7 @@ import torch
 
 from conformance.checks import check
 from harness import results
-from harness.timing import MODES, CpuTimer, GpuTimer, Timing
+from harness.timing import MODES, CpuTimer, GpuTimer, Timing, time_plan
 from impls import registry
 from impls.registry import Impl, Unsupported
 from specs.inputs import default_device, make_inputs
@@ -113,6 +113,8 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
         except Exception as e:
             return {**row, "status": "ERROR", "reason": f"timing: {type(e).__name__}: {e}"[:ERROR_TEXT_LIMIT]}
         row.update(timing_fields(timings))
+        if checked.run.launch.plan is not None:
+            row["plan_us"] = round(time_plan(checked.run.launch.plan).median, 1)
         if inputs.device.type == "cuda" and row.get("primary_mode") in ("cold", "graph"):
             gbps = problem.bytes_moved / (row["median_us"] * 1e-6) / 1e9
             row["gbps"] = round(gbps, 1)

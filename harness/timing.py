@@ -222,6 +222,26 @@ def capture(run: Callable[[], object]) -> "torch.cuda.CUDAGraph":
     return graph
 
 
+PLAN_REPS = 30  # host planning is microseconds: a fixed count, the median of it
+
+
+def time_plan(plan: Callable[[], object], reps: int = PLAN_REPS) -> Estimate:
+    """Host time of a launch's ``plan`` (what a serving loop redoes per batch: a split plan from
+    the host lengths and its device tensors), with the device idle before each call; on a CPU
+    as on a GPU, since it is host work."""
+    samples = []
+    with quiet_host():
+        for _ in range(reps):
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            plan()
+            samples.append((time.perf_counter() - start) * 1e6)
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return estimate(samples)
+
+
 class CpuTimer:
     method = "cpu wall-clock (interpreter/simulator: not a performance figure)"
 

@@ -70,6 +70,9 @@ class Launch:
     # sum of P), so the LSE is good to the dtype's roundoff, not float32's: the check allows that
     # (specs.tolerance) and the harness reports it.
     lse_rounded_sum: bool = False
+    # Host work a serving loop redoes for every batch (a split plan from the host lengths, and
+    # its device tensors), apart from run(): the harness times it in its own column.
+    plan: Callable[[], Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,29 @@ def _ragged(quick: bool = False) -> list[DecodeProblem]:
 
 MODEL_CELLS = [(1, 32768), (16, 1024), (16, 4096), (16, 16384)]  # a line against seq_len per shape
 
+# Batches that stress how a split-K kernel schedules its work (a plan per batch, not per kernel):
+# one long sequence among many short ones (a uniform split sized from the longest wastes every
+# short one's programs; no split leaves the long one as the tail), bimodal lengths, log-normal
+# ragged batches from 8 to 256 sequences (median 2k, max 32k), and batch 1 up to 128k tokens
+# (one 128k sequence of Llama-3-8B is 256 MB of KV per layer: where split-K must fill the GPU).
+SCHED_RAGGED_BATCHES = (8, 32, 128, 256)
+SCHED_BATCH1 = (4096, 16384, 65536, 131072)
+
+
+def bimodal_lengths(batch: int, short: int, long: int, seed: int) -> tuple[int, ...]:
+    """Half the batch at ``short`` tokens, half at ``long``, in a seeded order."""
+    lens = [short] * (batch - batch // 2) + [long] * (batch // 2)
+    random.Random(seed).shuffle(lens)
+    return tuple(lens)
+
+
+def _sched() -> list[DecodeProblem]:
+    batches = [(32768,) + (512,) * 63, bimodal_lengths(32, 512, 16384, seed=4)]
+    batches += [ragged_lengths(b, 2048, 32768, seed=10 + b) for b in SCHED_RAGGED_BATCHES]
+    batches += [(n,) for n in SCHED_BATCH1]
+    return [p for lens in batches
+            for p in _both_layouts(lambda lay: model_problem("llama3-8b", lens, lay))]
+
 
 def _models() -> list[DecodeProblem]:
     return [model_problem(m, [s] * b, "paged") for m in MODELS for b, s in MODEL_CELLS]
@@ -107,6 +130,9 @@ WORKLOADS: dict[str, tuple[str, Callable[[bool], list[DecodeProblem]]]] = {
                lambda quick: _grid([(1, 4096), (1, 8192), (1, 16384), (1, 32768)])),
     "long": ("Llama-3-8B bf16, 1 x 128k tokens, dense and paged",
              lambda quick: _grid([(1, 131072)])),
+    "sched": ("Llama-3-8B bf16, batches that stress split-K scheduling: 1 x 32k + 63 x 512, "
+              "bimodal 512/16k, log-normal ragged batches of 8-256 sequences, 1 x 4k-128k; dense "
+              "and paged", lambda quick: _sched()),
     "cpu": ("small problems of every shape class, sized for the CPU interpreters",
             lambda quick: _cpu()[:4] if quick else _cpu()),
 }

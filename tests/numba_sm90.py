@@ -1,7 +1,7 @@
 """Compile every Numba kernel specialisation the launchers ask for to sm_90 PTX, no GPU needed.
 
 Run as ``NUMBA_ENABLE_CUDASIM=0 python -m tests.numba_sm90 OUTDIR`` (test_numba_sm90.py does).
-The real ``plan()`` runs on CPU tensors with numpy views in place of ``cuda.as_cuda_array`` and
+The real ``launches_for()`` runs on CPU tensors with numpy views in place of ``cuda.as_cuda_array`` and
 a recorder in place of the launcher, so the argument types are the ones a GPU launch passes;
 each kernel is then compiled by numba-cuda (NVVM, via the ``nvrtc``/``nvvm`` packages of the
 ``numba`` extra) for compute capability 9.0. numba-cuda asks the current device for the
@@ -23,6 +23,7 @@ import torch  # noqa: E402
 from impls.numba import _compat  # noqa: E402  (the numpy alias first)
 import numba.cuda.dispatcher as dispatcher  # noqa: E402
 
+from impls import plan as planner  # noqa: E402
 from impls.numba import _launch  # noqa: E402
 from specs.inputs import make_inputs  # noqa: E402
 from specs.problem import DecodeProblem  # noqa: E402
@@ -57,8 +58,10 @@ def main(outdir: Path) -> None:
         inputs = make_inputs(p, 0)
         out = torch.empty(p.batch, p.num_q_heads, p.head_dim, dtype=inputs.q.dtype)
         lse = torch.empty(p.batch, p.num_q_heads, dtype=torch.float32)
-        for splits in (None, 4):
-            launches, _ = _launch.plan(inputs, out, lse, num_splits=splits)
+        for split_plan in (planner.whole_sequences(p.seq_lens),
+                           planner.plan(p.seq_lens, p.num_kv_heads, 4, 16, num_splits=4)):
+            splits = split_plan.num_items
+            launches, _ = _launch.launches_for(inputs, out, lse, split_plan)
             for kernel, _grid, _block, args in launches:
                 sig = tuple(numba.typeof(a) for a in args)
                 key = (kernel.py_func.__qualname__, id(kernel), sig)
@@ -72,7 +75,7 @@ def main(outdir: Path) -> None:
                 local = sum(op in line for line in ptx.splitlines()
                             for op in ("ld.local", "st.local"))
                 f64 = sum(".f64" in line for line in ptx.splitlines())
-                print(n, kernel.py_func.__name__, p.label().replace(" ", "_"), f"splits={splits}",
+                print(n, kernel.py_func.__name__, p.label().replace(" ", "_"), f"items={splits}",
                       f"local={local} f64={f64} shfl={ptx.count('shfl.sync')}", flush=True)
 
 

@@ -19,13 +19,11 @@ def test_numba_tile_choice_fits_every_supported_problem():
             for group in (1, 2, 3, 4, 6, 7, 8, 16):
                 p = DecodeProblem(group, 1, head_dim, (5,), dtype=dtype)
                 for simulator in (False, True):
-                    for out_float32 in (False, True):
-                        c = _launch.pick_launch_config(p, out_float32=out_float32,
-                                                       simulator=simulator)
-                        # acc, m_i and l_i of every warp and head, as the kernel declares them
-                        smem = c.NUM_WARPS * c.BLOCK_H * (head_dim + 2) * 4
-                        assert smem <= 48 * 1024, (c, smem)
-                        assert c.TPR in (1, 2, 4, 8, 16, 32) and c.UNROLL >= 1 and c.STEP > 0
+                    c = _launch.pick_launch_config(p, simulator=simulator)
+                    # acc, m_i and l_i of every warp and head, as the kernel declares them
+                    smem = c.NUM_WARPS * c.BLOCK_H * (head_dim + 2) * 4
+                    assert smem <= 48 * 1024, (c, smem)
+                    assert c.TPR in (1, 2, 4, 8, 16, 32) and c.UNROLL >= 1 and c.STEP > 0
 
 
 def test_fp16_bits_convert_exactly():

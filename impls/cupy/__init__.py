@@ -9,7 +9,7 @@ BACKEND = Backend(
     compiles="NVRTC on the first use of each kernel specialisation; cached on disk (CUPY_CACHE_DIR)",
     packages=("cupy-cuda13x", "cupy-cuda12x"),
     jit_cache_env=("CUPY_CACHE_DIR",),
-    shown_config=("num_splits", "TPR"),
+    shown_config=("chunk", "num_items", "merges", "TPR"),
     tunable=("TPR", "UNROLL", "NUM_WARPS", "PREFETCH"),
 )
 
@@ -21,5 +21,6 @@ IMPLS = [
          summary="CTA per (kv head, <= 8 query heads, sequence), 16 B loads, shuffles; paged: "
                  "per-token page lookup (any page size)"),
     Impl(BACKEND, "split-k", "impls.cupy.split_k", CAPS, options=("num_splits", "config"),
-         summary="flash-decoding: CTAs per split write (out, lse) partials, a CUDA combine"),
+         summary="flash-decoding over a balanced plan (impls.plan): CTAs per work item, split "
+                 "sequences write (out, lse) partials a CUDA kernel merges"),
 ]

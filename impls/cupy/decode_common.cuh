@@ -91,19 +91,33 @@ __device__ __forceinline__ long long kv_row_offset(int pid_b, int t, const int* 
 #endif
 }
 
-// Attention of heads [head0, head0 + n_heads) (n_heads <= BLOCK_H) over tokens [start, end),
-// stored normalised to out_ptr + h * stride_oh + d (OutT: the input dtype for a final
-// result, float for a split-K partial) and lse_ptr + h * stride_lh. An empty range stores
-// 0 and -inf (a split past the end of a short sequence).
-template <typename OutT>
+// Each warp's online-softmax state at the end of attend(), for store_result() to merge.
+__shared__ float sm_m[NUM_WARPS][BLOCK_H];
+__shared__ float sm_l[NUM_WARPS][BLOCK_H];
+__shared__ float sm_acc[NUM_WARPS][BLOCK_H][HEAD_DIM];
+
+// Where a CTA's results go, from its first head on: the final out (input dtype) or, for a piece
+// of a split sequence, a float32 partial (part_out set; the choice is the same for the whole CTA).
+struct Dest {
+    scalar_t* out;
+    float* part_out;
+    long long stride_oh;  // between heads, in elements of the one written
+    float* lse;
+    __device__ __forceinline__ void store(int h, int d, float o) const {
+        if (part_out) store_value(part_out + h * stride_oh + d, o);
+        else store_value(out + h * stride_oh + d, o);
+    }
+};
+
+// Attention of heads [head0, head0 + n_heads) (n_heads <= BLOCK_H) over tokens [start, end): each
+// warp's state left in shared memory (sm_m, sm_l, sm_acc) for store_result(). The destination is
+// chosen after the loop, so it holds no registers while the K/V stream runs.
 __device__ __forceinline__ void attend(
     const scalar_t* __restrict__ q_ptr, const scalar_t* __restrict__ k_ptr,
     const scalar_t* __restrict__ v_ptr, const int* __restrict__ block_table_ptr,
     int pid_b, int pid_kvh, int head0, int n_heads, int start, int end,
     long long stride_qb, long long stride_qh, long long stride_kp, long long stride_kt,
-    long long stride_kh, long long stride_btb, int page_size, float qk_scale,
-    OutT* __restrict__ out_ptr, long long stride_oh, float* __restrict__ lse_ptr,
-    long long stride_lh) {
+    long long stride_kh, long long stride_btb, int page_size, float qk_scale) {
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int lane_in_row = lane % TPR;
@@ -256,11 +270,7 @@ __device__ __forceinline__ void attend(
         }
     }
 
-    // ... and the warps' states are merged in shared memory:
-    // O = sum_w exp2(m_w - M) acc_w / sum_w exp2(m_w - M) l_w.
-    __shared__ float sm_m[NUM_WARPS][BLOCK_H];
-    __shared__ float sm_l[NUM_WARPS][BLOCK_H];
-    __shared__ float sm_acc[NUM_WARPS][BLOCK_H][HEAD_DIM];
+    // ... and each warp's state goes to shared memory for store_result() to merge
     if (lane < TPR) {
 #pragma unroll
         for (int h = 0; h < BLOCK_H; ++h) {
@@ -278,6 +288,11 @@ __device__ __forceinline__ void attend(
         }
     }
     __syncthreads();
+}
+
+// The warps' states merged, O = sum_w exp2(m_w - M) acc_w / sum_w exp2(m_w - M) l_w, normalised,
+// stored to ``dest`` (out and one LSE per head); a range that held no token stores 0 and -inf.
+__device__ __forceinline__ void store_result(const Dest& dest, int n_heads) {
     for (int idx = threadIdx.x; idx < n_heads * HEAD_DIM; idx += NUM_THREADS) {
         const int h = idx / HEAD_DIM;
         const int d = idx % HEAD_DIM;
@@ -296,7 +311,7 @@ __device__ __forceinline__ void attend(
             o = sum_o / sum_l;
             lse = (big + log2f(sum_l)) * LN2;
         }
-        store_value(out_ptr + h * stride_oh + d, o);
-        if (d == 0) lse_ptr[h * stride_lh] = lse;
+        dest.store(h, d, o);
+        if (d == 0) dest.lse[h] = lse;
     }
 }

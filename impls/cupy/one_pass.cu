@@ -18,9 +18,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS) decode_kernel(
     const int pid_b = blockIdx.y;
     const int head0 = pid_kvh * group_size + pid_hb * BLOCK_H;
     const int n_heads = min(BLOCK_H, group_size - pid_hb * BLOCK_H);
-    attend<scalar_t>(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, head0, n_heads, 0,
-                     seq_lens_ptr[pid_b], stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
-                     stride_btb, page_size, qk_scale,
-                     out_ptr + pid_b * stride_ob + head0 * stride_oh, stride_oh,
-                     lse_ptr + pid_b * stride_lb + head0, 1);
+    attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, head0, n_heads, 0,
+           seq_lens_ptr[pid_b], stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb,
+           page_size, qk_scale);
+    store_result(Dest{out_ptr + pid_b * stride_ob + head0 * stride_oh, nullptr, stride_oh,
+                      lse_ptr + pid_b * stride_lb + head0}, n_heads);
 }

@@ -84,10 +84,13 @@ def _prepare(inputs, out, num_splits: int) -> Launch:
     cu_seqlens_q = torch.arange(p.batch + 1, dtype=torch.int32, device=inputs.device)
     max_seqlen_k = p.max_seq_len if paged else inputs.k.shape[1]  # dense: the rows of the batch
     table = inputs.block_table if paged else None
-    metadata = fa.get_scheduler_metadata(
-        p.batch, 1, max_seqlen_k, p.num_q_heads, p.num_kv_heads, p.head_dim, inputs.seq_lens,
-        qkv_dtype=inputs.q.dtype, cu_seqlens_q=cu_seqlens_q,
-        page_size=p.page_size if paged else None, num_splits=num_splits)
+    def plan():  # FA3's split plan for the batch, which a serving loop redoes per step
+        return fa.get_scheduler_metadata(
+            p.batch, 1, max_seqlen_k, p.num_q_heads, p.num_kv_heads, p.head_dim, inputs.seq_lens,
+            qkv_dtype=inputs.q.dtype, cu_seqlens_q=cu_seqlens_q,
+            page_size=p.page_size if paged else None, num_splits=num_splits)
+
+    metadata = plan()
 
     def run():
         o, lse = fa.flash_attn_varlen_func(
@@ -96,7 +99,7 @@ def _prepare(inputs, out, num_splits: int) -> Launch:
             scheduler_metadata=metadata, num_splits=num_splits, fa_version=3)
         return o, lse.t()  # LSE [Hq, B] -> a [B, Hq] view
 
-    return Launch(run, {"num_splits": num_splits or "FA3's heuristic"})
+    return Launch(run, {"num_splits": num_splits or "FA3's heuristic"}, plan=plan)
 
 
 def prepare_one_pass(inputs, out, lse) -> Launch:

@@ -76,9 +76,12 @@ def _prepare(inputs, split_kv: bool) -> Launch:
     wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD",
                                                             use_tensor_cores=tensor_cores)
     indptr, indices, last_page_len, page_size, cache = _csr(inputs)
-    wrapper.plan(indptr, indices, last_page_len, p.num_q_heads, p.num_kv_heads, p.head_dim,
-                 page_size, q_data_type=dtype, kv_data_type=dtype, sm_scale=p.scale,
-                 disable_split_kv=not split_kv)
+    def plan():  # what a serving loop redoes per batch (it syncs with the host)
+        wrapper.plan(indptr, indices, last_page_len, p.num_q_heads, p.num_kv_heads, p.head_dim,
+                     page_size, q_data_type=dtype, kv_data_type=dtype, sm_scale=p.scale,
+                     disable_split_kv=not split_kv)
+
+    plan()
 
     def run():
         return wrapper.run(inputs.q, cache, return_lse=True)
@@ -88,7 +91,7 @@ def _prepare(inputs, split_kv: bool) -> Launch:
               "page_size": page_size}
     if tensor_cores:  # its prefill kernel sums P after the cast to the input dtype (an MMA row sum)
         config["lse"] = "normaliser summed from dtype-rounded P (declared)"
-    return Launch(run, config, lse_base2=True, lse_rounded_sum=tensor_cores)
+    return Launch(run, config, lse_base2=True, lse_rounded_sum=tensor_cores, plan=plan)
 
 
 def prepare_one_pass(inputs, out, lse) -> Launch:

@@ -10,7 +10,7 @@ BACKEND = Backend(
     compiles="NVVM on the first launch of each specialisation, in-process (no disk cache)",
     probe_module="impls.numba._compat",
     packages=("numba", "numba-cuda"),
-    shown_config=("num_splits", "TPR"),
+    shown_config=("chunk", "num_items", "merges", "TPR"),
     tunable=("TPR", "UNROLL", "NUM_WARPS", "MIN_BLOCKS"),
     # The simulator runs every thread as a Python thread, ~50x slower per element than Triton's
     # numpy-vectorised interpreter: CI problems are clamped further (GQA groups up to 16 kept).
@@ -25,5 +25,6 @@ IMPLS = [
          summary="block per (kv head, <= 8 query heads, sequence), 8 B loads, shuffles; paged: "
                  "per-token page lookup (any page size)"),
     Impl(BACKEND, "split-k", "impls.numba.split_k", CAPS, options=("num_splits", "config"),
-         summary="flash-decoding: blocks per split write (out, lse) partials, a Numba combine"),
+         summary="flash-decoding over a balanced plan (impls.plan): blocks per work item, split "
+                 "sequences write (out, lse) partials a Numba kernel merges"),
 ]

@@ -1,12 +1,13 @@
 """The Numba CUDA kernels: one attention kernel for both algorithms, one split combine kernel.
 
-``decode_kernel`` handles one sequence (``pid_b``, blockIdx.y), one KV head (``pid_kvh``) and
-one block of up to BLOCK_H of the query heads that share it (``pid_hb``; both from blockIdx.x),
-and one token range (``pid_s``, blockIdx.z: split s covers [s * tokens_per_split, (s + 1) *
-tokens_per_split) of the sequence). The one-pass launcher runs it with one split and writes the
-final out/lse; split-K runs it with many, writing float32 partials and their LSE, then
-``combine_kernel`` merges them. Tokens are addressed as ``cache[page, row, kv_head]``: paged
-``(block_table[b, t // page_size], t % page_size)``, so any page size works; dense ``(b, t)``.
+``decode_kernel`` handles one work item (blockIdx.y: a row of ``items``, (sequence ``pid_b``,
+start, end, partial slot), from ``impls.plan``), one KV head (``pid_kvh``) and one block of up to
+BLOCK_H of the query heads that share it (``pid_hb``; both from blockIdx.x). An item that is a
+whole sequence (slot -1) writes the final out/lse: the one-pass launcher gives one such item per
+sequence; split-K's plan cuts long sequences into items that write float32 partials and their
+LSE, then ``combine_kernel`` merges each split sequence over its own slots. Tokens are addressed
+as ``cache[page, row, kv_head]``: paged ``(block_table[b, t // page_size], t % page_size)``, so
+any page size works; dense ``(b, t)``.
 
 Inside a block (as in the CuPy kernels, with the same names): threads form row groups of TPR
 lanes; a row group reads UNROLL whole K/V rows per loop step, each lane VPT 8-byte vectors of a
@@ -98,7 +99,7 @@ class Config:
     BLOCK_H: int  # query heads per block (<= the GQA group)
     DTYPE: str
     IS_PAGED: bool
-    OUT_KIND: int  # OUT_FLOAT32 for split partials, else the problem's dtype
+    OUT_KIND: int  # how the final out is stored (the problem's dtype; partials are float32)
     TPR: int  # threads per K/V row, a power of two <= 32
     UNROLL: int  # rows per row group per loop step
     NUM_WARPS: int
@@ -147,11 +148,11 @@ def build(c: Config):
         return half_as_float(bits)
 
     @device_function
-    def store(out, pid_b, h, pid_s, d, x):
+    def store(out, pid_b, h, d, x):
         if OUT_KIND != OUT_BF16:  # float32, or float16 through the array's own conversion
-            out[pid_b, h, pid_s, d] = x
+            out[pid_b, h, d] = x
         else:
-            out[pid_b, h, pid_s, d] = np.int16(bf16_bits(x))
+            out[pid_b, h, d] = np.int16(bf16_bits(x))
 
     if SIMULATOR:
         @device_function
@@ -238,8 +239,8 @@ def build(c: Config):
                     v_raw[u, i] = 0
 
     @kernel_function(NUM_THREADS, c.MIN_BLOCKS)
-    def decode_kernel(q_vecs, k_vecs, v_vecs, seq_lens, block_table, out, lse, num_head_blocks,
-                      group_size, page_size, tokens_per_split, qk_scale):
+    def decode_kernel(q_vecs, k_vecs, v_vecs, items, block_table, out, lse, part_out, part_lse,
+                      num_head_blocks, group_size, page_size, qk_scale):
         tid = cuda.threadIdx.x
         lane = tid & 31
         warp = tid >> 5
@@ -247,12 +248,13 @@ def build(c: Config):
         rg = warp * ROWS_PER_WARP + lane // TPR
         pid_kvh = cuda.blockIdx.x // num_head_blocks
         pid_hb = cuda.blockIdx.x % num_head_blocks
-        pid_b = cuda.blockIdx.y
-        pid_s = cuda.blockIdx.z
+        pid_i = cuda.blockIdx.y
+        pid_b = items[pid_i, 0]
+        start = items[pid_i, 1]
+        end = items[pid_i, 2]
+        slot = items[pid_i, 3]  # the partial slot, or -1: the final result
         head0 = pid_kvh * group_size + pid_hb * BLOCK_H
         n_heads = min(BLOCK_H, group_size - pid_hb * BLOCK_H)
-        start = pid_s * tokens_per_split
-        end = min(start + tokens_per_split, seq_lens[pid_b])
 
         q = cuda.local.array((BLOCK_H, VPT, VEC), np.float32)  # pre-scaled: scores in log2 units
         for h in range(BLOCK_H):
@@ -394,37 +396,38 @@ def build(c: Config):
                     sum_o += weight * sm_acc[wp, h, d]
                 o = sum_o / sum_l
                 lse_h = (big + math.log2(sum_l)) * np.float32(LN2)
-            store(out, pid_b, head0 + h, pid_s, d, o)
-            if d == 0:
-                lse[pid_b, head0 + h, pid_s] = lse_h
+            if slot < 0:
+                store(out, pid_b, head0 + h, d, o)
+                if d == 0:
+                    lse[pid_b, head0 + h] = lse_h
+            else:
+                part_out[slot, head0 + h, d] = o
+                if d == 0:
+                    part_lse[slot, head0 + h] = lse_h
             idx += NUM_THREADS
 
     @kernel_function(NUM_THREADS)
-    def combine_kernel(part_out, part_lse, out, lse, num_splits):
-        """out[b, h] = sum_s w_s part_out[b, h, s] / sum_s w_s, w_s = exp(lse_s - max lse)."""
+    def combine_kernel(part_out, part_lse, merge_seqs, merge_indptr, out, lse):
+        """out[b, h] = sum_s w_s part_out[s, h] / sum_s w_s over sequence b's slots s,
+        w_s = exp(lse_s - max lse) (items are never empty: every LSE is finite)."""
         pid_h = cuda.blockIdx.x
-        pid_b = cuda.blockIdx.y
+        pid_b = merge_seqs[cuda.blockIdx.y]
+        first = merge_indptr[cuda.blockIdx.y]
+        last = merge_indptr[cuda.blockIdx.y + 1]
         big = NEG_INF
-        for pid_s in range(num_splits):
-            big = max(big, part_lse[pid_b, pid_h, pid_s])
+        for s in range(first, last):
+            big = max(big, part_lse[s, pid_h])
         total = ZERO
-        if big != NEG_INF:
-            for pid_s in range(num_splits):
-                total += math.exp2((part_lse[pid_b, pid_h, pid_s] - big) * np.float32(LOG2E))
+        for s in range(first, last):
+            total += math.exp2((part_lse[s, pid_h] - big) * np.float32(LOG2E))
         d = cuda.threadIdx.x
         while d < HEAD_DIM:
             o = ZERO
-            lse_h = NEG_INF
-            if big != NEG_INF:
-                for pid_s in range(num_splits):
-                    weight = math.exp2((part_lse[pid_b, pid_h, pid_s] - big) * np.float32(LOG2E))
-                    if weight > ZERO:  # an empty split's partial is never read
-                        o += weight * part_out[pid_b, pid_h, pid_s, d]
-                o = o / total
-                lse_h = big + math.log(total)
-            store(out, pid_b, pid_h, 0, d, o)
+            for s in range(first, last):
+                o += math.exp2((part_lse[s, pid_h] - big) * np.float32(LOG2E)) * part_out[s, pid_h, d]
+            store(out, pid_b, pid_h, d, o / total)
             if d == 0:
-                lse[pid_b, pid_h, 0] = lse_h
+                lse[pid_b, pid_h] = big + math.log(total)
             d += NUM_THREADS
 
     return decode_kernel, combine_kernel

@@ -18,10 +18,11 @@ import numpy as np
 import torch
 
 from impls import common
-from impls.common import (LOG2E, cache_args, check_thread_mapping, new_partials, on_torch_stream,
+from impls import plan as planner
+from impls.common import (LOG2E, cache_args, check_thread_mapping, on_torch_stream,
                           threads_per_row, with_overrides)
 from impls.numba._compat import SIMULATOR, cuda
-from impls.numba._kernels import LOAD_BYTES, OUT_FLOAT32, OUT_KINDS, Config, build
+from impls.numba._kernels import LOAD_BYTES, OUT_KINDS, Config, build
 from specs.problem import ProblemError
 
 NUM_WARPS = 8  # 256 threads per block on the GPU
@@ -46,14 +47,12 @@ SIM_NUM_WARPS, SIM_TPR, SIM_UNROLL = 1, 4, 2
 SIM_SWITCH_INTERVAL_S = 5e-4
 
 
-def pick_launch_config(problem, config: dict | None = None, out_float32: bool = False,
-                       simulator: bool = SIMULATOR) -> Config:
+def pick_launch_config(problem, config: dict | None = None, simulator: bool = SIMULATOR) -> Config:
     """Compile-time parameters for ``problem`` (pure); ``config`` overrides the tunable ones
     (``TPR``, ``UNROLL``, ``NUM_WARPS``, ``MIN_BLOCKS``), a ``ProblemError`` when they cannot
     work. Threads per row: ``common.threads_per_row`` (two 8-byte vectors a lane where the
     registers allow). Warps: NUM_WARPS, halved until the cross-warp merge fits the shared memory
-    (a block of 8 heads at head_dim 256 takes 4). ``out_float32``: the kernel writes float32
-    split partials."""
+    (a block of 8 heads at head_dim 256 takes 4)."""
     vec = LOAD_BYTES // problem.itemsize
     vecs_per_row = problem.head_dim // vec
     block_h = min(problem.group_size, MAX_BLOCK_H)
@@ -79,7 +78,7 @@ def pick_launch_config(problem, config: dict | None = None, out_float32: bool = 
         min_blocks = MIN_BLOCKS if small else 0
     return Config(HEAD_DIM=problem.head_dim, BLOCK_H=block_h, DTYPE=problem.dtype,
                   IS_PAGED=problem.layout == "paged",
-                  OUT_KIND=OUT_FLOAT32 if out_float32 else OUT_KINDS[problem.dtype],
+                  OUT_KIND=OUT_KINDS[problem.dtype],
                   TPR=tpr, UNROLL=unroll, NUM_WARPS=num_warps, MIN_BLOCKS=min_blocks)
 
 
@@ -136,41 +135,30 @@ def launcher(launches):
     return run
 
 
-def plan(inputs, out: torch.Tensor, lse: torch.Tensor, num_splits: int | None,
-         config: dict | None = None) -> tuple[list, dict]:
-    """Launches for one problem: ``num_splits=None`` is the one-pass kernel writing out/lse;
-    otherwise ``num_splits`` token ranges of ``tokens_per_split`` tokens each write float32
-    partials, then the combine kernel. Returns (launches, config to report)."""
+def launches_for(inputs, out: torch.Tensor, lse: torch.Tensor, split_plan: planner.SplitPlan,
+                 config: dict | None = None) -> tuple[list, dict]:
+    """Launches for one problem over ``split_plan``'s work items (the one-pass launcher's plan
+    is one item per sequence): the attention kernel, then, if anything was split, the combine
+    kernel. Returns (launches, config to report)."""
     p = inputs.problem
     table, _, page_size = cache_args(inputs)
     q, k, v = (device_array(as_vectors(t)) for t in (inputs.q, inputs.k, inputs.v))
-    lengths_and_table = (device_array(inputs.seq_lens), device_array(table))
-    scalars = (num_head_blocks(p), p.group_size, page_size)
+    c = pick_launch_config(p, config)
+    decode_kernel, combine_kernel = build(c)
+    work = split_plan.tensors(inputs.q.device)
+    part_out, part_lse = planner.new_partials(split_plan, p, inputs.q.device)
+    out_, lse_, po, pl = (device_array(t) for t in (out, lse, part_out, part_lse))
     qk_scale = np.float32(p.scale * LOG2E)
-    out4 = device_array(out.unsqueeze(2))
-    lse3 = device_array(lse.unsqueeze(2))
-    grid = (p.num_kv_heads * num_head_blocks(p), p.batch, num_splits or 1)
-    if num_splits is None:
-        c = pick_launch_config(p, config)
-        decode_kernel, _ = build(c)
-        launches = [(decode_kernel, grid, c.NUM_THREADS,
-                     (q, k, v, *lengths_and_table, out4, lse3, *scalars, p.max_seq_len, qk_scale))]
-        return launches, reported(c)
-    c = pick_launch_config(p, config, out_float32=True)
-    final = pick_launch_config(p, config)
-    decode_kernel, _ = build(c)
-    _, combine_kernel = build(final)
-    tokens_per_split = common.tokens_per_split(p, num_splits, c.STEP)
-    part_out, part_lse = new_partials(p, num_splits, inputs.q.device)
-    po, pl = device_array(part_out), device_array(part_lse)
-    launches = [
-        (decode_kernel, grid, c.NUM_THREADS,
-         (q, k, v, *lengths_and_table, po, pl, *scalars, tokens_per_split, qk_scale)),
-        (combine_kernel, (p.num_q_heads, p.batch), final.NUM_THREADS,
-         (po, pl, out4, lse3, num_splits)),
-    ]
-    # the partials live as long as the launches: numba's views keep their tensors referenced
-    return launches, {**reported(c), "num_splits": num_splits, "tokens_per_split": tokens_per_split}
+    grid = (p.num_kv_heads * num_head_blocks(p), split_plan.num_items)
+    launches = [(decode_kernel, grid, c.NUM_THREADS,
+                 (q, k, v, device_array(work["items"]), device_array(table), out_, lse_, po, pl,
+                  num_head_blocks(p), p.group_size, page_size, qk_scale))]
+    if split_plan.num_merges:
+        launches.append((combine_kernel, (p.num_q_heads, split_plan.num_merges), c.NUM_THREADS,
+                         (po, pl, device_array(work["merge_seqs"]),
+                          device_array(work["merge_indptr"]), out_, lse_)))
+    # the workspace lives as long as the launches: numba's views keep their tensors referenced
+    return launches, reported(c)
 
 
 REPORTED = ("BLOCK_H", "TPR", "UNROLL", "NUM_WARPS")  # what Launch.config records

@@ -12,13 +12,15 @@ Expected bottleneck: HBM bandwidth when batch x num_kv_heads fills the SMs; one 
 load in front of each K/V row load.
 """
 
+from impls import plan as planner
 from impls.common import require_alignment
 from impls.numba._kernels import LOAD_BYTES
-from impls.numba._launch import launcher, plan
+from impls.numba._launch import launcher, launches_for
 from impls.registry import Launch
 
 
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     require_alignment(inputs, LOAD_BYTES)
-    launches, reported = plan(inputs, out, lse, num_splits=None, config=config)
+    whole = planner.whole_sequences(inputs.problem.seq_lens)  # one item per sequence, in order
+    launches, reported = launches_for(inputs, out, lse, whole, config)
     return Launch(launcher(launches), reported)

@@ -1,28 +1,49 @@
-"""Numba CUDA split-K decode, flash-decoding (kernels: ``_kernels.decode_kernel`` and
+"""Numba CUDA split-K decode over a balanced plan (kernels: ``_kernels.decode_kernel`` and
 ``combine_kernel``).
 
-Algorithm: stage 1, grid (num_kv_heads x num_head_blocks, batch, num_splits): each block runs the
-one-pass kernel over its split's token range and writes a normalised float32 partial output and
-its LSE (an empty split: 0 and -inf). Stage 2, grid (num_q_heads, batch): ``combine_kernel``
-merges the partials weighted by exp(lse_s - max lse). Both layouts (the build is specialised on
-it).
-Why: fills the SMs at small batch; costs the partials' round trip and a second launch.
+Algorithm: ``impls.plan`` cuts the batch into work items (a token range of one sequence, whole
+loop steps and pages, sized so the items fill the GPU without one outlasting the rest;
+``num_splits`` forces a uniform cut). Stage 1, grid (num_kv_heads x num_head_blocks, num_items):
+each block runs the one-pass kernel over its item; a whole sequence writes the final out and
+lse, a piece of a split one a normalised float32 partial and its LSE. Stage 2, grid
+(num_q_heads, num_merges), only when something was split: ``combine_kernel`` merges each split
+sequence over its own slots, weighted by exp(lse_s - max lse). Both layouts (the build is
+specialised on it).
+Why: fills the SMs at small batch and cuts a ragged batch's tail; costs the partials' round trip
+and a second launch.
 Expected bottleneck: HBM bandwidth once there are a few blocks per SM; the launch overhead of
 two Numba launches at short sequences.
 """
 
-from impls.common import SplitPolicy, require_alignment
+from impls import plan as planner
+from impls.common import check_num_splits, require_alignment, sm_count
 from impls.numba._kernels import LOAD_BYTES
-from impls.numba._launch import launcher, num_head_blocks, plan
+from impls.numba._launch import launcher, launches_for, num_head_blocks, pick_launch_config
 from impls.registry import Launch
 
-SPLITS = SplitPolicy(waves=2)  # ~2 blocks per SM
+# blocks resident per SM: the launch bounds ask for two where the registers allow
+RESIDENT_PROGRAMS = 2
+
+
+def make_plan(inputs, step: int, num_splits: int | None) -> planner.SplitPlan:
+    """The batch's plan from the host lengths; items start on whole loop steps (and pages)."""
+    p = inputs.problem
+    programs = sm_count(inputs.device) * RESIDENT_PROGRAMS // num_head_blocks(p)
+    return planner.plan(p.seq_lens, p.num_kv_heads, max(1, programs), planner.granule_for(p, step),
+                        num_splits=num_splits)
 
 
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
-    p = inputs.problem
-    num_splits = SPLITS.resolve(num_splits, p, inputs.device,
-                                p.batch * p.num_kv_heads * num_head_blocks(p))
+    if num_splits is not None:
+        check_num_splits(num_splits)
     require_alignment(inputs, LOAD_BYTES)
-    launches, reported = plan(inputs, out, lse, num_splits=num_splits, config=config)
-    return Launch(launcher(launches), reported)
+    step = pick_launch_config(inputs.problem, config).STEP
+    split_plan = make_plan(inputs, step, num_splits)
+    launches, reported = launches_for(inputs, out, lse, split_plan, config)
+
+    def replan():
+        return make_plan(inputs, step, num_splits).tensors(inputs.q.device)
+
+    return Launch(launcher(launches), {**reported, "num_items": split_plan.num_items,
+                                       "chunk": split_plan.chunk, "merges": split_plan.num_merges},
+                  plan=replan)

@@ -10,9 +10,9 @@ BACKEND = Backend(
     compiles="Triton JIT on the first launch of each specialisation; cached on disk (TRITON_CACHE_DIR)",
     packages=("triton",),
     jit_cache_env=("TRITON_CACHE_DIR",),
-    shown_config=("num_splits", "BLOCK_N"),
+    shown_config=("chunk", "num_items", "merges", "BLOCK_N"),
     read_probe="impls.triton.read_probe",
-    tunable=("BLOCK_N", "num_warps", "num_stages"),
+    tunable=("BLOCK_N", "num_warps", "num_stages", "GATHER"),
 )
 
 # Head dims are padded to a power of two inside the kernels (masked), up to 256.
@@ -21,5 +21,6 @@ IMPLS = [
     Impl(BACKEND, "one-pass", "impls.triton.one_pass", CAPS, options=("config",),
          summary="grid (batch, kv_heads); paged: per-token page gather (any page size)"),
     Impl(BACKEND, "split-k", "impls.triton.split_k", CAPS, options=("num_splits", "config"),
-         summary="flash-decoding: splits write (out, lse) partials, a Triton kernel combines"),
+         summary="flash-decoding over a balanced plan (impls.plan): work items of whole tiles, "
+                 "split sequences write (out, lse) partials a Triton kernel merges"),
 ]

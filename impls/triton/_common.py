@@ -9,9 +9,11 @@ cores. Softmax is online, in the log2 domain (``exp2``), with a float32 running 
 
 Both KV layouts are 4-D ``[page, row, kv_head, dim]`` tensors with a contiguous last dimension
 (strides ``stride_kp``, ``stride_kt``, ``stride_kh``): paged, page = the block table's entry for
-the token (looked up per token, so any page size works), row = token % page_size; dense, page =
-the sequence, row = the token. ``kv_coords`` maps tokens to (page, row); the rest of the code is
-layout-blind.
+the token, row = token % page_size; dense, page = the sequence, row = the token. ``kv_coords``
+maps a tile's tokens to (page, row); the rest of the code is layout-blind. Where the page size
+divides the tile or the tile divides it (``PAGE_SIZE``, constexpr), a tile loads its table
+entries once per page (one entry for a tile inside a page); any other page size is gathered per
+token (``PAGE_SIZE`` 0, the runtime ``page_size``).
 """
 
 import os
@@ -21,18 +23,29 @@ import triton.language as tl
 
 from impls.common import LN2 as _LN2
 from impls.common import with_overrides
+from specs.problem import ProblemError
 
 LN2 = tl.constexpr(_LN2)
 
 
 @triton.jit
-def kv_coords(pid_b, offs_n, mask_n, block_table_ptr, stride_btb, page_size,
-              IS_PAGED: tl.constexpr):
-    """(page, row) of tokens ``offs_n`` of sequence ``pid_b`` in the KV tensors."""
-    if IS_PAGED:
-        page = tl.load(block_table_ptr + pid_b * stride_btb + offs_n // page_size, mask=mask_n,
-                       other=0)
+def kv_coords(pid_b, tile_start, offs_n, mask_n, end, block_table_ptr, stride_btb, page_size,
+              BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr):
+    """(page, row) of the tokens ``offs_n`` (the tile starting at ``tile_start``, a multiple of
+    BLOCK_N) of sequence ``pid_b`` in the KV tensors."""
+    table = block_table_ptr + pid_b * stride_btb
+    if IS_PAGED and PAGE_SIZE == 0:  # any page size: each token's entry
+        page = tl.load(table + offs_n // page_size, mask=mask_n, other=0)
         return page.to(tl.int64), offs_n % page_size
+    elif IS_PAGED and PAGE_SIZE >= BLOCK_N:  # the tile lies inside one page: one entry
+        page = tl.load(table + tile_start // PAGE_SIZE)
+        return page.to(tl.int64) + tl.zeros_like(offs_n).to(tl.int64), offs_n % PAGE_SIZE
+    elif IS_PAGED:  # BLOCK_N // PAGE_SIZE whole pages: one entry each, broadcast to their rows
+        PAGES: tl.constexpr = BLOCK_N // PAGE_SIZE
+        offs_p = tile_start // PAGE_SIZE + tl.arange(0, PAGES)
+        pages = tl.load(table + offs_p, mask=offs_p * PAGE_SIZE < end, other=0)  # no entry past the end
+        page = tl.reshape(tl.broadcast_to(pages[:, None], (PAGES, PAGE_SIZE)), (BLOCK_N,))
+        return page.to(tl.int64), offs_n % PAGE_SIZE
     else:
         # int64: token x row stride overflows int32 past 2^31 elements (e.g. MHA at 512k tokens)
         return pid_b.to(tl.int64) + tl.zeros_like(offs_n).to(tl.int64), offs_n.to(tl.int64)
@@ -52,7 +65,7 @@ def load_q_group(q_ptr, pid_b, pid_kvh, group_size, stride_qb, stride_qh, offs_h
 def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
                  stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale,
                  offs_d, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr,
-                 UPCAST_DOT: tl.constexpr):
+                 PAGE_SIZE: tl.constexpr, UPCAST_DOT: tl.constexpr):
     """Online softmax over tokens [start, end) of one sequence and KV head.
 
     Masked tokens are never loaded (no read of poisoned rows or pages); their scores are -inf.
@@ -64,8 +77,8 @@ def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh
     for tile_start in range(start, end, BLOCK_N):
         offs_n = tile_start + tl.arange(0, BLOCK_N)
         mask_n = offs_n < end
-        page, row = kv_coords(pid_b, offs_n, mask_n, block_table_ptr, stride_btb, page_size,
-                              IS_PAGED)
+        page, row = kv_coords(pid_b, tile_start, offs_n, mask_n, end, block_table_ptr,
+                              stride_btb, page_size, BLOCK_N, IS_PAGED, PAGE_SIZE)
         kv_off = page * stride_kp + row * stride_kt + pid_kvh * stride_kh
         mask = mask_n[:, None] & mask_d[None, :]
         k = tl.load(k_ptr + kv_off[:, None] + offs_d[None, :], mask=mask, other=0.0)
@@ -102,7 +115,8 @@ def finish(m_i, l_i, acc):
 def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, group_size,
            stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale,
            HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
-           BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, UPCAST_DOT: tl.constexpr):
+           BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
+           UPCAST_DOT: tl.constexpr):
     """Attention of KV head ``pid_kvh``'s query group over tokens [start, end): (out, lse) for
     the ``BLOCK_H`` rows (rows >= group_size are padding), out normalised, lse natural-log."""
     offs_h = tl.arange(0, BLOCK_H)
@@ -115,7 +129,7 @@ def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, gro
     m_i, l_i, acc = attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh,
                                  start, end, stride_kp, stride_kt, stride_kh, stride_btb,
                                  page_size, qk_scale, offs_d, HEAD_DIM, BLOCK_N, IS_PAGED,
-                                 UPCAST_DOT)
+                                 PAGE_SIZE, UPCAST_DOT)
     return finish(m_i, l_i, acc)
 
 
@@ -140,7 +154,7 @@ MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V 
 TILE_PAIR_BYTES = 64 * 1024  # K + V tile of one pipeline stage: wider rows get fewer tokens
 NUM_WARPS = 4  # one warpgroup: enough to issue the tile loads of a memory-bound loop
 NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one is consumed
-REPORTED = ("BLOCK_N", "BLOCK_H", "num_warps", "num_stages")  # what Launch.config records
+REPORTED = ("BLOCK_N", "BLOCK_H", "PAGE_SIZE", "num_warps", "num_stages")  # Launch.config
 
 
 def interpreting() -> bool:
@@ -153,6 +167,7 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
     overrides the tunable ones (``BLOCK_N``, ``num_warps``, ``num_stages``)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.itemsize)  # tokens in one stage's K+V
+    paged = problem.layout == "paged"
     defaults = dict(
         HEAD_DIM=problem.head_dim,
         HEAD_DIM_PAD=head_dim_pad,
@@ -160,8 +175,16 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
         BLOCK_N=min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1)),
         # the CPU interpreter multiplies bf16 bit patterns in tl.dot (see attend_range)
         UPCAST_DOT=interpreting() and problem.dtype == "bfloat16",
+        IS_PAGED=paged,
+        GATHER="page",
         num_warps=NUM_WARPS,
         num_stages=NUM_STAGES,
     )
-    return with_overrides(defaults, config)
+    cfg = with_overrides(defaults, config)
+    gather = cfg.pop("GATHER")  # a tunable, not a kernel parameter: it picks PAGE_SIZE
+    if gather not in ("page", "token"):
+        raise ProblemError(f"config: GATHER={gather!r}: must be 'page' or 'token'")
+    ps, tile = problem.page_size, cfg["BLOCK_N"]
+    per_page = paged and gather == "page" and (tile % ps == 0 or ps % tile == 0)
+    return {**cfg, "PAGE_SIZE": ps if per_page else 0}
 

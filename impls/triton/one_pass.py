@@ -2,10 +2,10 @@
 
 Algorithm: grid (batch, num_kv_heads); each program streams its sequence's K/V rows in
 ``BLOCK_N``-token tiles once, for all query heads of its GQA group at once (``_common.attend``),
-and writes the final ``out`` and ``lse``. Paged: each tile's rows are gathered per token (page
-``block_table[b, t // page_size]``, row ``t % page_size``), so any page size works; when a page
-holds >= BLOCK_N tokens the gathered rows are still contiguous runs of ``head_dim`` elements.
-No workspace, no second kernel.
+and writes the final ``out`` and ``lse``. Paged: each tile's rows are gathered through the block
+table (page ``block_table[b, t // page_size]``, row ``t % page_size``): one entry per page of the
+tile where the page size divides the tile or the tile divides it, one per token otherwise, so any
+page size works. No workspace, no second kernel.
 Expected bottleneck: HBM bandwidth when batch x num_kv_heads fills the GPU; at small batch the
 grid is too small (8 programs at batch 1 for Llama-3-8B) and split-K is the answer. Paged: small
 pages add block-table reads and shorter contiguous runs.
@@ -26,7 +26,8 @@ def decode_kernel(
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
     stride_lb, page_size, group_size, qk_scale,
     HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
-    BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, UPCAST_DOT: tl.constexpr,
+    BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
+    UPCAST_DOT: tl.constexpr,
 ):
     pid_b = tl.program_id(0)
     pid_kvh = tl.program_id(1)
@@ -34,7 +35,7 @@ def decode_kernel(
     out, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, 0, seq_len,
                       group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
                       stride_btb, page_size, qk_scale, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N,
-                      IS_PAGED, UPCAST_DOT)
+                      IS_PAGED, PAGE_SIZE, UPCAST_DOT)
     head0 = pid_kvh * group_size
     store_group(out_ptr + pid_b * stride_ob + head0 * stride_oh, lse_ptr + pid_b * stride_lb + head0,
                 out, lse, stride_oh, 1, group_size, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
@@ -43,7 +44,6 @@ def decode_kernel(
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     p = inputs.problem
     cfg = pick_launch_config(p, config)
-    paged = p.layout == "paged"
     q, k, v = inputs.q, inputs.k, inputs.v
     table, stride_btb, page_size = cache_args(inputs)
     grid = (p.batch, p.num_kv_heads)
@@ -52,6 +52,6 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
             out.stride(0), out.stride(1), lse.stride(0), page_size, p.group_size, p.scale * LOG2E)
 
     def run():
-        decode_kernel[grid](*args, IS_PAGED=paged, **cfg)
+        decode_kernel[grid](*args, **cfg)
 
     return Launch(run, {key: cfg[key] for key in REPORTED})

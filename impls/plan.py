@@ -1,0 +1,176 @@
+"""A balanced split-KV plan for a decode batch, shared by the DSL backends' split-K kernels.
+
+Pure numpy and torch: from the host copy of ``seq_lens``, the number of KV heads and how many
+programs the GPU runs at once (SMs x the kernel's resident programs per SM, ``max_programs``),
+the batch is cut into *work items*, each a token range of one sequence, run by one program per
+KV head. Every item is at most ``chunk`` tokens, a multiple of ``granule`` (whole K/V tiles, and
+whole pages on the paged layout). A sequence no longer than the chunk stays one item and writes
+``out``/``lse`` itself; only the split ones write partials (``part_out``/``part_lse`` slots) and
+are merged, each over its own items (FlashInfer's decode planner does the same).
+
+The chunk minimises an estimate of the batch's makespan in tokens per program,
+
+    max(min(chunk, longest), (sum of lengths + items(chunk) x OVERHEAD_TOKENS) x kv_heads / max_programs)
+
+the longest item against the work per program when all of them are busy, each item charged
+OVERHEAD_TOKENS for its start, its partial write and its share of the merge. Where the batch is
+too small to fill the GPU, this is FlashInfer's rule (the smallest chunk whose items fill the
+resident programs once); where it already fills it, a long sequence is still split until no item
+outlasts the rest of the batch (a ragged batch's tail). An explicit ``num_splits`` instead cuts
+every sequence at the same boundaries (``ceil(longest / num_splits)`` rounded up to the granule),
+as the metamorphic properties and the sweeps ask for.
+
+Items are ordered longest first, so the last programs to start are the short ones (longest-
+processing-time-first, for a grid of more than one wave).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+OVERHEAD_TOKENS = 128  # an item's fixed cost (start, partial write, merge), in tokens of work
+MIN_CHUNK = 256  # no item shorter than this unless its sequence is (the merge outweighs it)
+ITEM_FIELDS = 4  # a work item: (sequence, first token, end token, partial slot or -1)
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """Work items and merges. ``items`` int32 ``[num_items, 4]`` rows (sequence, start, end,
+    slot: the partial slot, -1 for a sequence written whole); ``merge_seqs`` int32
+    ``[num_merges]`` the split sequences, ``merge_indptr`` int32 ``[num_merges + 1]`` their
+    slots ``[indptr[i], indptr[i + 1])``."""
+
+    chunk: int  # tokens per work item at most (a multiple of the granule)
+    items: np.ndarray
+    merge_seqs: np.ndarray
+    merge_indptr: np.ndarray
+
+    @property
+    def num_items(self) -> int:
+        return len(self.items)
+
+    @property
+    def num_merges(self) -> int:
+        return len(self.merge_seqs)
+
+    @property
+    def num_slots(self) -> int:
+        return int(self.merge_indptr[-1])
+
+    @property
+    def max_items_per_seq(self) -> int:
+        return int(np.diff(self.merge_indptr).max()) if self.num_merges else 1
+
+    def tensors(self, device: torch.device) -> dict[str, torch.Tensor]:
+        """The plan as device tensors (built in ``prepare``, outside the timed call; a plan
+        with no merge gets placeholders the merge kernel is never launched on)."""
+        merge_seqs = self.merge_seqs if self.num_merges else np.zeros(1, np.int32)
+        return {"items": torch.from_numpy(self.items).to(device),
+                "merge_seqs": torch.from_numpy(merge_seqs).to(device),
+                "merge_indptr": torch.from_numpy(self.merge_indptr).to(device)}
+
+
+def whole_sequences(seq_lens) -> SplitPlan:
+    """The one-pass plan: one item per sequence, in batch order, nothing split."""
+    n = len(seq_lens)
+    items = np.stack([np.arange(n), np.zeros(n, np.int64), np.asarray(seq_lens, np.int64),
+                      np.full(n, -1)], axis=1)
+    return SplitPlan(int(max(seq_lens)), items.astype(np.int32), np.zeros(0, np.int32),
+                     np.zeros(1, np.int32))
+
+
+def round_up(n: int, granule: int) -> int:
+    return -(-n // granule) * granule
+
+
+def makespan(lens, chunk: int, num_kv_heads: int, max_programs: int) -> float:
+    """The estimate the chunk minimises (tokens per program; module docstring); ``lens`` a
+    sequence of lengths or a ``Batch``."""
+    batch = lens if isinstance(lens, Batch) else Batch(lens)
+    return max(min(chunk, batch.longest),
+               (batch.total + batch.num_items(chunk) * OVERHEAD_TOKENS) * num_kv_heads / max_programs)
+
+
+class Batch:
+    """A batch's lengths, with what the chunk search asks of them many times."""
+
+    SMALL = 48  # up to this many sequences a Python loop beats numpy's per-call overhead
+
+    def __init__(self, lens):
+        self.array = np.asarray(lens, dtype=np.int64)
+        self.list = self.array.tolist() if len(self.array) <= self.SMALL else None
+        self.total, self.longest = int(self.array.sum()), int(self.array.max())
+
+    def num_items(self, chunk: int) -> int:
+        """Work items of the batch cut at ``chunk`` tokens (every sequence at least one)."""
+        if self.list is not None:
+            return sum(-(-n // chunk) for n in self.list)
+        return int((-(-self.array // chunk)).sum())
+
+
+def pick_chunk(lens, num_kv_heads: int, max_programs: int, granule: int,
+               min_chunk: int = MIN_CHUNK) -> int:
+    """The chunk (a multiple of ``granule``, at least ``min_chunk``) of least ``makespan``; the
+    longest sequence whole when splitting cannot shorten the batch."""
+    batch = lens if isinstance(lens, Batch) else Batch(lens)
+    whole = round_up(batch.longest, granule)
+    # each sequence is at least one item: the busy time is at least this, and no chunk below it
+    # can be the crossing point of the two terms of the estimate
+    floor = (batch.total + len(batch.array) * OVERHEAD_TOKENS) * num_kv_heads / max_programs
+    lo = max(-(-min_chunk // granule), int(floor // granule))
+    hi = whole // granule
+    if lo >= hi:
+        return whole
+    while lo < hi:  # the smallest chunk no shorter than the busy time (the terms cross there)
+        mid = (lo + hi) // 2
+        if mid * granule >= makespan(batch, mid * granule, num_kv_heads, max_programs):
+            hi = mid
+        else:
+            lo = mid + 1
+    best = lo * granule
+    before = best - granule  # below the crossing the busy time rules: compare
+    if before >= min_chunk and makespan(batch, before, num_kv_heads, max_programs) < \
+            makespan(batch, best, num_kv_heads, max_programs):
+        best = before
+    return best
+
+
+def plan(seq_lens, num_kv_heads: int, max_programs: int, granule: int,
+         num_splits: int | None = None, min_chunk: int = MIN_CHUNK) -> SplitPlan:
+    """The plan for one batch (module docstring); ``num_splits`` forces a uniform cut."""
+    batch = Batch(seq_lens)
+    lens = batch.array
+    if num_splits is not None:
+        chunk = round_up(-(-batch.longest // num_splits), granule)
+    else:
+        chunk = pick_chunk(batch, num_kv_heads, max_programs, granule, min_chunk)
+    per_seq = -(-lens // chunk)  # items of each sequence
+    split = per_seq > 1
+    merge_indptr = np.zeros(int(split.sum()) + 1, np.int32)
+    if len(merge_indptr) == 1:  # nothing split: one item per sequence, longest first
+        order = np.argsort(-lens, kind="stable")
+        items = np.empty((len(lens), ITEM_FIELDS), np.int32)
+        items[:, 0], items[:, 1], items[:, 2], items[:, 3] = order, 0, lens[order], -1
+        return SplitPlan(chunk, items, np.zeros(0, np.int32), merge_indptr)
+    seq = np.repeat(np.arange(len(lens)), per_seq)
+    index = np.arange(len(seq)) - np.repeat(np.cumsum(per_seq) - per_seq, per_seq)
+    np.cumsum(per_seq[split], out=merge_indptr[1:])
+    first_slot = np.full(len(lens), -1, np.int64)
+    first_slot[split] = merge_indptr[:-1]
+    items = np.empty((len(seq), ITEM_FIELDS), np.int64)
+    items[:, 0] = seq
+    items[:, 1] = index * chunk
+    items[:, 2] = np.minimum(items[:, 1] + chunk, lens[seq])
+    items[:, 3] = np.where(split[seq], first_slot[seq] + index, -1)
+    items = items[np.argsort(items[:, 1] - items[:, 2], kind="stable")]  # longest first
+    return SplitPlan(chunk, items.astype(np.int32), np.flatnonzero(split).astype(np.int32),
+                     merge_indptr)
+
+
+def granule_for(problem, tile: int) -> int:
+    """Item boundaries fall on whole tiles and, on the paged layout, whole pages."""
+    return math.lcm(tile, problem.page_size) if problem.layout == "paged" else tile
