@@ -171,6 +171,16 @@ def plan(seq_lens, num_kv_heads: int, max_programs: int, granule: int,
                      merge_indptr)
 
 
+def new_partials(split_plan: SplitPlan, problem, device: torch.device):
+    """The workspace of a plan's split sequences: ``part_out`` float32 [slots, Hq, D] (normalised
+    partial outputs) and ``part_lse`` float32 [slots, Hq] (their natural-log LSE); one slot at
+    least, so a plan with nothing split still has valid pointers."""
+    slots = max(1, split_plan.num_slots)
+    return (torch.empty(slots, problem.num_q_heads, problem.head_dim, dtype=torch.float32,
+                        device=device),
+            torch.empty(slots, problem.num_q_heads, dtype=torch.float32, device=device))
+
+
 def granule_for(problem, tile: int) -> int:
     """Item boundaries fall on whole tiles and, on the paged layout, whole pages."""
     return math.lcm(tile, problem.page_size) if problem.layout == "paged" else tile
