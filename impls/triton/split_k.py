@@ -25,10 +25,10 @@ from impls.common import LOG2E, cache_args, check_num_splits, sm_count
 from impls.registry import Launch
 from impls.triton._common import REPORTED, attend, pick_launch_config, store_group
 
-# Programs of the split kernel resident per SM: its pipelined K/V tiles take most of the shared
-# memory, and one wave of programs over the SMs was the fastest
-# (results/nvidia-h200/sweeps/2026-11-21-triton.log).
-RESIDENT_PROGRAMS = 1
+# Programs of the split kernel resident per SM (Nsight Compute, results/nvidia-h200/2026-11-23-plan/):
+# dense, the multi-stage K/V buffers take the shared memory of one; paged, whose loads through the
+# block table the pipeliner does not multi-buffer, the registers allow two.
+RESIDENT_PROGRAMS = {"dense": 1, "paged": 2}
 COMBINE_BLOCK_S = 32  # partials merged per step of the combine loop (any split count works)
 
 
@@ -107,7 +107,8 @@ def combine_kernel(
 def make_plan(inputs, tile: int, num_splits: int | None) -> planner.SplitPlan:
     """The batch's plan from the host lengths (redone per step in a serving loop)."""
     p = inputs.problem
-    return planner.plan(p.seq_lens, p.num_kv_heads, sm_count(inputs.device) * RESIDENT_PROGRAMS,
+    return planner.plan(p.seq_lens, p.num_kv_heads,
+                        sm_count(inputs.device) * RESIDENT_PROGRAMS[p.layout],
                         planner.granule_for(p, tile), num_splits=num_splits)
 
 
