@@ -86,7 +86,8 @@ def _plot_axis(plt, rows: list[dict], along: str, path: Path, title: str) -> Non
     for col, value in enumerate(panels):
         mine = [r for r in rows if AXES[other](r) == value]
         for impl in impls:
-            pts = sorted((AXES[along](r), r) for r in mine if r["impl"] == impl)
+            pts = sorted(((AXES[along](r), r) for r in mine if r["impl"] == impl),
+                         key=lambda pt: pt[0])
             if not pts:
                 continue
             x = [p[0] for p in pts]
@@ -112,10 +113,18 @@ def _plot_axis(plt, rows: list[dict], along: str, path: Path, title: str) -> Non
     plt.close(fig)
 
 
+RAGGED_COLUMNS = 4  # bar charts per row of the ragged-batch figure
+
+
 def _plot_ragged(plt, rows: list[dict], path: Path, title: str) -> None:
     problems = list(dict.fromkeys(r["problem"] for r in rows))
-    fig, axes = plt.subplots(1, len(problems), figsize=(6 * len(problems), 0.35 * 16 + 2), squeeze=False)
-    for ax, problem in zip(axes[0], problems):
+    cols = min(RAGGED_COLUMNS, len(problems))
+    grid_rows = -(-len(problems) // cols)
+    fig, axes = plt.subplots(grid_rows, cols, figsize=(6 * cols, (0.35 * 16 + 2) * grid_rows),
+                             squeeze=False)
+    for ax in axes.flat[len(problems):]:
+        ax.set_visible(False)
+    for ax, problem in zip(axes.flat, problems):
         mine = sorted((r for r in rows if r["problem"] == problem), key=lambda r: r["median_us"])
         y = range(len(mine))
         ax.barh(y, [r["median_us"] for r in mine], xerr=_err(mine),
