@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from impls.common import check_num_splits, sm_count
+
 OVERHEAD_TOKENS = 128  # an item's fixed cost (start, partial write, merge), in tokens of work
 MIN_CHUNK = 256  # no item shorter than this unless its sequence is (the merge outweighs it)
 ITEM_FIELDS = 4  # a work item: (sequence, first token, end token, partial slot or -1)
@@ -183,6 +185,18 @@ def new_partials(split_plan: SplitPlan, problem, device: torch.device):
     return (torch.empty(slots, problem.num_q_heads, problem.head_dim, dtype=torch.float32,
                         device=device),
             torch.empty(slots, problem.num_q_heads, dtype=torch.float32, device=device))
+
+
+def for_launch(inputs, programs_per_sm: int, tile: int, num_splits: int | None,
+               head_blocks: int = 1) -> SplitPlan:
+    """The plan of one launch: a kernel with ``programs_per_sm`` programs resident per SM, items
+    starting on whole ``tile``s (and pages), ``head_blocks`` programs per (item, KV head);
+    ``num_splits`` checked and, when given, a uniform cut."""
+    p = inputs.problem
+    if num_splits is not None:
+        check_num_splits(num_splits)
+    programs = max(1, sm_count(inputs.device) * programs_per_sm // head_blocks)
+    return plan(p.seq_lens, p.num_kv_heads, programs, granule_for(p, tile), num_splits=num_splits)
 
 
 def granule_for(problem, tile: int) -> int:

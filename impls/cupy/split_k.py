@@ -17,7 +17,7 @@ kernels at short sequences.
 import numpy as np
 
 from impls import plan as planner
-from impls.common import LOG2E, cache_args, check_num_splits, require_alignment, sm_count
+from impls.common import LOG2E, cache_args, require_alignment
 from impls.cupy._build import (LOAD_BYTES, get_kernel, launcher, num_head_blocks,
                                pick_launch_config, reported, step_tokens, view)
 from impls.registry import Launch
@@ -26,23 +26,18 @@ from impls.registry import Launch
 RESIDENT_PROGRAMS = 2
 
 
-def make_plan(inputs, step: int, num_splits: int | None) -> planner.SplitPlan:
-    """The batch's plan from the host lengths; items start on whole loop steps (and pages)."""
-    p = inputs.problem
-    programs = sm_count(inputs.device) * RESIDENT_PROGRAMS // num_head_blocks(p)
-    return planner.plan(p.seq_lens, p.num_kv_heads, max(1, programs), planner.granule_for(p, step),
-                        num_splits=num_splits)
-
-
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     p = inputs.problem
-    if num_splits is not None:
-        check_num_splits(num_splits)
-    require_alignment(inputs, LOAD_BYTES)
     defines = pick_launch_config(p, config)
+
+    def make_plan():  # items start on whole loop steps (and pages)
+        return planner.for_launch(inputs, RESIDENT_PROGRAMS, step_tokens(defines), num_splits,
+                                  num_head_blocks(p))
+
+    split_plan = make_plan()
+    require_alignment(inputs, LOAD_BYTES)
     split = get_kernel("split_k.cu", "split_kernel", defines)
     combine = get_kernel("split_k.cu", "combine_kernel", defines)
-    split_plan = make_plan(inputs, step_tokens(defines), num_splits)
     work = split_plan.tensors(inputs.device)
     q, k, v = inputs.q, inputs.k, inputs.v
     table, stride_btb, page_size = cache_args(inputs)
@@ -61,9 +56,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     if split_plan.num_merges:
         launches.append((combine, (p.num_q_heads, split_plan.num_merges), combine_args))
 
-    def replan():
-        return make_plan(inputs, step_tokens(defines), num_splits).tensors(inputs.device)
-
     return Launch(launcher(launches, defines),
                   {"num_items": split_plan.num_items, "chunk": split_plan.chunk,
-                   "merges": split_plan.num_merges, **reported(defines)}, plan=replan)
+                   "merges": split_plan.num_merges, **reported(defines)},
+                  plan=lambda: make_plan().tensors(inputs.device))

@@ -16,7 +16,7 @@ two Numba launches at short sequences.
 """
 
 from impls import plan as planner
-from impls.common import check_num_splits, require_alignment, sm_count
+from impls.common import require_alignment
 from impls.numba._kernels import LOAD_BYTES
 from impls.numba._launch import launcher, launches_for, num_head_blocks, pick_launch_config
 from impls.registry import Launch
@@ -25,25 +25,16 @@ from impls.registry import Launch
 RESIDENT_PROGRAMS = 2
 
 
-def make_plan(inputs, step: int, num_splits: int | None) -> planner.SplitPlan:
-    """The batch's plan from the host lengths; items start on whole loop steps (and pages)."""
-    p = inputs.problem
-    programs = sm_count(inputs.device) * RESIDENT_PROGRAMS // num_head_blocks(p)
-    return planner.plan(p.seq_lens, p.num_kv_heads, max(1, programs), planner.granule_for(p, step),
-                        num_splits=num_splits)
-
-
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
-    if num_splits is not None:
-        check_num_splits(num_splits)
-    require_alignment(inputs, LOAD_BYTES)
     step = pick_launch_config(inputs.problem, config).STEP
-    split_plan = make_plan(inputs, step, num_splits)
+
+    def make_plan():  # items start on whole loop steps (and pages)
+        return planner.for_launch(inputs, RESIDENT_PROGRAMS, step, num_splits,
+                                  num_head_blocks(inputs.problem))
+
+    split_plan = make_plan()
+    require_alignment(inputs, LOAD_BYTES)
     launches, reported = launches_for(inputs, out, lse, split_plan, config)
-
-    def replan():
-        return make_plan(inputs, step, num_splits).tensors(inputs.q.device)
-
     return Launch(launcher(launches), {**reported, "num_items": split_plan.num_items,
                                        "chunk": split_plan.chunk, "merges": split_plan.num_merges},
-                  plan=replan)
+                  plan=lambda: make_plan().tensors(inputs.q.device))

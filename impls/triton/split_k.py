@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from impls import plan as planner
-from impls.common import LOG2E, cache_args, check_num_splits, sm_count
+from impls.common import LOG2E, cache_args
 from impls.registry import Launch
 from impls.triton._common import REPORTED, attend, pick_launch_config, store_group
 
@@ -104,20 +104,14 @@ def combine_kernel(
     tl.store(lse_ptr + pid_b * stride_lb + pid_h, m + tl.log(total))
 
 
-def make_plan(inputs, tile: int, num_splits: int | None) -> planner.SplitPlan:
-    """The batch's plan from the host lengths (redone per step in a serving loop)."""
-    p = inputs.problem
-    return planner.plan(p.seq_lens, p.num_kv_heads,
-                        sm_count(inputs.device) * RESIDENT_PROGRAMS[p.layout],
-                        planner.granule_for(p, tile), num_splits=num_splits)
-
-
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     p = inputs.problem
-    if num_splits is not None:
-        check_num_splits(num_splits)
     cfg = pick_launch_config(p, config)
-    split_plan = make_plan(inputs, cfg["BLOCK_N"], num_splits)
+
+    def make_plan():  # the batch's plan from the host lengths (per step in a serving loop)
+        return planner.for_launch(inputs, RESIDENT_PROGRAMS[p.layout], cfg["BLOCK_N"], num_splits)
+
+    split_plan = make_plan()
     work = split_plan.tensors(inputs.device)
     q, k, v = inputs.q, inputs.k, inputs.v
     table, stride_btb, page_size = cache_args(inputs)
@@ -140,9 +134,6 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
         if split_plan.num_merges:
             combine_kernel[combine_grid](*combine_args, **combine_cfg)
 
-    def replan():
-        return make_plan(inputs, cfg["BLOCK_N"], num_splits).tensors(inputs.device)
-
     return Launch(run, {"num_items": split_plan.num_items, "chunk": split_plan.chunk,
                         "merges": split_plan.num_merges, **{key: cfg[key] for key in REPORTED}},
-                  plan=replan)
+                  plan=lambda: make_plan().tensors(inputs.device))
