@@ -90,7 +90,7 @@ def test_num_splits_cuts_every_sequence_at_the_same_boundaries(seq_lens, num_spl
 
 
 def test_a_batch_that_fills_the_gpu_splits_only_its_tail():
-    """64 sequences of 512 tokens and one of 32k, 8 KV heads, 132 programs: only the long one is
+    """63 sequences of 512 tokens and one of 32k, 8 KV heads, 132 programs: only the long one is
     split, into chunks no longer than the per-program work of the rest of the batch."""
     seq_lens = [512] * 63 + [32768]
     split_plan = planner.plan(seq_lens, 8, 132, 128)

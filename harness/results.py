@@ -137,7 +137,8 @@ def _config_summary(r: dict) -> str:
 
     shown = next((b.shown_config for b in registry.backends() if b.name == r["backend"]), None)
     config = r.get("config") or {}
-    return ", ".join(f"{k}={config[k]}" for k in (shown or config) if k in config)
+    keys = ("num_splits", *shown) if shown else config  # num_splits: the option those runs set
+    return ", ".join(f"{k}={config[k]}" for k in keys if k in config)
 
 
 def _mode_cell(r: dict, mode: str) -> str:
@@ -314,7 +315,9 @@ COLUMNS_NOTE = (
     "while the GPU is busy (dispatch and launch overhead; '!' marks a note, 'n/a' a mode the call "
     "does not support). 'plan us': the host time of the work a serving loop redoes per batch "
     "before the call (a split plan and its device tensors, a library's plan), median, apart from "
-    "the timed call. GB/s and % BW from the cold figure. 'rank' on the problem: 1 + the rows "
+    "the timed call, with the device idle (a plan that copies from pageable memory waits for the "
+    "stream: behind running kernels it costs more). GB/s and % BW from the cold figure. 'rank' "
+    "on the problem: 1 + the rows "
     "faster beyond doubt (intervals apart); '=' marks a tie (overlapping intervals). 'vs vendor' "
     "is the fastest vendor kernel's time on the same problem over this row's: > 1 is faster than "
     "all of them. '1st call ms' is set-up plus the first launch, synced (JIT compilation "

@@ -110,11 +110,13 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
     if c.passed and spec.timing:
         try:
             timings = timer(checked.run.launch.run)
+            plan = checked.run.launch.plan
+            plan_us = round(time_plan(plan).median, 1) if plan is not None else None
         except Exception as e:
             return {**row, "status": "ERROR", "reason": f"timing: {type(e).__name__}: {e}"[:ERROR_TEXT_LIMIT]}
         row.update(timing_fields(timings))
-        if checked.run.launch.plan is not None:
-            row["plan_us"] = round(time_plan(checked.run.launch.plan).median, 1)
+        if plan_us is not None:
+            row["plan_us"] = plan_us
         if inputs.device.type == "cuda" and row.get("primary_mode") in ("cold", "graph"):
             gbps = problem.bytes_moved / (row["median_us"] * 1e-6) / 1e9
             row["gbps"] = round(gbps, 1)

@@ -11,8 +11,8 @@ name                                   meaning
                                        a tile of >= 16 rows, CuPy and Numba take blocks of <= 8
 ``num_head_blocks``, ``pid_hb``        head blocks per KV head, and which one (Triton: always 1)
 ``head0``, ``n_heads``                 a program's first query head, the valid heads of its block
-``pid_b``, ``pid_kvh``, ``pid_s``      program indices: sequence, KV head, split; ``pid_h``: the
-                                       query head of a combine program
+``pid_b``, ``pid_kvh``, ``pid_h``      program indices: sequence, KV head, the query head of a
+                                       combine program
 ``stride_kp``, ``stride_kt``,          K/V strides between pages, token rows and KV heads; the
 ``stride_kh``                          dense cache is addressed as one page per sequence
 ``stride_btb``                         block-table row stride (``stride_qb``/``qh``,
@@ -25,10 +25,11 @@ name                                   meaning
                                        vector load (16 B CuPy, 8 B Numba), vectors per thread per
                                        row, rows per row group (``rg``) per loop step
 ``STEP``                               tokens a program consumes per loop step
-``num_splits``, ``tokens_per_split``   split-K: splits per sequence, tokens each covers (whole
-                                       tiles or steps)
-``part_out``, ``part_lse``             split-K workspace: partial outputs [B, Hq, num_splits, D]
-                                       and their LSE [B, Hq, num_splits], float32
+``items``, ``pid_i``, ``chunk``        split-K work items (``impls.plan``: sequence, start, end,
+                                       slot), which one a program runs, their most tokens
+``part_out``, ``part_lse``             split-K workspace: partial outputs [slots, Hq, D] and their
+                                       LSE [slots, Hq], float32, one slot per piece of a split
+                                       sequence; ``merge_seqs``/``merge_indptr`` say whose
 ``decode_kernel``, ``split_kernel``,   one-pass kernel, split-K stage 1 (Numba runs
 ``combine_kernel``                     ``decode_kernel`` over splits), split-K merge
 ``IS_PAGED``, ``HEAD_DIM``             compile-time layout switch and head dim

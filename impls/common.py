@@ -1,12 +1,13 @@
-"""Host-side pieces every DSL backend's launchers share: the log-domain constants, the split-K
-policy and its workspace, the alignment rule of vectorised loads, launch-config overrides and the
-handle on PyTorch's current stream. Pure Python and torch; no DSL is imported here.
+"""Host-side pieces every DSL backend's launchers share: the log-domain constants, the
+``num_splits`` rule, the alignment rule of vectorised loads, launch-config overrides and the
+CUDA-core kernels' thread mapping, the dense layout's stand-in block table, and the handle on
+PyTorch's current stream. Pure Python and torch; no DSL is imported here. (The split-K plan is
+``impls.plan``.)
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -27,50 +28,10 @@ def sm_count(device: torch.device) -> int:
 
 
 # ---- split-K ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SplitPolicy:
-    """How a split-K launcher picks its split count when none is given: enough programs for
-    ``waves`` per SM, no split shorter than ``min_tokens_per_split`` (below that the partial
-    write and the combine cost more than the extra parallelism saves), at most ``max_splits``
-    (bounds the workspace and the combine's loop)."""
-
-    waves: int
-    min_tokens_per_split: int = 256
-    max_splits: int = 128
-
-    def pick(self, problem, num_sms: int, programs_per_split: int) -> int:
-        wanted = -(-self.waves * num_sms // programs_per_split)
-        useful = -(-problem.max_seq_len // self.min_tokens_per_split)
-        return max(1, min(wanted, useful, self.max_splits))
-
-    def resolve(self, num_splits, problem, device: torch.device, programs_per_split: int) -> int:
-        """``num_splits`` as given (checked), or this policy's pick when it is None."""
-        if num_splits is None:
-            return self.pick(problem, sm_count(device), programs_per_split)
-        check_num_splits(num_splits)
-        return num_splits
-
-
 def check_num_splits(num_splits) -> None:
     if isinstance(num_splits, bool) or not isinstance(num_splits, int) \
             or not 1 <= num_splits <= MAX_NUM_SPLITS:
         raise ProblemError(f"num_splits={num_splits!r}: must be an integer in [1, {MAX_NUM_SPLITS}]")
-
-
-def tokens_per_split(problem, num_splits: int, tile: int) -> int:
-    """Tokens per split, rounded up to whole tiles; splits past a sequence's end stay empty."""
-    per_split = -(-problem.max_seq_len // num_splits)
-    return -(-per_split // tile) * tile
-
-
-def new_partials(problem, num_splits: int, device: torch.device):
-    """The split-K workspace: ``part_out`` float32 [B, Hq, num_splits, D] (normalised partial
-    outputs) and ``part_lse`` float32 [B, Hq, num_splits] (their natural-log LSE)."""
-    p = problem
-    part_out = torch.empty(p.batch, p.num_q_heads, num_splits, p.head_dim, dtype=torch.float32,
-                           device=device)
-    part_lse = torch.empty(p.batch, p.num_q_heads, num_splits, dtype=torch.float32, device=device)
-    return part_out, part_lse
 
 
 # ---- launch configuration -----------------------------------------------------------------------

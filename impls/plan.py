@@ -4,9 +4,10 @@ Pure numpy and torch: from the host copy of ``seq_lens``, the number of KV heads
 programs the GPU runs at once (SMs x the kernel's resident programs per SM, ``max_programs``),
 the batch is cut into *work items*, each a token range of one sequence, run by one program per
 KV head. Every item is at most ``chunk`` tokens, a multiple of ``granule`` (whole K/V tiles, and
-whole pages on the paged layout). A sequence no longer than the chunk stays one item and writes
-``out``/``lse`` itself; only the split ones write partials (``part_out``/``part_lse`` slots) and
-are merged, each over its own items (FlashInfer's decode planner does the same).
+whole pages where the kernel reads its block table per page). A sequence no longer than the
+chunk stays one item and writes ``out``/``lse`` itself; only the split ones write partials
+(``part_out``/``part_lse`` slots) and are merged, each over its own items (FlashInfer's decode
+planner does the same).
 
 The chunk minimises an estimate of the batch's makespan in tokens per program,
 
@@ -33,9 +34,10 @@ import numpy as np
 import torch
 
 from impls.common import check_num_splits, sm_count
+from impls.registry import Unsupported
 
 OVERHEAD_TOKENS = 128  # an item's fixed cost (start, partial write, merge), in tokens of work
-MIN_CHUNK = 256  # no item shorter than this unless its sequence is (the merge outweighs it)
+MIN_CHUNK = 256  # the planner's smallest chunk (below it the merge outweighs the parallelism)
 ITEM_FIELDS = 4  # a work item: (sequence, first token, end token, partial slot or -1)
 
 
@@ -127,7 +129,7 @@ def pick_chunk(lens, num_kv_heads: int, max_programs: int, granule: int,
     # each sequence is at least one item: the busy time is at least this, and no chunk below it
     # can be the crossing point of the two terms of the estimate
     floor = (batch.total + len(batch.array) * OVERHEAD_TOKENS) * num_kv_heads / max_programs
-    lo = max(-(-min_chunk // granule), int(floor // granule))
+    lo = max(1, -(-min_chunk // granule), int(floor // granule))
     hi = whole // granule
     if lo >= hi:
         return whole
@@ -187,18 +189,22 @@ def new_partials(split_plan: SplitPlan, problem, device: torch.device):
             torch.empty(slots, problem.num_q_heads, dtype=torch.float32, device=device))
 
 
+MAX_ITEMS = 65535  # the kernels put work items on a CUDA grid's y dimension
+
+
 def for_launch(inputs, programs_per_sm: int, tile: int, num_splits: int | None,
-               head_blocks: int = 1) -> SplitPlan:
+               head_blocks: int = 1, whole_pages: bool = False) -> SplitPlan:
     """The plan of one launch: a kernel with ``programs_per_sm`` programs resident per SM, items
-    starting on whole ``tile``s (and pages), ``head_blocks`` programs per (item, KV head);
-    ``num_splits`` checked and, when given, a uniform cut."""
+    starting on whole ``tile``s (and pages, for a kernel that reads its block table per page),
+    ``head_blocks`` programs per (item, KV head); ``num_splits`` checked and, when given, a
+    uniform cut. More items than a grid dimension holds is unsupported."""
     p = inputs.problem
     if num_splits is not None:
         check_num_splits(num_splits)
     programs = max(1, sm_count(inputs.device) * programs_per_sm // head_blocks)
-    return plan(p.seq_lens, p.num_kv_heads, programs, granule_for(p, tile), num_splits=num_splits)
-
-
-def granule_for(problem, tile: int) -> int:
-    """Item boundaries fall on whole tiles and, on the paged layout, whole pages."""
-    return math.lcm(tile, problem.page_size) if problem.layout == "paged" else tile
+    granule = math.lcm(tile, p.page_size) if whole_pages and p.layout == "paged" else tile
+    split_plan = plan(p.seq_lens, p.num_kv_heads, programs, granule, num_splits=num_splits)
+    if split_plan.num_items > MAX_ITEMS:
+        raise Unsupported(f"{split_plan.num_items} work items of {split_plan.chunk} tokens: more "
+                          f"than the {MAX_ITEMS} a grid dimension holds (fewer num_splits)")
+    return split_plan

@@ -134,3 +134,43 @@ def test_old_runs_render_without_their_retired_fields():
     assert results._config_summary({"backend": "gone", "config": {"a": 1}}) == "a=1"
     lines = results.provenance_lines({"gpu": "NVIDIA H200", "command": "x", "copy_bw_gbps": 4000})
     assert not any("without a GPU" in line for line in lines)
+
+
+def test_a_plan_with_more_items_than_a_grid_dimension_is_unsupported():
+    import types
+
+    import torch
+
+    from impls import plan as planner
+    from impls.registry import Unsupported
+
+    inputs = types.SimpleNamespace(problem=DecodeProblem(4, 2, 64, (70_000,) * 32),
+                                   device=torch.device("cpu"))
+    assert planner.for_launch(inputs, 2, 16, num_splits=None).num_items <= planner.MAX_ITEMS
+    with pytest.raises(Unsupported, match="grid dimension"):
+        planner.for_launch(inputs, 2, 16, num_splits=4096)  # 32-token items: 70016 of them
+
+
+def test_a_failing_plan_is_an_error_row_not_a_crash():
+    """Host planning timed apart from the call: when it raises, the cell says so and the run
+    goes on (evaluate never raises)."""
+    from harness.runner import RunSpec, evaluate
+    from harness.timing import CpuTimer
+    from impls.registry import Launch
+    from specs.inputs import make_inputs
+    from specs.reference import reference
+
+    def failing_plan():
+        raise RuntimeError("planner ran out of pinned memory")
+
+    def prepare(inputs, out, lse):
+        ref = reference(inputs)
+        return Launch(lambda: (ref.out.to(inputs.q.dtype), ref.lse.float()), plan=failing_plan)
+
+    impl = Impl(TOY, "one-pass", __name__, Capabilities(frozenset({"dense"})), entry="_toy_prepare")
+    globals()["_toy_prepare"] = prepare
+    problem = DecodeProblem(4, 2, 64, (9,))
+    inputs = make_inputs(problem, 0)
+    spec = RunSpec([problem.to_dict()], [], 0, {}, True, True, "/dev/null", None)
+    row = evaluate(0, impl, problem, inputs, reference(inputs), spec, CpuTimer(), {})
+    assert row["status"] == "ERROR" and "pinned memory" in row["reason"]

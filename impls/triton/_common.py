@@ -1,6 +1,7 @@
 """Triton building blocks shared by the one-pass and split-K decode kernels.
 
-Every kernel runs one program per (sequence ``pid_b``, KV head ``pid_kvh``[, split ``pid_s``]).
+Every kernel runs one program per (sequence ``pid_b`` or split-K work item ``pid_i``, KV head
+``pid_kvh``).
 The program loads the ``group_size`` query heads that share the KV head as one
 ``[BLOCK_H, HEAD_DIM_PAD]`` tile (``BLOCK_H`` >= 16 because ``tl.dot`` needs 16 rows; padding
 rows are masked), so each K/V tile is read once per group and both products run on the tensor

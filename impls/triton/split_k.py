@@ -12,7 +12,8 @@ works. The plan is made in ``prepare`` from the host lengths (outside the timed 
 launch's ``plan`` callable redoes it, for the harness to time).
 Why: at batch 1 the one-pass grid has num_kv_heads programs for 100+ SMs, and in a ragged batch
 the longest sequence sets the time; splitting fills the GPU and cuts the tail. The cost is the
-partials' round trip (num_items x Hq x D floats, tiny next to the cache) and a second launch.
+partials' round trip (a slot x Hq x D floats per piece of a split sequence, tiny next to the
+cache) and a second launch.
 Expected bottleneck: HBM bandwidth once the items cover the SMs; launch and merge overhead at
 short sequences.
 """
@@ -109,7 +110,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     cfg = pick_launch_config(p, config)
 
     def make_plan():  # the batch's plan from the host lengths (per step in a serving loop)
-        return planner.for_launch(inputs, RESIDENT_PROGRAMS[p.layout], cfg["BLOCK_N"], num_splits)
+        return planner.for_launch(inputs, RESIDENT_PROGRAMS[p.layout], cfg["BLOCK_N"], num_splits,
+                                  whole_pages=cfg["PAGE_SIZE"] > 0)
 
     split_plan = make_plan()
     work = split_plan.tensors(inputs.device)
