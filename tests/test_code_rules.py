@@ -27,11 +27,13 @@ def tracked(*folders: str) -> list[Path]:
 
 # identifiers the glossary replaced (whole names), each with the one it became
 RETIRED = {
-    r"\w*chunk\w*": "tokens_per_split (split-K) or num_head_blocks / pid_hb (head blocks)",
+    # ``chunk`` itself is the plan's most tokens per work item; its old compounds meant splits or head blocks
+    r"(?!chunk\Z)\w*chunk\w*": "items / chunk (split-K, impls.plan) or num_head_blocks / pid_hb (head blocks)",
+    r"tokens_per_split": "chunk (the plan's most tokens per work item)",
     r"group": "group_size",
     r"GROUP": "BLOCK_H",
     r"stride_k[b01]": "stride_kp / stride_kt",
-    r"split_len": "tokens_per_split",
+    r"split_len": "chunk",
     r"kernel_defines|config_for": "pick_launch_config",
     r"EPW|WPT|EPT|WPR": "VEC / VPT / VECS_PER_ROW",
     r"st": "m_i / l_i / acc",
