@@ -31,10 +31,7 @@ SPLITS = (None, 16, 32, 64, 128)  # split-k: the policy's pick, then forced coun
 
 
 def _half_tpr(backend: str, problem) -> int:
-    """Half the TPR the backend picks for ``problem`` (one shuffle level less per score)."""
-    if backend == "cupy":
-        from impls.cupy._build import pick_launch_config
-        return max(1, pick_launch_config(problem)["TPR"] // 2)
+    """Half the TPR Numba picks for ``problem`` (one shuffle level less per score)."""
     from impls.numba._launch import pick_launch_config
     return max(1, pick_launch_config(problem).TPR // 2)
 
@@ -44,11 +41,12 @@ def configs(backend: str, problem) -> list[dict]:
     if backend == "triton":
         return [dict(BLOCK_N=b, num_warps=w, num_stages=s)
                 for b, w, s in itertools.product((32, 64, 128), (4, 8), (2, 3, 4))]
+    if backend == "cupy":  # the tensor-core loop's ring (what fits a CTA), and the CUDA-core loop
+        from impls.cupy._build import SMEM_PER_CTA, ring_smem_bytes
+        return [dict(TENSOR_CORES=1, NUM_WARPS=w, STAGES=s)
+                for w, s in itertools.product((2, 4, 8), (2, 3, 4, 5, 6))
+                if ring_smem_bytes(problem.head_dim, w, s) <= SMEM_PER_CTA] + [dict(TENSOR_CORES=0)]
     tprs = (None, _half_tpr(backend, problem))
-    if backend == "cupy":
-        return [{k: v for k, v in dict(TPR=t, UNROLL=u, PREFETCH=p, NUM_WARPS=w).items()
-                 if v is not None}
-                for t, u, p, w in itertools.product(tprs, (None, 8), (0, 1), (4, 8))]
     return [{k: v for k, v in dict(TPR=t, UNROLL=u, NUM_WARPS=w, MIN_BLOCKS=m).items()
              if v is not None}
             for t, u, w, m in itertools.product(tprs, (2, 4), (4, 8), (0, 2, 4)) if w * m <= 16]
@@ -59,6 +57,7 @@ def main() -> None:
     parser.add_argument("backend", choices=("cupy", "triton", "numba"))
     parser.add_argument("--cells", help="indices into CELLS, comma-separated (default: all)")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--all", action="store_true", help="print every configuration's time")
     args = parser.parse_args()
     timer = GpuTimer(torch.device("cuda"), quick=args.quick, modes=("cold",))
     cells = [CELLS[int(i)] for i in args.cells.split(",")] if args.cells else CELLS
@@ -70,7 +69,8 @@ def main() -> None:
         ref = reference(inputs)
         timed = []
         for config in configs(args.backend, problem):
-            for splits in (SPLITS if variant == "split-k" else (None,)):
+            # the tensor-core sweep keeps the planner's split (it follows the ring's residency)
+            for splits in (SPLITS if variant == "split-k" and args.backend != "cupy" else (None,)):
                 opts = {"config": config, **({"num_splits": splits} if splits else {})}
                 try:
                     checked = check(impl, inputs, ref, opts)
@@ -84,6 +84,9 @@ def main() -> None:
         timed.sort(key=lambda r: r[0])
         print(f"{problem.label()} {variant}: best {timed[0][0]:.1f} us {timed[0][1]} "
               f"{timed[0][2]} | 2nd {timed[1][0]:.1f} {timed[1][1]} {timed[1][2]}", flush=True)
+        if args.all:
+            for t, opts, config in timed:
+                print(f"    {t:8.1f} us  {opts}  {config}")
         del inputs, ref
 
 

@@ -1,5 +1,6 @@
 """Every CuPy kernel source compiles for sm_90 with nvcc (no GPU needed), for each kind of
-specialisation the launchers ask for, with no local-memory stack frame (a register array that
+specialisation the launchers ask for, on both inner loops (tensor cores and, where those are the
+default, the CUDA-core loop forced), with no local-memory stack frame (a register array that
 spilled or was indexed at run time would show there)."""
 
 import re
@@ -21,18 +22,31 @@ PROBLEMS += [DecodeProblem(hq, hkv, d, (100,), dtype=dtype) for hq, hkv, d, dtyp
     (32, 32, 96, "float16"),  # MHA, head_dim 96: 12 vectors on 16 lanes
     (16, 8, 256, "bfloat16"),  # head_dim 256: a warp per row
     (16, 1, 256, "float32"),  # MQA 16 (two chunks of 8), fp32 head_dim 256: 2 vectors a lane
+    (40, 8, 80, "bfloat16"),  # head_dim 80: 10 16-byte vectors per row (pitch 11)
+    (64, 2, 128, "float16"),  # GQA 32: two tensor-core head blocks
+    (32, 8, 72, "bfloat16"),  # head_dim 72: not a multiple of the mma's k (CUDA cores)
 ]]
+
+
+def _loops(problem):
+    """The launch configs to build: the default, and the CUDA-core loop where tensor cores are
+    the default (up to GQA 4: a block of 8 heads at head_dim 128 spills on CUDA cores, one
+    reason it goes to the tensor cores)."""
+    yield "default", None
+    if _build.tensor_cores_fit(problem) and problem.group_size <= 4:
+        yield "cuda-cores", {"TENSOR_CORES": 0}
 
 
 def _cases():
     for p in PROBLEMS:
-        for src in ("one_pass.cu", "split_k.cu"):
-            yield pytest.param(src, p, id=f"{src}-{p.label()}")
+        for loop, config in _loops(p):
+            for src in ("one_pass.cu", "split_k.cu"):
+                yield pytest.param(src, p, config, id=f"{src}-{p.label()}-{loop}")
 
 
-@pytest.mark.parametrize("src,problem", list(_cases()))
-def test_cupy_kernel_compiles_for_sm90(src, problem, tmp_path):
-    defines = _build.pick_launch_config(problem)
+@pytest.mark.parametrize("src,problem,config", list(_cases()))
+def test_cupy_kernel_compiles_for_sm90(src, problem, config, tmp_path):
+    defines = _build.pick_launch_config(problem, config)
     cmd = [NVCC, "-arch=sm_90", "-std=c++17", "-use_fast_math", "-cubin", "-Xptxas", "-v",
            "-o", str(tmp_path / "k.cubin"), *(f"-D{k}={v}" for k, v in defines.items()),
            str(_build.HERE / src)]

@@ -119,7 +119,25 @@ def test_launch_config_values_a_kernel_cannot_take_are_refused(backend, config, 
         pytest.importorskip("numba_cuda")
         from impls.numba._launch import pick_launch_config
     problem = DecodeProblem(32, 8, 128, (100,))
-    pick_launch_config(problem, {"TPR": 8, "UNROLL": 2})  # values it can take
+    loop = {"TENSOR_CORES": 0} if backend == "cupy" else {}  # CuPy: its CUDA-core loop's keys
+    pick_launch_config(problem, {"TPR": 8, "UNROLL": 2, **loop})  # values it can take
+    with pytest.raises(ProblemError, match=message):
+        pick_launch_config(problem, {**config, **loop})
+
+
+@pytest.mark.parametrize("problem,config,message", [
+    (DecodeProblem(32, 8, 128, (100,)), {"TPR": 8}, "TPR tune the CUDA-core loop"),
+    (DecodeProblem(32, 8, 128, (100,)), {"TENSOR_CORES": 0, "STAGES": 3}, "STAGES tune the tensor"),
+    (DecodeProblem(32, 8, 128, (100,), dtype="float32"), {"TENSOR_CORES": 1}, "16-bit dtype"),
+    (DecodeProblem(32, 8, 72, (100,)), {"TENSOR_CORES": 1}, "head_dim % 16"),
+    (DecodeProblem(32, 8, 128, (100,)), {"STAGES": 1}, "STAGES must be in"),
+    (DecodeProblem(32, 8, 256, (100,)), {"NUM_WARPS": 8, "STAGES": 4}, "shared memory"),
+])
+def test_cupy_loop_configs_it_cannot_take_are_refused(problem, config, message):
+    """CuPy's two loops: a key of the loop not chosen, tensor cores where they do not fit, a ring
+    too shallow or too large for a CTA, each refused before anything is built."""
+    from impls.cupy._build import pick_launch_config
+
     with pytest.raises(ProblemError, match=message):
         pick_launch_config(problem, config)
 

@@ -1,7 +1,9 @@
 """Compile-time configuration, compilation and zero-copy launch plumbing of the CuPy backend.
 
-Kernel sources are the ``.cu`` files beside this module (``decode_common.cuh`` holds the shared
-device code). ``pick_launch_config(problem)`` is the pure choice of compile-time parameters;
+Kernel sources are the ``.cu`` files beside this module; ``decode_common.cuh`` holds the device
+code both inner loops share, ``cuda_cores.cuh`` and ``tensor_cores.cuh`` the two loops (fp32 FMAs
+on registers; mma.sync fed by a cp.async ring). ``pick_launch_config(problem)`` is the pure
+choice of compile-time parameters, the loop included;
 ``get_kernel`` compiles a source with them through NVRTC (``cupy.RawModule``) once per
 specialisation and caches the module. Tensors reach the kernels as CuPy views of PyTorch's
 memory (``cupy.from_dlpack``; 16-bit types as int16 views, since CuPy has no bfloat16), and
@@ -20,29 +22,103 @@ from specs.problem import ProblemError
 
 HERE = Path(__file__).resolve().parent
 DTYPE_IDS = {"float16": 0, "bfloat16": 1, "float32": 2}
-NUM_WARPS = 4  # 128 threads per CTA
+NUM_WARPS = 4  # 128 threads per CTA (the CUDA-core loop)
 UNROLL = 4  # tokens per row group per step: 2 x UNROLL 16-byte loads in flight per thread
 PREFETCH = 1  # issue the next step's loads before this step's arithmetic
-SMEM_LIMIT = 48 * 1024  # static shared memory of one CTA (the cross-warp merge)
+SMEM_LIMIT = 48 * 1024  # static shared memory of one CTA (the CUDA-core loop's merge)
 REGISTER_FLOATS = 64  # per thread for q (and as many for the accumulator): no spills at 128 threads
-MAX_BLOCK_H = 8  # query heads per CTA; larger GQA groups are split into blocks of 8
-LOAD_BYTES = 16  # one vectorised load per thread per row
+MAX_BLOCK_H = 8  # query heads per CTA of the CUDA-core loop; larger GQA groups are split
+LOAD_BYTES = 16  # one vectorised load (or cp.async) per thread per row
+
+# The tensor-core loop (tensor_cores.cuh)
+MMA_ROWS = 16  # query heads per CTA: the M rows of mma.m16n8k16 (a smaller group is zero-padded)
+MMA_DTYPES = ("float16", "bfloat16")  # fp32 stays on CUDA cores (tf32 would miss the tolerance)
+# Each warp's ring: 2 buffers (one tile in flight while one is computed) of 16 tokens, 8 warps a
+# CTA: the fastest of 2-8 warps x 2-6 stages on the sweep cells
+# (results/nvidia-h100/2026-11-23-cupy-tc/sweep.log); 4 warps where 8 do not fit (head_dim 256)
+STAGES = 2
+MMA_WARPS = (8, 4)
+SMEM_PER_SM = 228 * 1024  # sm_90's shared memory per SM (what bounds the tensor-core CTAs)
+SMEM_PER_CTA = 227 * 1024  # the most dynamic shared memory one CTA may have on sm_90
+SMEM_RESERVED = 1024  # per CTA, taken by the system on sm_90
+
+
+CUDA_CORE_KEYS = ("TPR", "UNROLL", "PREFETCH")  # config keys of one loop only
+TENSOR_CORE_KEYS = ("STAGES",)
+
+
+def tensor_cores_fit(problem) -> bool:
+    """Whether the tensor-core loop takes ``problem`` (a 16-bit dtype, head_dim a multiple of
+    the mma's k = 16)."""
+    return problem.dtype in MMA_DTYPES and problem.head_dim % 16 == 0
 
 
 def pick_launch_config(problem, config: dict | None = None) -> dict[str, int]:
-    """-D values for ``problem`` (pure); ``config`` overrides the tunable ones (``TPR``,
-    ``UNROLL``, ``NUM_WARPS``, ``PREFETCH``), a ``ProblemError`` when they cannot work.
+    """-D values for ``problem`` (pure); ``config`` overrides the tunable ones (``TENSOR_CORES``,
+    ``STAGES``, ``NUM_WARPS``; the CUDA-core loop's ``TPR``, ``UNROLL``, ``PREFETCH``), a
+    ``ProblemError`` when they cannot work."""
+    tensor_cores = tensor_cores_fit(problem)
+    num_warps = NUM_WARPS
+    if tensor_cores:
+        num_warps = next(w for w in MMA_WARPS
+                         if ring_smem_bytes(problem.head_dim, w, STAGES) <= SMEM_PER_CTA)
+    tuned = with_overrides(dict(TENSOR_CORES=int(tensor_cores), STAGES=STAGES,
+                                NUM_WARPS=num_warps, TPR=None, UNROLL=None, PREFETCH=PREFETCH),
+                           config)
+    base = dict(HEAD_DIM=problem.head_dim, DTYPE_ID=DTYPE_IDS[problem.dtype],
+                IS_PAGED=int(problem.layout == "paged"))
+    if tuned["TENSOR_CORES"] not in (0, 1):
+        raise ProblemError(f"config: TENSOR_CORES={tuned['TENSOR_CORES']}: must be 0 or 1")
+    # a key of the other loop would be ignored silently: refuse it
+    other = CUDA_CORE_KEYS if tuned["TENSOR_CORES"] else TENSOR_CORE_KEYS
+    if set(config or {}) & set(other):
+        raise ProblemError(f"config: {', '.join(sorted(set(config) & set(other)))} tune the "
+                           f"{'CUDA-core' if tuned['TENSOR_CORES'] else 'tensor-core'} loop, but "
+                           f"this launch runs on {'tensor' if tuned['TENSOR_CORES'] else 'CUDA'} "
+                           f"cores (set TENSOR_CORES={1 - tuned['TENSOR_CORES']})")
+    if tuned["TENSOR_CORES"]:
+        return {**base, **tensor_core_config(problem, tuned)}
+    return {**base, **cuda_core_config(problem, tuned)}
 
-    Threads per row: ``common.threads_per_row`` (two 16-byte vectors a thread where the
-    registers allow; the faster choice in results/nvidia-h200/sweeps/2026-11-21-cupy.log).
-    UNROLL tokens x VPT vectors stay at UNROLL loads per thread per step, so the K/V buffers
-    fit in registers."""
+
+def tensor_core_config(problem, tuned: dict) -> dict[str, int]:
+    """The tensor-core loop's -D values: the ring's depth and its shared memory (the layout of
+    tensor_cores.cuh, which checks it at compile time)."""
+    if not tensor_cores_fit(problem):
+        raise ProblemError(f"config: TENSOR_CORES=1 needs a 16-bit dtype and head_dim % 16 == 0 "
+                           f"(got {problem.dtype}, head_dim {problem.head_dim})")
+    stages, num_warps = tuned["STAGES"], tuned["NUM_WARPS"]
+    if not 2 <= stages <= 8 or num_warps not in (1, 2, 4, 8):
+        raise ProblemError(f"config: STAGES={stages}, NUM_WARPS={num_warps}: STAGES must be in "
+                           "[2, 8], NUM_WARPS 1, 2, 4 or 8")
+    smem = ring_smem_bytes(problem.head_dim, num_warps, stages)
+    if smem > SMEM_PER_CTA:
+        raise ProblemError(f"config: STAGES={stages} x NUM_WARPS={num_warps} at head_dim "
+                           f"{problem.head_dim} needs {smem} bytes of shared memory, more than "
+                           f"the {SMEM_PER_CTA} of a CTA")
+    return dict(BLOCK_H=MMA_ROWS, NUM_WARPS=num_warps, TENSOR_CORES=1, STAGES=stages,
+                SMEM_BYTES=smem)
+
+
+def ring_smem_bytes(head_dim: int, num_warps: int, stages: int) -> int:
+    """tensor_cores.cuh's LAYOUT_BYTES: K and V rings of 16 x NUM_WARPS rows, the Q tile, the
+    row-offset table (rows padded to an odd number of 16-byte vectors)."""
+    vecs = head_dim // 8
+    pitch = (vecs if vecs % 2 else vecs + 1) * 8
+    block_n = 16 * num_warps
+    return 2 * stages * block_n * pitch * 2 + MMA_ROWS * pitch * 2 + stages * block_n * 8
+
+
+def cuda_core_config(problem, tuned: dict) -> dict[str, int]:
+    """The CUDA-core loop's -D values. Threads per row: ``common.threads_per_row`` (two 16-byte
+    vectors a thread where the registers allow; the faster choice in
+    results/nvidia-h200/sweeps/2026-11-21-cupy.log). UNROLL tokens x VPT vectors stay at UNROLL
+    loads per thread per step, so the K/V buffers fit in registers."""
     vec = LOAD_BYTES // problem.itemsize
     vecs_per_row = problem.head_dim // vec
     block_h = min(problem.group_size, MAX_BLOCK_H)
-    tuned = with_overrides(dict(TPR=threads_per_row(vecs_per_row, vec, block_h, REGISTER_FLOATS),
-                                UNROLL=None, NUM_WARPS=NUM_WARPS, PREFETCH=PREFETCH), config)
-    tpr, num_warps = tuned["TPR"], tuned["NUM_WARPS"]
+    tpr = tuned["TPR"] or threads_per_row(vecs_per_row, vec, block_h, REGISTER_FLOATS)
+    num_warps = tuned["NUM_WARPS"]
     vpt = -(-vecs_per_row // tpr)
     unroll = max(1, UNROLL // vpt) if tuned["UNROLL"] is None else tuned["UNROLL"]
     check_thread_mapping(tpr, unroll, num_warps)
@@ -51,25 +127,35 @@ def pick_launch_config(problem, config: dict | None = None) -> dict[str, int]:
     if num_warps * block_h * problem.head_dim * 4 > SMEM_LIMIT:
         raise ProblemError(f"config: {num_warps} warps x {block_h} heads x head_dim "
                            f"{problem.head_dim} floats exceed the shared memory of the merge")
-    return dict(HEAD_DIM=problem.head_dim, BLOCK_H=block_h, DTYPE_ID=DTYPE_IDS[problem.dtype],
-                IS_PAGED=int(problem.layout == "paged"), VEC=vec, TPR=tpr, VPT=vpt,
-                NUM_WARPS=num_warps, UNROLL=unroll, PREFETCH=tuned["PREFETCH"])
+    return dict(BLOCK_H=block_h, TENSOR_CORES=0, VEC=vec, TPR=tpr, VPT=vpt, NUM_WARPS=num_warps,
+                UNROLL=unroll, PREFETCH=tuned["PREFETCH"])
 
 
 def step_tokens(defines: dict[str, int]) -> int:
-    """Tokens one CTA consumes per loop step (row groups x UNROLL): STEP in the kernels."""
+    """Tokens one CTA consumes per loop step: STEP in the kernels (a tile of 16 per warp on
+    tensor cores, row groups x UNROLL on CUDA cores)."""
+    if defines["TENSOR_CORES"]:
+        return 16 * defines["NUM_WARPS"]
     return defines["NUM_WARPS"] * (32 // defines["TPR"]) * defines["UNROLL"]
 
 
-def num_head_blocks(problem) -> int:
-    return common.num_head_blocks(problem, MAX_BLOCK_H)
+def resident_ctas(defines: dict[str, int]) -> int:
+    """CTAs the planner counts on per SM: two (registers), fewer where a ring's shared memory
+    does not leave room for the second."""
+    if defines["TENSOR_CORES"]:
+        return max(1, min(2, SMEM_PER_SM // (defines["SMEM_BYTES"] + SMEM_RESERVED)))
+    return 2
+
+
+def num_head_blocks(problem, defines: dict[str, int]) -> int:
+    return common.num_head_blocks(problem, defines["BLOCK_H"])
 
 
 def source(name: str) -> str:
-    """``name`` with the shared header inlined, so CuPy's on-disk cache keys on all the code."""
-    text = (HERE / name).read_text()
-    common = (HERE / "decode_common.cuh").read_text()
-    return re.sub(r'#include "decode_common.cuh"', lambda _: common, text)
+    """``name`` with the headers it includes inlined (both loops' headers: the -D values pick
+    one), so CuPy's on-disk cache keys on all the code."""
+    return re.sub(r'#include "(\w+\.cuh)"', lambda m: (HERE / m[1]).read_text(),
+                  (HERE / name).read_text())
 
 
 NVRTC_OPTIONS = ("--std=c++17", "--use_fast_math")
@@ -106,21 +192,31 @@ def _cupy_stream(handle: int):
 current_stream = on_torch_stream(_cupy_stream)
 
 
+def dynamic_smem(defines: dict[str, int]) -> int:
+    """Bytes of dynamic shared memory the attention kernels launch with (the tensor-core ring)."""
+    return defines.get("SMEM_BYTES", 0)
+
+
 def launcher(launches, defines: dict[str, int]):
-    """``run()`` that launches ``[(kernel, grid, args), ...]`` in order on PyTorch's current
-    stream, ``NUM_WARPS`` warps per CTA."""
+    """``run()`` that launches ``[(kernel, grid, args, dynamic shared bytes), ...]`` in order on
+    PyTorch's current stream, ``NUM_WARPS`` warps per CTA. A kernel given more than the default
+    48 KiB of dynamic shared memory is allowed it here, once, outside the timed call."""
     block = (defines["NUM_WARPS"] * 32,)
+    for kernel, _, _, smem in launches:
+        if smem > 48 * 1024:
+            kernel.max_dynamic_shared_size_bytes = smem
 
     def run():
         with current_stream():
-            for kernel, grid, args in launches:
-                kernel(grid, block, args)
+            for kernel, grid, args, smem in launches:
+                kernel(grid, block, args, shared_mem=smem)
 
     return run
 
 
-REPORTED = ("BLOCK_H", "TPR", "UNROLL", "NUM_WARPS")  # what Launch.config records
+# what Launch.config records, of each loop's parameters
+REPORTED = ("TENSOR_CORES", "BLOCK_H", "NUM_WARPS", "STAGES", "TPR", "UNROLL")
 
 
 def reported(defines: dict[str, int]) -> dict[str, int]:
-    return {key: defines[key] for key in REPORTED}
+    return {key: defines[key] for key in REPORTED if key in defines}

@@ -1,29 +1,19 @@
-// Decode attention building blocks shared by one_pass.cu and split_k.cu.
+// Decode attention pieces shared by both of the CuPy backend's inner loops (cuda_cores.cuh and
+// tensor_cores.cuh, included after this file by one_pass.cu and split_k.cu): the element types and
+// their conversions, where a token's K/V row is, where a CTA's result goes, and the merge of the
+// warps' online-softmax states that ends every CTA.
 //
 // One CTA handles one sequence (pid_b), one KV head (pid_kvh), one block of up to BLOCK_H of the
 // query heads that share it (pid_hb; a GQA group larger than BLOCK_H is split into blocks), and
-// a token range [start, end). The CTA's threads are split into ROW_GROUPS "row groups" of TPR
-// threads; a row group reads whole K/V rows, each of its threads VPT 16-byte vectors (VEC
-// elements each) per row, so a row is one coalesced segment. Every row group keeps its own
-// online-softmax state (running max m_i, sum l_i, accumulator acc) for all BLOCK_H heads in
-// registers: each K/V load serves the whole head block. Scores are reduced across the row's TPR
-// lanes with warp shuffles. At the end the row groups' states are merged, within a warp by
-// shuffles, then across warps in shared memory.
+// a token range [start, end). Each warp keeps an online-softmax state (running max m_i, sum l_i,
+// accumulator acc) per head over its share of the tokens; store_result() merges them.
 //
-// Compile-time parameters (-D, from _build.pick_launch_config): HEAD_DIM, BLOCK_H (query heads
-// per CTA), DTYPE_ID (0 fp16, 1 bf16, 2 fp32), IS_PAGED, VEC (elements per 16-byte load), TPR
-// (threads per row, a power of two <= 32), VPT (16-byte vectors per thread per row), NUM_WARPS,
-// UNROLL (tokens per row group per step: their K and V loads are all issued before the first
-// use), PREFETCH (1: the next step's loads are issued before this step's arithmetic, a register
-// double buffer).
+// Compile-time parameters shared by both loops (-D, from _build.pick_launch_config): HEAD_DIM,
+// BLOCK_H, DTYPE_ID (0 fp16, 1 bf16, 2 fp32), IS_PAGED, NUM_WARPS, TENSOR_CORES (which loop).
 // No CUDA headers: fp16/bf16 conversions are PTX cvt instructions, so NVRTC and nvcc both build it.
 #pragma once
 
 #define NUM_THREADS (NUM_WARPS * 32)
-#define ROWS_PER_WARP (32 / TPR)
-#define ROW_GROUPS (NUM_WARPS * ROWS_PER_WARP)
-#define VECS_PER_ROW (HEAD_DIM / VEC)
-#define STEP (ROW_GROUPS * UNROLL)  // tokens a CTA consumes per loop step
 #define LN2 0.6931471805599453f  // log2-domain LSE back to the natural log the spec defines
 #define NEG_INF (-__int_as_float(0x7f800000))
 
@@ -58,21 +48,6 @@ __device__ __forceinline__ void store_value(scalar_t* p, float x) {
 }
 #endif
 
-// 16 bytes -> VEC floats
-__device__ __forceinline__ void unpack(const uint4& raw, float (&out)[VEC]) {
-#if DTYPE_ID == 2
-    out[0] = __uint_as_float(raw.x); out[1] = __uint_as_float(raw.y);
-    out[2] = __uint_as_float(raw.z); out[3] = __uint_as_float(raw.w);
-#else
-    const unsigned int w[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        out[2 * i] = to_float((scalar_t)(w[i] & 0xffffu));
-        out[2 * i + 1] = to_float((scalar_t)(w[i] >> 16));
-    }
-#endif
-}
-
 // Element offset of token t's row (head 0) in the K/V tensors [page, row, Hkv, D]: paged ->
 // (block_table[b, t / page_size], t % page_size); dense (a sequence is one page) -> (b, t).
 __device__ __forceinline__ long long kv_row_offset(int pid_b, int t, const int* __restrict__ block_table_ptr,
@@ -91,11 +66,6 @@ __device__ __forceinline__ long long kv_row_offset(int pid_b, int t, const int* 
 #endif
 }
 
-// Each warp's online-softmax state at the end of attend(), for store_result() to merge.
-__shared__ float sm_m[NUM_WARPS][BLOCK_H];
-__shared__ float sm_l[NUM_WARPS][BLOCK_H];
-__shared__ float sm_acc[NUM_WARPS][BLOCK_H][HEAD_DIM];
-
 // Where a CTA's results go, from its first head on: the final out (input dtype) or, for a piece
 // of a split sequence, a float32 partial (part_out set; the choice is the same for the whole CTA).
 struct Dest {
@@ -109,204 +79,25 @@ struct Dest {
     }
 };
 
-// Attention of heads [head0, head0 + n_heads) (n_heads <= BLOCK_H) over tokens [start, end): each
-// warp's state left in shared memory (sm_m, sm_l, sm_acc) for store_result(). The destination is
-// chosen after the loop, so it holds no registers while the K/V stream runs.
-__device__ __forceinline__ void attend(
-    const scalar_t* __restrict__ q_ptr, const scalar_t* __restrict__ k_ptr,
-    const scalar_t* __restrict__ v_ptr, const int* __restrict__ block_table_ptr,
-    int pid_b, int pid_kvh, int head0, int n_heads, int start, int end,
-    long long stride_qb, long long stride_qh, long long stride_kp, long long stride_kt,
-    long long stride_kh, long long stride_btb, int page_size, float qk_scale) {
-    const int lane = threadIdx.x & 31;
-    const int warp = threadIdx.x >> 5;
-    const int lane_in_row = lane % TPR;
-    const int rg = warp * ROWS_PER_WARP + lane / TPR;
-
-    float q[BLOCK_H][VPT][VEC];  // pre-scaled by sm_scale * log2(e): scores come out in log2 units
-#pragma unroll
-    for (int h = 0; h < BLOCK_H; ++h) {
-#pragma unroll
-        for (int i = 0; i < VPT; ++i) {
-            const int j = lane_in_row + i * TPR;
-            float tmp[VEC];
-            if (h < n_heads && j < VECS_PER_ROW) {
-                unpack(*reinterpret_cast<const uint4*>(q_ptr + pid_b * stride_qb + (head0 + h) * stride_qh + j * VEC), tmp);
-            } else {
-#pragma unroll
-                for (int e = 0; e < VEC; ++e) tmp[e] = 0.f;
-            }
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) q[h][i][e] = tmp[e] * qk_scale;
-        }
-    }
-
-    float m_i[BLOCK_H], l_i[BLOCK_H], acc[BLOCK_H][VPT][VEC];
-#pragma unroll
-    for (int h = 0; h < BLOCK_H; ++h) {
-        m_i[h] = NEG_INF;
-        l_i[h] = 0.f;
-#pragma unroll
-        for (int i = 0; i < VPT; ++i)
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) acc[h][i][e] = 0.f;
-    }
-
-    const scalar_t* k_head = k_ptr + pid_kvh * stride_kh;
-    const scalar_t* v_head = v_ptr + pid_kvh * stride_kh;
-    // Raw K/V vectors of UNROLL tokens of this row group: step `base` covers tokens
-    // [base, base + STEP), row group rg the UNROLL consecutive ones at base + rg * UNROLL.
-    auto load_step = [&](int base, uint4 (&k_raw)[UNROLL][VPT], uint4 (&v_raw)[UNROLL][VPT],
-                         bool (&valid)[UNROLL]) {
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const int t = base + rg * UNROLL + u;
-            valid[u] = t < end;  // tokens past the range are never loaded
-            const long long row = valid[u] ? kv_row_offset(pid_b, t, block_table_ptr, stride_btb, page_size, stride_kp, stride_kt) : 0;
-#pragma unroll
-            for (int i = 0; i < VPT; ++i) {
-                const int j = lane_in_row + i * TPR;
-                const bool ok = valid[u] && j < VECS_PER_ROW;
-                k_raw[u][i] = ok ? *reinterpret_cast<const uint4*>(k_head + row + j * VEC) : make_uint4(0, 0, 0, 0);
-                v_raw[u][i] = ok ? *reinterpret_cast<const uint4*>(v_head + row + j * VEC) : make_uint4(0, 0, 0, 0);
-            }
-        }
-    };
-    uint4 k_raw[UNROLL][VPT], v_raw[UNROLL][VPT];
-    bool valid[UNROLL];
-    load_step(start, k_raw, v_raw, valid);
-    // The loop bound is the same for every thread of the CTA (shuffles need whole warps).
-    for (int base = start; base < end; base += STEP) {
-#if PREFETCH
-        // issue the next step's loads before this step's arithmetic (register double buffer)
-        uint4 k_next[UNROLL][VPT], v_next[UNROLL][VPT];
-        bool valid_next[UNROLL];
-        load_step(base + STEP, k_next, v_next, valid_next);
-#endif
-        float s[UNROLL][BLOCK_H];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-            for (int h = 0; h < BLOCK_H; ++h) s[u][h] = 0.f;
-#pragma unroll
-            for (int i = 0; i < VPT; ++i) {
-                float kf[VEC];
-                unpack(k_raw[u][i], kf);
-#pragma unroll
-                for (int h = 0; h < BLOCK_H; ++h)
-#pragma unroll
-                    for (int e = 0; e < VEC; ++e) s[u][h] += q[h][i][e] * kf[e];
-            }
-#pragma unroll
-            for (int h = 0; h < BLOCK_H; ++h)
-#pragma unroll
-                for (int off = TPR / 2; off > 0; off >>= 1)
-                    s[u][h] += __shfl_xor_sync(0xffffffffu, s[u][h], off);
-        }
-        float p[UNROLL][BLOCK_H];
-#pragma unroll
-        for (int h = 0; h < BLOCK_H; ++h) {
-            float m_new = m_i[h];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) m_new = valid[u] ? fmaxf(m_new, s[u][h]) : m_new;
-            // nothing seen yet (all of this step's tokens past the end): keep the state as is
-            const float alpha = m_new == NEG_INF ? 1.f : exp2f(m_i[h] - m_new);
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) p[u][h] = valid[u] ? exp2f(s[u][h] - m_new) : 0.f;
-            l_i[h] *= alpha;
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) l_i[h] += p[u][h];
-#pragma unroll
-            for (int i = 0; i < VPT; ++i)
-#pragma unroll
-                for (int e = 0; e < VEC; ++e) acc[h][i][e] *= alpha;
-            m_i[h] = m_new;
-        }
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-            for (int i = 0; i < VPT; ++i) {
-                float vf[VEC];
-                unpack(v_raw[u][i], vf);
-#pragma unroll
-                for (int h = 0; h < BLOCK_H; ++h)
-#pragma unroll
-                    for (int e = 0; e < VEC; ++e) acc[h][i][e] += p[u][h] * vf[e];
-            }
-        }
-#if PREFETCH
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            valid[u] = valid_next[u];
-#pragma unroll
-            for (int i = 0; i < VPT; ++i) {
-                k_raw[u][i] = k_next[u][i];
-                v_raw[u][i] = v_next[u][i];
-            }
-        }
-#else
-        if (base + STEP < end) load_step(base + STEP, k_raw, v_raw, valid);
-#endif
-    }
-
-    // Merge the row groups of each warp with shuffles (their lanes differ by multiples of TPR),
-    // so lanes [0, TPR) hold the warp's state ...
-#pragma unroll
-    for (int off = TPR; off < 32; off <<= 1) {
-#pragma unroll
-        for (int h = 0; h < BLOCK_H; ++h) {
-            const float m_other = __shfl_xor_sync(0xffffffffu, m_i[h], off);
-            const float l_other = __shfl_xor_sync(0xffffffffu, l_i[h], off);
-            const float m_new = fmaxf(m_i[h], m_other);
-            const float w_self = m_new == NEG_INF ? 0.f : exp2f(m_i[h] - m_new);
-            const float w_other = m_new == NEG_INF ? 0.f : exp2f(m_other - m_new);
-            l_i[h] = l_i[h] * w_self + l_other * w_other;
-#pragma unroll
-            for (int i = 0; i < VPT; ++i)
-#pragma unroll
-                for (int e = 0; e < VEC; ++e)
-                    acc[h][i][e] = acc[h][i][e] * w_self + __shfl_xor_sync(0xffffffffu, acc[h][i][e], off) * w_other;
-            m_i[h] = m_new;
-        }
-    }
-
-    // ... and each warp's state goes to shared memory for store_result() to merge
-    if (lane < TPR) {
-#pragma unroll
-        for (int h = 0; h < BLOCK_H; ++h) {
-#pragma unroll
-            for (int i = 0; i < VPT; ++i) {
-                const int j = lane_in_row + i * TPR;
-                if (j < VECS_PER_ROW)
-#pragma unroll
-                    for (int e = 0; e < VEC; ++e) sm_acc[warp][h][j * VEC + e] = acc[h][i][e];
-            }
-            if (lane == 0) {
-                sm_m[warp][h] = m_i[h];
-                sm_l[warp][h] = l_i[h];
-            }
-        }
-    }
-    __syncthreads();
-}
-
 // The warps' states merged, O = sum_w exp2(m_w - M) acc_w / sum_w exp2(m_w - M) l_w, normalised,
 // stored to ``dest`` (out and one LSE per head); a range that held no token stores 0 and -inf.
-__device__ __forceinline__ void store_result(const Dest& dest, int n_heads) {
+// sm_m, sm_l: [NUM_WARPS][BLOCK_H]; sm_acc: [NUM_WARPS][BLOCK_H][HEAD_DIM], in shared memory.
+__device__ __forceinline__ void merge_warps(const float* sm_m, const float* sm_l, const float* sm_acc,
+                                            const Dest& dest, int n_heads) {
     for (int idx = threadIdx.x; idx < n_heads * HEAD_DIM; idx += NUM_THREADS) {
         const int h = idx / HEAD_DIM;
         const int d = idx % HEAD_DIM;
         float big = NEG_INF;
 #pragma unroll
-        for (int w = 0; w < NUM_WARPS; ++w) big = fmaxf(big, sm_m[w][h]);
+        for (int w = 0; w < NUM_WARPS; ++w) big = fmaxf(big, sm_m[w * BLOCK_H + h]);
         float o = 0.f, lse = NEG_INF;
         if (big != NEG_INF) {
             float sum_l = 0.f, sum_o = 0.f;
 #pragma unroll
             for (int w = 0; w < NUM_WARPS; ++w) {
-                const float weight = exp2f(sm_m[w][h] - big);  // a warp that saw nothing: 0
-                sum_l += weight * sm_l[w][h];
-                sum_o += weight * sm_acc[w][h][d];
+                const float weight = exp2f(sm_m[w * BLOCK_H + h] - big);  // a warp that saw nothing: 0
+                sum_l += weight * sm_l[w * BLOCK_H + h];
+                sum_o += weight * sm_acc[(w * BLOCK_H + h) * HEAD_DIM + d];
             }
             o = sum_o / sum_l;
             lse = (big + log2f(sum_l)) * LN2;

@@ -4,6 +4,11 @@
 // sequence) streams the whole sequence once (decode_common.cuh: attend) and writes the final out
 // and lse.
 #include "decode_common.cuh"
+#if TENSOR_CORES
+#include "tensor_cores.cuh"
+#else
+#include "cuda_cores.cuh"
+#endif
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS) decode_kernel(
     const scalar_t* __restrict__ q_ptr, const scalar_t* __restrict__ k_ptr,

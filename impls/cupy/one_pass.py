@@ -14,8 +14,8 @@ read and the index arithmetic per token are hidden behind the loads.
 import numpy as np
 
 from impls.common import LOG2E, cache_args, require_alignment
-from impls.cupy._build import (LOAD_BYTES, get_kernel, launcher, num_head_blocks,
-                               pick_launch_config, reported, view)
+from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, launcher,
+                               num_head_blocks, pick_launch_config, reported, view)
 from impls.registry import Launch
 
 
@@ -30,6 +30,6 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     args = (view(q), view(k), view(v), view(inputs.seq_lens), view(table), view(out), view(lse),
             i64(q.stride(0)), i64(q.stride(1)), i64(k.stride(0)), i64(k.stride(1)), i64(k.stride(2)),
             i64(stride_btb), i64(out.stride(0)), i64(out.stride(1)), i64(lse.stride(0)),
-            i32(page_size), i32(p.group_size), i32(num_head_blocks(p)), np.float32(p.scale * LOG2E))
-    grid = (p.num_kv_heads * num_head_blocks(p), p.batch)
-    return Launch(launcher([(kernel, grid, args)], defines), reported(defines))
+            i32(page_size), i32(p.group_size), i32(num_head_blocks(p, defines)), np.float32(p.scale * LOG2E))
+    grid = (p.num_kv_heads * num_head_blocks(p, defines), p.batch)
+    return Launch(launcher([(kernel, grid, args, dynamic_smem(defines))], defines), reported(defines))

@@ -7,6 +7,11 @@
 // Stage 2, grid (Hq, num_merges): combine_kernel merges each split sequence over its own slots,
 // weights exp(lse_s - max lse).
 #include "decode_common.cuh"
+#if TENSOR_CORES
+#include "tensor_cores.cuh"
+#else
+#include "cuda_cores.cuh"
+#endif
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS) split_kernel(
     const scalar_t* __restrict__ q_ptr, const scalar_t* __restrict__ k_ptr,

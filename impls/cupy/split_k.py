@@ -18,21 +18,18 @@ import numpy as np
 
 from impls import plan as planner
 from impls.common import LOG2E, cache_args, require_alignment
-from impls.cupy._build import (LOAD_BYTES, get_kernel, launcher, num_head_blocks,
-                               pick_launch_config, reported, step_tokens, view)
+from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, launcher,
+                               num_head_blocks, pick_launch_config, reported, resident_ctas,
+                               step_tokens, view)
 from impls.registry import Launch
-
-# CTAs resident per SM: ~250 registers x 128 threads leave room for two
-RESIDENT_PROGRAMS = 2
-
 
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     p = inputs.problem
     defines = pick_launch_config(p, config)
 
     def make_plan():  # items start on whole loop steps (and pages)
-        return planner.for_launch(inputs, RESIDENT_PROGRAMS, step_tokens(defines), num_splits,
-                                  num_head_blocks(p))
+        return planner.for_launch(inputs, resident_ctas(defines), step_tokens(defines), num_splits,
+                                  num_head_blocks(p, defines))
 
     split_plan = make_plan()
     require_alignment(inputs, LOAD_BYTES)
@@ -47,14 +44,15 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                   view(part_out), view(part_lse), i64(q.stride(0)), i64(q.stride(1)),
                   i64(k.stride(0)), i64(k.stride(1)), i64(k.stride(2)), i64(stride_btb),
                   i64(out.stride(0)), i64(out.stride(1)), i64(lse.stride(0)), i32(page_size),
-                  i32(p.group_size), i32(num_head_blocks(p)), i32(p.num_q_heads),
+                  i32(p.group_size), i32(num_head_blocks(p, defines)), i32(p.num_q_heads),
                   np.float32(p.scale * LOG2E))
     combine_args = (view(part_out), view(part_lse), view(work["merge_seqs"]),
                     view(work["merge_indptr"]), view(out), view(lse), i64(out.stride(0)),
                     i64(out.stride(1)), i64(lse.stride(0)))
-    launches = [(split, (p.num_kv_heads * num_head_blocks(p), split_plan.num_items), split_args)]
+    launches = [(split, (p.num_kv_heads * num_head_blocks(p, defines), split_plan.num_items), split_args,
+                 dynamic_smem(defines))]
     if split_plan.num_merges:
-        launches.append((combine, (p.num_q_heads, split_plan.num_merges), combine_args))
+        launches.append((combine, (p.num_q_heads, split_plan.num_merges), combine_args, 0))
 
     return Launch(launcher(launches, defines),
                   {"num_items": split_plan.num_items, "chunk": split_plan.chunk,

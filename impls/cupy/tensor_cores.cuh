@@ -1,0 +1,283 @@
+// The tensor-core inner loop (TENSOR_CORES=1, fp16/bf16, HEAD_DIM a multiple of 16): the GQA
+// group's query heads are the M = 16 rows of mma.sync.m16n8k16 (BLOCK_H = 16, rows past the head
+// block are zeros), for S = Q K^T and O += P V alike, fp32 accumulators, fragments read from
+// shared memory with ldmatrix. Each warp takes 16 tokens of every tile of BLOCK_N (one k16 step
+// of P V) and streams them into its own STAGES-deep ring of shared-memory buffers with cp.async
+// (16 bytes a copy, L2 only), so HBM keeps streaming while the tensor cores work on the oldest
+// tile; rows past the range are zero-filled by the copy itself. A warp waits for its own copies
+// only (cp.async.wait_group + __syncwarp): no CTA-wide barrier between the first tile and the
+// merge, so one slow warp does not hold up the others' loads.
+//
+// Each warp keeps its own online-softmax state: the C fragment of S, exponentiated, is already
+// the A fragment of P V (no shared-memory round trip). The warps' states are merged at the end
+// (merge_warps) in the rings' memory.
+//
+// Paged: a tile's rows are gathered through the block table row by row (any page size), from a
+// table of row offsets in shared memory that is filled ahead of the copies: the table reads of
+// tile i + STAGES are in flight while tile i is computed, so no copy waits on them.
+//
+// Its own compile-time parameters: STAGES (buffers in the ring, >= 2), SMEM_BYTES (the dynamic
+// shared memory the launcher gives; checked against the layout below at compile time).
+#pragma once
+
+#define BLOCK_N (16 * NUM_WARPS)  // tokens per tile: 16 per warp
+#define STEP BLOCK_N  // tokens a CTA consumes per loop step (the planner's granule)
+#define VECS_PER_ROW (HEAD_DIM / 8)  // 16-byte vectors per row
+// Row pitch in 16-byte vectors, odd: ldmatrix's 8 rows then start in 8 different 16-byte bank groups
+// (conflict-free), for every head dim (an XOR swizzle would need a power-of-two row)
+#define PITCH_VECS (VECS_PER_ROW % 2 ? VECS_PER_ROW : VECS_PER_ROW + 1)
+#define ROW_PITCH (PITCH_VECS * 8)  // elements
+#define TILE_ELEMS (BLOCK_N * ROW_PITCH)  // one slot of every warp's ring
+// Q's A fragments stay in registers up to head_dim 128; at 256 their 64 registers would spill
+// the accumulator, so they are re-read from shared memory for every tile
+#define Q_IN_REGISTERS (HEAD_DIM <= 128)
+
+#if DTYPE_ID == 2 || HEAD_DIM % 16
+#error "the tensor-core loop takes fp16/bf16 with HEAD_DIM a multiple of 16"
+#endif
+static_assert(BLOCK_H == 16, "the query-head block is the mma's 16 rows");
+static_assert(STAGES >= 2, "the ring needs a buffer to fill while one is read");
+
+// Dynamic shared memory: K and V rings [NUM_WARPS][STAGES][16][ROW_PITCH], the Q tile
+// [16][ROW_PITCH] and the row-offset tables [NUM_WARPS][STAGES][16]; after the loop the rings
+// hold the warps' states.
+#define RING_BYTES (2 * STAGES * TILE_ELEMS * 2)
+#define LAYOUT_BYTES (RING_BYTES + 16 * ROW_PITCH * 2 + STAGES * BLOCK_N * 8)
+static_assert(LAYOUT_BYTES <= SMEM_BYTES, "the launcher's shared memory must hold the layout");
+static_assert(NUM_WARPS * BLOCK_H * (HEAD_DIM + 2) * 4 <= RING_BYTES, "the merge reuses the rings");
+extern __shared__ __align__(16) unsigned char smem[];
+
+__device__ __forceinline__ unsigned smem_address(const void* p) {  // for cp.async / ldmatrix
+    unsigned r;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }\n" : "=r"(r) : "l"(p));
+    return r;
+}
+
+// 16 bytes global -> shared, asynchronously; .cg caches in L2 only (the cache is read once),
+// .L2::128B has L2 fetch the whole line (the warp's other copies of the row need it next);
+// a source size of 0 writes 16 zero bytes instead (a row past the range: never read, so the
+// poisoned rows there cannot reach P V)
+__device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>  // wait until at most N of this thread's copy groups are in flight
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// Four 8x8 b16 matrices from shared memory, lanes 8i..8i+7 giving the row addresses of matrix i;
+// .trans hands each thread a column pair instead of a row pair (V, whose rows are the k axis).
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+// d += a b for one m16n8k16 tile: a 16x16 row-major (4 registers of 2 values), b 16x8 "col"
+// (2 registers), d 16x8 fp32 (thread l holds rows l/4 and l/4 + 8, columns 2(l%4) and +1)
+__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+#if DTYPE_ID == 0
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+#else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+#endif
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two floats rounded into one register of the input dtype, lo in the low half (cvt puts its
+// first source in the high half)
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+    unsigned r;
+#if DTYPE_ID == 0
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+
+// Attention of heads [head0, head0 + n_heads) (n_heads <= 16) over tokens [start, end): each
+// warp's state left in shared memory for store_result(). Same contract as the CUDA-core attend().
+__device__ __forceinline__ void attend(
+    const scalar_t* __restrict__ q_ptr, const scalar_t* __restrict__ k_ptr,
+    const scalar_t* __restrict__ v_ptr, const int* __restrict__ block_table_ptr,
+    int pid_b, int pid_kvh, int head0, int n_heads, int start, int end,
+    long long stride_qb, long long stride_qh, long long stride_kp, long long stride_kt,
+    long long stride_kh, long long stride_btb, int page_size, float qk_scale) {
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    // this warp's rings [STAGES][16][ROW_PITCH] and row offsets [STAGES][16]; the CTA's Q tile
+    scalar_t* k_ring = reinterpret_cast<scalar_t*>(smem) + warp * STAGES * 16 * ROW_PITCH;
+    scalar_t* v_ring = k_ring + STAGES * TILE_ELEMS;
+    scalar_t* q_tile = reinterpret_cast<scalar_t*>(smem) + 2 * STAGES * TILE_ELEMS;
+    long long* row_off = reinterpret_cast<long long*>(q_tile + 16 * ROW_PITCH) + warp * STAGES * 16;
+    const unsigned k_base = smem_address(k_ring), v_base = smem_address(v_ring);
+    const unsigned q_base = smem_address(q_tile);
+    const scalar_t* k_head = k_ptr + pid_kvh * stride_kh;
+    const scalar_t* v_head = v_ptr + pid_kvh * stride_kh;
+    // the warp's tile i: tokens [first + i * BLOCK_N, + 16) (the CTA's tile i, the warp's rows)
+    const int first = start + warp * 16;
+    const int num_tiles = first < end ? (end - first + BLOCK_N - 1) / BLOCK_N : 0;
+
+    // element offset of row r of the warp's tile i (head 0), -1 past the range (no table read)
+    auto row_of = [&](int i, int r) -> long long {
+        const int t = first + i * BLOCK_N + r;
+        return t < end ? kv_row_offset(pid_b, t, block_table_ptr, stride_btb, page_size, stride_kp,
+                                       stride_kt)
+                       : -1;
+    };
+    // cp.async of the warp's tile i, K and V, into ring slot i % STAGES (offsets from row_off)
+    auto load_tile = [&](int i) {
+        const int slot = i % STAGES;
+#pragma unroll 1
+        for (int j = 0; j < VECS_PER_ROW / 2; ++j) {  // 16 rows x VECS_PER_ROW over 32 lanes
+            const int idx = lane + j * 32;
+            const int r = idx / VECS_PER_ROW, c = idx % VECS_PER_ROW;
+            const long long off = row_off[slot * 16 + r];
+            const long long src = (off < 0 ? 0 : off) + c * 8;
+            const unsigned dst = ((slot * 16 + r) * ROW_PITCH + c * 8) * 2;
+            cp_async_16(k_base + dst, k_head + src, off >= 0);
+            cp_async_16(v_base + dst, v_head + src, off >= 0);
+        }
+    };
+
+    // Prologue: Q (zero rows past the head block) as the CTA's first copy group, then each warp's
+    // first STAGES - 1 tiles, a group each (empty groups past the range keep the count uniform).
+    for (int idx = tid; idx < 16 * VECS_PER_ROW; idx += NUM_THREADS) {
+        const int h = idx / VECS_PER_ROW, c = idx % VECS_PER_ROW;
+        const scalar_t* src = q_ptr + pid_b * stride_qb + (head0 + min(h, n_heads - 1)) * stride_qh + c * 8;
+        cp_async_16(q_base + (h * ROW_PITCH + c * 8) * 2, src, h < n_heads);
+    }
+    cp_async_commit();
+    for (int idx = lane; idx < STAGES * 16; idx += 32) row_off[idx] = row_of(idx / 16, idx % 16);
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < STAGES - 1; ++i) {
+        if (i < num_tiles) load_tile(i);
+        cp_async_commit();
+    }
+
+    float m_i[2] = {NEG_INF, NEG_INF};  // rows lane/4 and lane/4 + 8 of the warp's fragments
+    float l_i[2] = {0.f, 0.f};  // this thread's columns only until the end (summed over the quad)
+    float acc[HEAD_DIM / 8][4];  // O: an m16n8 fragment per 8 columns of the head dim
+#pragma unroll
+    for (int n = 0; n < HEAD_DIM / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
+    // A fragments of Q (matrices: heads 0-7 / 8-15 x head dims 0-7 / 8-15 of k step kk)
+    auto q_fragment = [&](unsigned (&a)[4], int kk) {
+        ldmatrix_x4(a, q_base + ((lane % 16) * ROW_PITCH + kk * 16 + (lane / 16) * 8) * 2);
+    };
+    cp_async_wait<STAGES - 1>();  // Q copied, by this thread ...
+    __syncthreads();  // ... and by all (the only CTA-wide wait before the merge)
+#if Q_IN_REGISTERS
+    unsigned q_frag[HEAD_DIM / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < HEAD_DIM / 16; ++kk) q_fragment(q_frag[kk], kk);
+#endif
+
+    // The warps run their pipelines independently: a warp waits for its own copies only.
+    for (int i = 0; i < num_tiles; ++i) {
+        // the row offsets of tile i + STAGES: table reads issued now, stored after the compute
+        const long long next_off = lane < 16 ? row_of(i + STAGES, lane) : -1;
+        cp_async_wait<STAGES - 2>();  // tile i copied, by this lane ...
+        __syncwarp();  // ... and by the warp; slot (i - 1) % STAGES is free again
+        if (i + STAGES - 1 < num_tiles) load_tile(i + STAGES - 1);
+        cp_async_commit();
+        const int slot = i % STAGES;
+        const int row0 = slot * 16 * ROW_PITCH;
+
+        // S = Q K^T for the warp's 16 tokens: two n8 fragments; K rows are the B operand's
+        // columns as stored (matrices: tokens 0-7 / 8-15 x head dims 0-7 / 8-15 of the k step)
+        float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+        for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
+#if Q_IN_REGISTERS
+            const unsigned (&a)[4] = q_frag[kk];
+#else
+            unsigned a[4];
+            q_fragment(a, kk);
+#endif
+            unsigned b[4];
+            ldmatrix_x4(b, k_base + (row0 + ((lane % 8) + (lane / 16) * 8) * ROW_PITCH + kk * 16 +
+                                     ((lane / 8) % 2) * 8) * 2);
+            mma_16816(s[0], a, b[0], b[1]);
+            mma_16816(s[1], a, b[2], b[3]);
+        }
+
+        // online softmax over the warp's rows (log2 domain); tokens past the range score -inf
+        const int t0 = first + i * BLOCK_N + 2 * (lane % 4);
+#pragma unroll
+        for (int n = 0; n < 2; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                s[n][e] = t0 + n * 8 + (e & 1) < end ? s[n][e] * qk_scale : NEG_INF;
+#pragma unroll
+        for (int x = 0; x < 2; ++x) {  // x: row lane/4 + 8x, values s[n][2x], s[n][2x + 1]
+            float m_new = fmaxf(fmaxf(s[0][2 * x], s[0][2 * x + 1]), fmaxf(s[1][2 * x], s[1][2 * x + 1]));
+            m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 1));  // the row's 4 lanes
+            m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 2));
+            m_new = fmaxf(m_new, m_i[x]);
+            // nothing seen yet: the state stays as is and every p is 0
+            const float alpha = m_new == NEG_INF ? 1.f : exp2f(m_i[x] - m_new);
+            const float m_sub = m_new == NEG_INF ? 0.f : m_new;
+#pragma unroll
+            for (int n = 0; n < 2; ++n)
+#pragma unroll
+                for (int e = 2 * x; e < 2 * x + 2; ++e) s[n][e] = exp2f(s[n][e] - m_sub);
+            l_i[x] = l_i[x] * alpha + s[0][2 * x] + s[0][2 * x + 1] + s[1][2 * x] + s[1][2 * x + 1];
+#pragma unroll
+            for (int n = 0; n < HEAD_DIM / 8; ++n) {
+                acc[n][2 * x] *= alpha;
+                acc[n][2 * x + 1] *= alpha;
+            }
+            m_i[x] = m_new;
+        }
+
+        // O += P V: P's C fragments are its A fragment; V rows are the k axis, read transposed
+        // (matrices: tokens 0-7 / 8-15 x head dims 0-7 / 8-15 of the 16-column step)
+        const unsigned p_frag[4] = {pack2(s[0][0], s[0][1]), pack2(s[0][2], s[0][3]),
+                                    pack2(s[1][0], s[1][1]), pack2(s[1][2], s[1][3])};
+#pragma unroll
+        for (int dd = 0; dd < HEAD_DIM / 16; ++dd) {
+            unsigned b[4];
+            ldmatrix_x4_trans(b, v_base + (row0 + (lane % 16) * ROW_PITCH + dd * 16 + (lane / 16) * 8) * 2);
+            mma_16816(acc[2 * dd], p_frag, b[0], b[1]);
+            mma_16816(acc[2 * dd + 1], p_frag, b[2], b[3]);
+        }
+        if (lane < 16) row_off[slot * 16 + lane] = next_off;  // tile i + STAGES's slot
+    }
+
+    // The warps' states to shared memory (the rings are free once every copy has landed and every
+    // warp is done), [NUM_WARPS][16] m and l, [NUM_WARPS][16][HEAD_DIM] acc, for merge_warps
+    cp_async_wait<0>();
+    __syncthreads();
+    float* sm_m = reinterpret_cast<float*>(smem);
+    float* sm_l = sm_m + NUM_WARPS * BLOCK_H;
+    float* sm_acc = sm_l + NUM_WARPS * BLOCK_H;
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+        l_i[x] += __shfl_xor_sync(0xffffffffu, l_i[x], 1);
+        l_i[x] += __shfl_xor_sync(0xffffffffu, l_i[x], 2);
+        const int h = warp * BLOCK_H + lane / 4 + 8 * x;
+        if (lane % 4 == 0) {
+            sm_m[h] = m_i[x];
+            sm_l[h] = l_i[x];
+        }
+#pragma unroll
+        for (int n = 0; n < HEAD_DIM / 8; ++n) {
+            sm_acc[h * HEAD_DIM + n * 8 + 2 * (lane % 4)] = acc[n][2 * x];
+            sm_acc[h * HEAD_DIM + n * 8 + 2 * (lane % 4) + 1] = acc[n][2 * x + 1];
+        }
+    }
+    __syncthreads();
+}
+
+__device__ __forceinline__ void store_result(const Dest& dest, int n_heads) {
+    const float* sm_m = reinterpret_cast<const float*>(smem);
+    merge_warps(sm_m, sm_m + NUM_WARPS * BLOCK_H, sm_m + 2 * NUM_WARPS * BLOCK_H, dest, n_heads);
+}
