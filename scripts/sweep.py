@@ -43,9 +43,10 @@ def configs(backend: str, problem) -> list[dict]:
                 for b, w, s in itertools.product((32, 64, 128), (4, 8), (2, 3, 4))]
     if backend == "cupy":  # the tensor-core loop's ring (what fits a CTA), and the CUDA-core loop
         from impls.cupy._build import SMEM_PER_CTA, ring_smem_bytes
-        return [dict(TENSOR_CORES=1, NUM_WARPS=w, STAGES=s)
-                for w, s in itertools.product((2, 4, 8), (2, 3, 4, 5, 6))
-                if ring_smem_bytes(problem.head_dim, w, s) <= SMEM_PER_CTA] + [dict(TENSOR_CORES=0)]
+        return [dict(TENSOR_CORES=1, NUM_WARPS=w, STAGES=s, ITEMS_FIRST=f)
+                for w, s, f in itertools.product((2, 4, 8), (2, 3, 4), (0, 1))
+                if ring_smem_bytes(problem.head_dim, w, s) <= SMEM_PER_CTA] + [
+                    dict(TENSOR_CORES=0, ITEMS_FIRST=f) for f in (0, 1)]
     tprs = (None, _half_tpr(backend, problem))
     return [{k: v for k, v in dict(TPR=t, UNROLL=u, NUM_WARPS=w, MIN_BLOCKS=m).items()
              if v is not None}

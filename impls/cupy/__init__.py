@@ -10,7 +10,7 @@ BACKEND = Backend(
     packages=("cupy-cuda13x", "cupy-cuda12x"),
     jit_cache_env=("CUPY_CACHE_DIR",),
     shown_config=("chunk", "num_items", "merges", "TENSOR_CORES", "TPR"),
-    tunable=("TENSOR_CORES", "STAGES", "NUM_WARPS", "TPR", "UNROLL", "PREFETCH"),
+    tunable=("TENSOR_CORES", "STAGES", "NUM_WARPS", "ITEMS_FIRST", "TPR", "UNROLL", "PREFETCH"),
 )
 
 # 16-byte vector loads: head_dim a multiple of 8 (16-bit) elements; up to 256. Tensor cores

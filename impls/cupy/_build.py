@@ -29,6 +29,7 @@ SMEM_LIMIT = 48 * 1024  # static shared memory of one CTA (the CUDA-core loop's 
 REGISTER_FLOATS = 64  # per thread for q (and as many for the accumulator): no spills at 128 threads
 MAX_BLOCK_H = 8  # query heads per CTA of the CUDA-core loop; larger GQA groups are split
 LOAD_BYTES = 16  # one vectorised load (or cp.async) per thread per row
+ITEMS_FIRST = 0  # grid (head blocks, items); 1: (items, head blocks)
 
 # The tensor-core loop (tensor_cores.cuh)
 MMA_ROWS = 16  # query heads per CTA: the M rows of mma.m16n8k16 (a smaller group is zero-padded)
@@ -63,10 +64,12 @@ def pick_launch_config(problem, config: dict | None = None) -> dict[str, int]:
         num_warps = next(w for w in MMA_WARPS
                          if ring_smem_bytes(problem.head_dim, w, STAGES) <= SMEM_PER_CTA)
     tuned = with_overrides(dict(TENSOR_CORES=int(tensor_cores), STAGES=STAGES,
-                                NUM_WARPS=num_warps, TPR=None, UNROLL=None, PREFETCH=PREFETCH),
-                           config)
+                                NUM_WARPS=num_warps, TPR=None, UNROLL=None, PREFETCH=PREFETCH,
+                                ITEMS_FIRST=ITEMS_FIRST), config)
+    if tuned["ITEMS_FIRST"] not in (0, 1):
+        raise ProblemError(f"config: ITEMS_FIRST={tuned['ITEMS_FIRST']}: must be 0 or 1")
     base = dict(HEAD_DIM=problem.head_dim, DTYPE_ID=DTYPE_IDS[problem.dtype],
-                IS_PAGED=int(problem.layout == "paged"))
+                IS_PAGED=int(problem.layout == "paged"), ITEMS_FIRST=tuned["ITEMS_FIRST"])
     if tuned["TENSOR_CORES"] not in (0, 1):
         raise ProblemError(f"config: TENSOR_CORES={tuned['TENSOR_CORES']}: must be 0 or 1")
     # a key of the other loop would be ignored silently: refuse it
@@ -190,6 +193,11 @@ def _cupy_stream(handle: int):
 
 
 current_stream = on_torch_stream(_cupy_stream)
+
+
+def grid(defines: dict[str, int], head_blocks: int, items: int) -> tuple[int, int]:
+    """The attention kernels' grid, its axes in the order ITEMS_FIRST sets."""
+    return (items, head_blocks) if defines["ITEMS_FIRST"] else (head_blocks, items)
 
 
 def dynamic_smem(defines: dict[str, int]) -> int:

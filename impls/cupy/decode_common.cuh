@@ -9,11 +9,21 @@
 // accumulator acc) per head over its share of the tokens; store_result() merges them.
 //
 // Compile-time parameters shared by both loops (-D, from _build.pick_launch_config): HEAD_DIM,
-// BLOCK_H, DTYPE_ID (0 fp16, 1 bf16, 2 fp32), IS_PAGED, NUM_WARPS, TENSOR_CORES (which loop).
+// BLOCK_H, DTYPE_ID (0 fp16, 1 bf16, 2 fp32), IS_PAGED, NUM_WARPS, TENSOR_CORES (which loop),
+// ITEMS_FIRST (the grid's axis order).
 // No CUDA headers: fp16/bf16 conversions are PTX cvt instructions, so NVRTC and nvcc both build it.
 #pragma once
 
 #define NUM_THREADS (NUM_WARPS * 32)
+// The grid's axes: (head blocks of every KV head, sequences or work items), or with ITEMS_FIRST
+// the other way round, so CTAs launched together read different sequences
+#if ITEMS_FIRST
+#define ITEMS_AXIS blockIdx.x
+#define HEADS_AXIS blockIdx.y
+#else
+#define ITEMS_AXIS blockIdx.y
+#define HEADS_AXIS blockIdx.x
+#endif
 #define LN2 0.6931471805599453f  // log2-domain LSE back to the natural log the spec defines
 #define NEG_INF (-__int_as_float(0x7f800000))
 

@@ -18,9 +18,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS) decode_kernel(
     long long stride_kt, long long stride_kh, long long stride_btb, long long stride_ob,
     long long stride_oh, long long stride_lb, int page_size, int group_size, int num_head_blocks,
     float qk_scale) {
-    const int pid_kvh = blockIdx.x / num_head_blocks;
-    const int pid_hb = blockIdx.x % num_head_blocks;
-    const int pid_b = blockIdx.y;
+    const int pid_kvh = HEADS_AXIS / num_head_blocks;
+    const int pid_hb = HEADS_AXIS % num_head_blocks;
+    const int pid_b = ITEMS_AXIS;
     const int head0 = pid_kvh * group_size + pid_hb * BLOCK_H;
     const int n_heads = min(BLOCK_H, group_size - pid_hb * BLOCK_H);
     attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, head0, n_heads, 0,

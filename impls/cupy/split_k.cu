@@ -22,9 +22,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS) split_kernel(
     long long stride_kp, long long stride_kt, long long stride_kh, long long stride_btb,
     long long stride_ob, long long stride_oh, long long stride_lb, int page_size,
     int group_size, int num_head_blocks, int num_q_heads, float qk_scale) {
-    const int pid_kvh = blockIdx.x / num_head_blocks;
-    const int pid_hb = blockIdx.x % num_head_blocks;
-    const int* item = items_ptr + 4 * blockIdx.y;  // (sequence, start, end, partial slot or -1)
+    const int pid_kvh = HEADS_AXIS / num_head_blocks;
+    const int pid_hb = HEADS_AXIS % num_head_blocks;
+    const int* item = items_ptr + 4 * ITEMS_AXIS;  // (sequence, start, end, partial slot or -1)
     const int pid_b = item[0], start = item[1], end = item[2], slot = item[3];
     const int head0 = pid_kvh * group_size + pid_hb * BLOCK_H;
     const int n_heads = min(BLOCK_H, group_size - pid_hb * BLOCK_H);

@@ -18,7 +18,7 @@ import numpy as np
 
 from impls import plan as planner
 from impls.common import LOG2E, cache_args, require_alignment
-from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, launcher,
+from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, grid, launcher,
                                num_head_blocks, pick_launch_config, reported, resident_ctas,
                                step_tokens, view)
 from impls.registry import Launch
@@ -49,7 +49,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     combine_args = (view(part_out), view(part_lse), view(work["merge_seqs"]),
                     view(work["merge_indptr"]), view(out), view(lse), i64(out.stride(0)),
                     i64(out.stride(1)), i64(lse.stride(0)))
-    launches = [(split, (p.num_kv_heads * num_head_blocks(p, defines), split_plan.num_items), split_args,
+    head_blocks = p.num_kv_heads * num_head_blocks(p, defines)
+    launches = [(split, grid(defines, head_blocks, split_plan.num_items), split_args,
                  dynamic_smem(defines))]
     if split_plan.num_merges:
         launches.append((combine, (p.num_q_heads, split_plan.num_merges), combine_args, 0))
