@@ -105,9 +105,8 @@ def tensor_core_config(problem, tuned: dict) -> dict[str, int]:
 
 def ring_smem_bytes(head_dim: int, num_warps: int, stages: int) -> int:
     """tensor_cores.cuh's LAYOUT_BYTES: K and V rings of 16 x NUM_WARPS rows, the Q tile, the
-    row-offset table (rows padded to an odd number of 16-byte vectors)."""
-    vecs = head_dim // 8
-    pitch = (vecs if vecs % 2 else vecs + 1) * 8
+    row-offset table (rows padded to whole 128-byte lines)."""
+    pitch = -(-head_dim // 64) * 64
     block_n = 16 * num_warps
     return 2 * stages * block_n * pitch * 2 + MMA_ROWS * pitch * 2 + stages * block_n * 8
 

@@ -23,9 +23,10 @@
 #define BLOCK_N (16 * NUM_WARPS)  // tokens per tile: 16 per warp
 #define STEP BLOCK_N  // tokens a CTA consumes per loop step (the planner's granule)
 #define VECS_PER_ROW (HEAD_DIM / 8)  // 16-byte vectors per row
-// Row pitch in 16-byte vectors, odd: ldmatrix's 8 rows then start in 8 different 16-byte bank groups
-// (conflict-free), for every head dim (an XOR swizzle would need a power-of-two row)
-#define PITCH_VECS (VECS_PER_ROW % 2 ? VECS_PER_ROW : VECS_PER_ROW + 1)
+// Rows padded to whole 128-byte lines (head_dim 80 and 96 to 128), so a warp's cp.async rows land
+// on aligned lines (fewer, wider L2 requests); vector c of row r is stored at c ^ (r % 8) (XOR
+// swizzle): ldmatrix's 8 rows of one vector column then hit 8 different 16-byte bank groups
+#define PITCH_VECS ((VECS_PER_ROW + 7) / 8 * 8)
 #define ROW_PITCH (PITCH_VECS * 8)  // elements
 #define TILE_ELEMS (BLOCK_N * ROW_PITCH)  // one slot of every warp's ring
 // Q's A fragments stay in registers up to head_dim 128; at 256 their 64 registers would spill
@@ -46,6 +47,11 @@ static_assert(STAGES >= 2, "the ring needs a buffer to fill while one is read");
 static_assert(LAYOUT_BYTES <= SMEM_BYTES, "the launcher's shared memory must hold the layout");
 static_assert(NUM_WARPS * BLOCK_H * (HEAD_DIM + 2) * 4 <= RING_BYTES, "the merge reuses the rings");
 extern __shared__ __align__(16) unsigned char smem[];
+
+// Byte offset of 16-byte vector c of row r in a [rows][ROW_PITCH] tile (the swizzle above)
+__device__ __forceinline__ unsigned swizzled(int r, int c) {
+    return (r * ROW_PITCH + ((c ^ r) & 7 | c & ~7) * 8) * 2;
+}
 
 __device__ __forceinline__ unsigned smem_address(const void* p) {  // for cp.async / ldmatrix
     unsigned r;
@@ -139,7 +145,7 @@ __device__ __forceinline__ void attend(
             const int r = idx / VECS_PER_ROW, c = idx % VECS_PER_ROW;
             const long long off = row_off[slot * 16 + r];
             const long long src = (off < 0 ? 0 : off) + c * 8;
-            const unsigned dst = ((slot * 16 + r) * ROW_PITCH + c * 8) * 2;
+            const unsigned dst = swizzled(slot * 16 + r, c);
             cp_async_16(k_base + dst, k_head + src, off >= 0);
             cp_async_16(v_base + dst, v_head + src, off >= 0);
         }
@@ -150,7 +156,7 @@ __device__ __forceinline__ void attend(
     for (int idx = tid; idx < 16 * VECS_PER_ROW; idx += NUM_THREADS) {
         const int h = idx / VECS_PER_ROW, c = idx % VECS_PER_ROW;
         const scalar_t* src = q_ptr + pid_b * stride_qb + (head0 + min(h, n_heads - 1)) * stride_qh + c * 8;
-        cp_async_16(q_base + (h * ROW_PITCH + c * 8) * 2, src, h < n_heads);
+        cp_async_16(q_base + swizzled(h, c), src, h < n_heads);
     }
     cp_async_commit();
     for (int idx = lane; idx < STAGES * 16; idx += 32) row_off[idx] = row_of(idx / 16, idx % 16);
@@ -170,7 +176,7 @@ __device__ __forceinline__ void attend(
         for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
     // A fragments of Q (matrices: heads 0-7 / 8-15 x head dims 0-7 / 8-15 of k step kk)
     auto q_fragment = [&](unsigned (&a)[4], int kk) {
-        ldmatrix_x4(a, q_base + ((lane % 16) * ROW_PITCH + kk * 16 + (lane / 16) * 8) * 2);
+        ldmatrix_x4(a, q_base + swizzled(lane % 16, kk * 2 + lane / 16));
     };
     cp_async_wait<STAGES - 1>();  // Q copied, by this thread ...
     __syncthreads();  // ... and by all (the only CTA-wide wait before the merge)
@@ -189,7 +195,7 @@ __device__ __forceinline__ void attend(
         if (i + STAGES - 1 < num_tiles) load_tile(i + STAGES - 1);
         cp_async_commit();
         const int slot = i % STAGES;
-        const int row0 = slot * 16 * ROW_PITCH;
+        const int row0 = slot * 16;  // the slot's first row in the warp's ring
 
         // S = Q K^T for the warp's 16 tokens: two n8 fragments; K rows are the B operand's
         // columns as stored (matrices: tokens 0-7 / 8-15 x head dims 0-7 / 8-15 of the k step)
@@ -203,8 +209,7 @@ __device__ __forceinline__ void attend(
             q_fragment(a, kk);
 #endif
             unsigned b[4];
-            ldmatrix_x4(b, k_base + (row0 + ((lane % 8) + (lane / 16) * 8) * ROW_PITCH + kk * 16 +
-                                     ((lane / 8) % 2) * 8) * 2);
+            ldmatrix_x4(b, k_base + swizzled(row0 + lane % 8 + (lane / 16) * 8, kk * 2 + (lane / 8) % 2));
             mma_16816(s[0], a, b[0], b[1]);
             mma_16816(s[1], a, b[2], b[3]);
         }
@@ -245,7 +250,7 @@ __device__ __forceinline__ void attend(
 #pragma unroll
         for (int dd = 0; dd < HEAD_DIM / 16; ++dd) {
             unsigned b[4];
-            ldmatrix_x4_trans(b, v_base + (row0 + (lane % 16) * ROW_PITCH + dd * 16 + (lane / 16) * 8) * 2);
+            ldmatrix_x4_trans(b, v_base + swizzled(row0 + lane % 16, dd * 2 + lane / 16));
             mma_16816(acc[2 * dd], p_frag, b[0], b[1]);
             mma_16816(acc[2 * dd + 1], p_frag, b[2], b[3]);
         }
