@@ -19,7 +19,7 @@ CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, head_dim_mu
                     note="16-byte vector loads need head_dim % 8 == 0")
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.cupy.one_pass", CAPS, options=("config",),
-         summary="CTA per (kv head, head block, sequence): mma.sync on a 3-stage cp.async ring "
+         summary="CTA per (kv head, head block, sequence): mma.sync fed by per-warp cp.async rings "
                  "(fp16/bf16), else 16 B loads and FMAs; paged: per-row page lookup"),
     Impl(BACKEND, "split-k", "impls.cupy.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding over a balanced plan (impls.plan), the one-pass loop per work "

@@ -34,10 +34,10 @@ ITEMS_FIRST = 0  # grid (head blocks, items); 1: (items, head blocks)
 # The tensor-core loop (tensor_cores.cuh)
 MMA_ROWS = 16  # query heads per CTA: the M rows of mma.m16n8k16 (a smaller group is zero-padded)
 MMA_DTYPES = ("float16", "bfloat16")  # fp32 stays on CUDA cores (tf32 would miss the tolerance)
-# Each warp's ring: 2 buffers (one tile in flight while one is computed) of 16 tokens, 8 warps a
-# CTA: the fastest of 2-8 warps x 2-6 stages on the sweep cells
+# Each warp's ring: 3 buffers of 16 tokens (two in flight while one is computed), 8 warps a CTA:
+# the least worst of 2-8 warps x 2-4 stages over the sweep cells
 # (results/nvidia-h100/2026-11-23-cupy-tc/sweep.log); 4 warps where 8 do not fit (head_dim 256)
-STAGES = 2
+STAGES = 3
 MMA_WARPS = (8, 4)
 SMEM_PER_SM = 228 * 1024  # sm_90's shared memory per SM (what bounds the tensor-core CTAs)
 SMEM_PER_CTA = 227 * 1024  # the most dynamic shared memory one CTA may have on sm_90
