@@ -1,0 +1,39 @@
+"""Prepare and run one implementation on one Llama-3-8B cell a few times, for a profiler (a
+development tool, not part of the harness):
+
+    ncu -k regex:decode_kernel python scripts/run_one.py cupy/dense 64 2048 dense ['{"STAGES": 2}']
+
+Arguments: implementation (``backend/variant``), batch, seq_len, layout, an optional ``config``
+JSON (the launch-config overrides). Nothing is timed or checked here.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import impls  # noqa: E402,F401
+import torch  # noqa: E402
+
+from impls import registry  # noqa: E402
+from specs import workloads  # noqa: E402
+from specs.inputs import make_inputs  # noqa: E402
+
+
+def main() -> None:
+    name, batch, seq, layout = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    opts = {"config": json.loads(sys.argv[5])} if len(sys.argv) > 5 else {}
+    p = workloads.model_problem("llama3-8b", [seq] * batch, layout)
+    inputs = make_inputs(p, 0, device="cuda")
+    out = torch.empty(p.batch, p.num_q_heads, p.head_dim, dtype=inputs.q.dtype, device="cuda")
+    lse = torch.empty(p.batch, p.num_q_heads, dtype=torch.float32, device="cuda")
+    launch = registry.get(name).prepare(inputs, out, lse, **opts)
+    for _ in range(3):
+        launch.run()
+    torch.cuda.synchronize()
+    print(name, launch.config)
+
+
+if __name__ == "__main__":
+    main()
