@@ -20,9 +20,9 @@ PROBLEMS = [DecodeProblem(32, 8, 128, (100,), layout=layout, dtype=dtype)
 PROBLEMS += [DecodeProblem(hq, hkv, d, (100,), dtype=dtype) for hq, hkv, d, dtype in [
     (28, 4, 64, "bfloat16"),  # GQA 7, head_dim 64
     (32, 32, 96, "float16"),  # MHA, head_dim 96: 12 vectors on 16 lanes
-    (16, 8, 256, "bfloat16"),  # head_dim 256: a warp per row
+    (16, 8, 256, "bfloat16"),  # head_dim 256: 4 warps, Q re-read from shared memory
     (16, 1, 256, "float32"),  # MQA 16 (two chunks of 8), fp32 head_dim 256: 2 vectors a lane
-    (40, 8, 80, "bfloat16"),  # head_dim 80: 10 16-byte vectors per row (pitch 11)
+    (40, 8, 80, "bfloat16"),  # head_dim 80: 10 16-byte vectors per row (padded to 16)
     (64, 2, 128, "float16"),  # GQA 32: two tensor-core head blocks
     (32, 8, 72, "bfloat16"),  # head_dim 72: not a multiple of the mma's k (CUDA cores)
 ]]
@@ -33,7 +33,7 @@ def _loops(problem):
     the default (up to GQA 4: a block of 8 heads at head_dim 128 spills on CUDA cores, one
     reason it goes to the tensor cores)."""
     yield "default", None
-    if _build.tensor_cores_fit(problem) and problem.group_size <= 4:
+    if _build.tensor_cores_fit(problem) and (problem.group_size <= 4 or problem.head_dim <= 64):
         yield "cuda-cores", {"TENSOR_CORES": 0}
 
 

@@ -125,6 +125,17 @@ def test_launch_config_values_a_kernel_cannot_take_are_refused(backend, config, 
         pick_launch_config(problem, {**config, **loop})
 
 
+def test_cupy_loops_default_warps():
+    """Each loop its own default CTA: 8 warps of rings on tensor cores, the CUDA-core loop's 4
+    also when it is forced on a problem tensor cores would take."""
+    from impls.cupy._build import pick_launch_config
+
+    problem = DecodeProblem(32, 8, 128, (100,))
+    assert pick_launch_config(problem)["NUM_WARPS"] == 8
+    assert pick_launch_config(problem, {"TENSOR_CORES": 0})["NUM_WARPS"] == 4
+    assert pick_launch_config(problem, {"STAGES": 4})["NUM_WARPS"] == 4  # 8 do not fit
+
+
 @pytest.mark.parametrize("problem,config,message", [
     (DecodeProblem(32, 8, 128, (100,)), {"TPR": 8}, "TPR tune the CUDA-core loop"),
     (DecodeProblem(32, 8, 128, (100,)), {"TENSOR_CORES": 0, "STAGES": 3}, "STAGES tune the tensor"),

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from impls import common
 from impls.common import check_thread_mapping, on_torch_stream, threads_per_row, with_overrides
+from impls.registry import Unsupported
 from specs.problem import ProblemError
 
 HERE = Path(__file__).resolve().parent
@@ -60,9 +61,11 @@ def pick_launch_config(problem, config: dict | None = None) -> dict[str, int]:
     ``ProblemError`` when they cannot work."""
     tensor_cores = tensor_cores_fit(problem)
     num_warps = NUM_WARPS
-    if tensor_cores:
-        num_warps = next(w for w in MMA_WARPS
-                         if ring_smem_bytes(problem.head_dim, w, STAGES) <= SMEM_PER_CTA)
+    if tensor_cores and (config or {}).get("TENSOR_CORES", 1):  # the most warps whose rings fit
+        stages = (config or {}).get("STAGES", STAGES)
+        num_warps = next((w for w in MMA_WARPS if isinstance(stages, int) and
+                          ring_smem_bytes(problem.head_dim, w, stages) <= SMEM_PER_CTA),
+                         MMA_WARPS[-1])  # none fits: tensor_core_config says so
     tuned = with_overrides(dict(TENSOR_CORES=int(tensor_cores), STAGES=STAGES,
                                 NUM_WARPS=num_warps, TPR=None, UNROLL=None, PREFETCH=PREFETCH,
                                 ITEMS_FIRST=ITEMS_FIRST), config)
@@ -78,7 +81,8 @@ def pick_launch_config(problem, config: dict | None = None) -> dict[str, int]:
         raise ProblemError(f"config: {', '.join(sorted(set(config) & set(other)))} tune the "
                            f"{'CUDA-core' if tuned['TENSOR_CORES'] else 'tensor-core'} loop, but "
                            f"this launch runs on {'tensor' if tuned['TENSOR_CORES'] else 'CUDA'} "
-                           f"cores (set TENSOR_CORES={1 - tuned['TENSOR_CORES']})")
+                           "cores" + (f" (set TENSOR_CORES={1 - tuned['TENSOR_CORES']})"
+                                      if tensor_cores or tuned["TENSOR_CORES"] else ""))
     if tuned["TENSOR_CORES"]:
         return {**base, **tensor_core_config(problem, tuned)}
     return {**base, **cuda_core_config(problem, tuned)}
@@ -91,7 +95,8 @@ def tensor_core_config(problem, tuned: dict) -> dict[str, int]:
         raise ProblemError(f"config: TENSOR_CORES=1 needs a 16-bit dtype and head_dim % 16 == 0 "
                            f"(got {problem.dtype}, head_dim {problem.head_dim})")
     stages, num_warps = tuned["STAGES"], tuned["NUM_WARPS"]
-    if not 2 <= stages <= 8 or num_warps not in (1, 2, 4, 8):
+    # a ring needs a buffer to fill while one is read; 16 tokens a warp, up to 256 threads a CTA
+    if not isinstance(stages, int) or not 2 <= stages <= 8 or num_warps not in (1, 2, 4, 8):
         raise ProblemError(f"config: STAGES={stages}, NUM_WARPS={num_warps}: STAGES must be in "
                            "[2, 8], NUM_WARPS 1, 2, 4 or 8")
     smem = ring_smem_bytes(problem.head_dim, num_warps, stages)
@@ -119,8 +124,11 @@ def cuda_core_config(problem, tuned: dict) -> dict[str, int]:
     vec = LOAD_BYTES // problem.itemsize
     vecs_per_row = problem.head_dim // vec
     block_h = min(problem.group_size, MAX_BLOCK_H)
-    tpr = tuned["TPR"] or threads_per_row(vecs_per_row, vec, block_h, REGISTER_FLOATS)
+    tpr = tuned["TPR"]
+    if tpr is None:
+        tpr = threads_per_row(vecs_per_row, vec, block_h, REGISTER_FLOATS)
     num_warps = tuned["NUM_WARPS"]
+    check_thread_mapping(tpr, 1, num_warps)  # TPR before it divides
     vpt = -(-vecs_per_row // tpr)
     unroll = max(1, UNROLL // vpt) if tuned["UNROLL"] is None else tuned["UNROLL"]
     check_thread_mapping(tpr, unroll, num_warps)
@@ -139,6 +147,17 @@ def step_tokens(defines: dict[str, int]) -> int:
     if defines["TENSOR_CORES"]:
         return 16 * defines["NUM_WARPS"]
     return defines["NUM_WARPS"] * (32 // defines["TPR"]) * defines["UNROLL"]
+
+
+def require_device(defines: dict[str, int], device) -> None:
+    """The tensor-core loop's ring is sized for sm_90 (227 KiB of shared memory a CTA; cp.async
+    and bf16 mma need sm_80): ``Unsupported`` on another GPU, before anything is built."""
+    import torch
+
+    if defines["TENSOR_CORES"] and device.type == "cuda" and \
+            torch.cuda.get_device_capability(device) < (9, 0):
+        raise Unsupported("the tensor-core loop is built for sm_90 and later (its shared-memory "
+                          "rings): run with config TENSOR_CORES=0 on this GPU")
 
 
 def resident_ctas(defines: dict[str, int]) -> int:

@@ -1,8 +1,8 @@
 // CuPy/CUDA one-pass decode over a dense cache [B, S, Hkv, D] or a page pool [P, page_size,
 // Hkv, D] through the block table (IS_PAGED; a token's row is found per token, so any page size
-// works). Grid (Hkv * num_head_blocks, B): one CTA per (KV head, block of its query heads,
-// sequence) streams the whole sequence once (decode_common.cuh: attend) and writes the final out
-// and lse.
+// works). Grid (Hkv * num_head_blocks, B), or (B, ...) with ITEMS_FIRST: one CTA per (KV head,
+// block of its query heads, sequence) streams the whole sequence once (attend(): tensor_cores.cuh
+// or cuda_cores.cuh) and writes the final out and lse.
 #include "decode_common.cuh"
 #if TENSOR_CORES
 #include "tensor_cores.cuh"

@@ -1,20 +1,21 @@
-"""CuPy raw-CUDA one-pass decode, dense or paged (kernel: ``one_pass.cu`` + ``decode_common.cuh``).
+"""CuPy raw-CUDA one-pass decode, dense or paged (kernel: ``one_pass.cu``; its inner loop
+``tensor_cores.cuh`` for fp16/bf16 at head_dim % 16 == 0, else ``cuda_cores.cuh``).
 
-Algorithm: grid (num_kv_heads x num_head_blocks, batch); each CTA streams one sequence's K/V rows
-once for a block of up to 8 query heads of a GQA group: 16-byte vector loads, UNROLL tokens in
-flight per row group, scores reduced with warp shuffles, float32 online softmax in registers, row
-groups merged in shared memory. Paged: each token's row is found through the block table (page
-``block_table[b, t // page_size]``, row ``t % page_size``), so any page size works and every row
-is still one coalesced segment of ``head_dim`` elements. Writes the final out and lse.
-Expected bottleneck: HBM bandwidth when batch x num_kv_heads fills the SMs; one CTA per
-(sequence, KV head) leaves the GPU idle at batch 1 (use split-k there). Paged: the block-table
-read and the index arithmetic per token are hidden behind the loads.
+Algorithm: one CTA per (KV head, block of its query heads, sequence) streams the sequence's K/V
+rows once and writes the final out and lse. Tensor cores: the group's heads (up to 16, zero-padded)
+are the rows of mma.sync for Q K^T and P V, each warp streaming its 16 tokens of every tile through
+its own cp.async ring. CUDA cores: blocks of up to 8 heads, 16-byte vector loads, UNROLL tokens in
+flight per row group, scores reduced with warp shuffles. Paged: each row is found through the block
+table (page ``block_table[b, t // page_size]``, row ``t % page_size``), so any page size works.
+Expected bottleneck: HBM bandwidth when batch x num_kv_heads fills the SMs; one CTA per (sequence,
+KV head) leaves the GPU idle at batch 1 (use split-k there).
 """
 
 import numpy as np
 
 from impls.common import LOG2E, cache_args, require_alignment
 from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, grid, launcher,
+                               require_device,
                                num_head_blocks, pick_launch_config, reported, view)
 from impls.registry import Launch
 
@@ -23,6 +24,7 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     p = inputs.problem
     require_alignment(inputs, LOAD_BYTES)
     defines = pick_launch_config(p, config)
+    require_device(defines, inputs.device)
     kernel = get_kernel("one_pass.cu", "decode_kernel", defines)
     q, k, v = inputs.q, inputs.k, inputs.v
     table, stride_btb, page_size = cache_args(inputs)

@@ -1,9 +1,9 @@
 // CuPy/CUDA split-K decode (flash-decoding) over a balanced plan (impls/plan.py), dense or paged
 // (IS_PAGED).
-// Stage 1, grid (Hkv * num_head_blocks, num_items): the CTA of work item pid_i = (sequence, start,
-// end, slot) attends over [start, end); a whole sequence (slot -1) writes the final out and lse,
-// a piece of a split one its normalised partial (float) and LSE to part_out [slots, Hq, D] /
-// part_lse [slots, Hq].
+// Stage 1, grid (Hkv * num_head_blocks, num_items), swapped with ITEMS_FIRST: the CTA of work item
+// pid_i = (sequence, start, end, slot) attends over [start, end); a whole sequence (slot -1)
+// writes the final out and lse, a piece of a split one its normalised partial (float) and LSE to
+// part_out [slots, Hq, D] / part_lse [slots, Hq].
 // Stage 2, grid (Hq, num_merges): combine_kernel merges each split sequence over its own slots,
 // weights exp(lse_s - max lse).
 #include "decode_common.cuh"

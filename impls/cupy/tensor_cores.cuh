@@ -61,8 +61,8 @@ __device__ __forceinline__ unsigned smem_address(const void* p) {  // for cp.asy
 
 // 16 bytes global -> shared, asynchronously; .cg caches in L2 only (the cache is read once),
 // .L2::128B has L2 fetch the whole line (the warp's other copies of the row need it next);
-// a source size of 0 writes 16 zero bytes instead (a row past the range: never read, so the
-// poisoned rows there cannot reach P V)
+// a source size of 0 writes 16 zero bytes instead (a row past the range: its global memory, poisoned,
+// is never read; its zero V row and -inf score add nothing to P V)
 __device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool valid) {
     asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                  "r"(valid ? 16 : 0));
