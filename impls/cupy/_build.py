@@ -26,7 +26,7 @@ DTYPE_IDS = {"float16": 0, "bfloat16": 1, "float32": 2}
 NUM_WARPS = 4  # 128 threads per CTA (the CUDA-core loop)
 UNROLL = 4  # tokens per row group per step: 2 x UNROLL 16-byte loads in flight per thread
 PREFETCH = 1  # issue the next step's loads before this step's arithmetic
-SMEM_LIMIT = 48 * 1024  # static shared memory of one CTA (the CUDA-core loop's merge)
+SMEM_LIMIT = 48 * 1024  # shared memory a CTA has without opting in (the CUDA-core loop's merge)
 REGISTER_FLOATS = 64  # per thread for q (and as many for the accumulator): no spills at 128 threads
 MAX_BLOCK_H = 8  # query heads per CTA of the CUDA-core loop; larger GQA groups are split
 LOAD_BYTES = 16  # one vectorised load (or cp.async) per thread per row
@@ -149,15 +149,18 @@ def step_tokens(defines: dict[str, int]) -> int:
     return defines["NUM_WARPS"] * (32 // defines["TPR"]) * defines["UNROLL"]
 
 
-def require_device(defines: dict[str, int], device) -> None:
-    """The tensor-core loop's ring is sized for sm_90 (227 KiB of shared memory a CTA; cp.async
-    and bf16 mma need sm_80): ``Unsupported`` on another GPU, before anything is built."""
+def launch_config(inputs, config: dict | None = None) -> dict[str, int]:
+    """``pick_launch_config`` for the launchers, checked against the device: the tensor-core
+    loop's ring is sized for sm_90 (227 KiB of shared memory a CTA; cp.async and bf16 mma need
+    sm_80), so another GPU gets ``Unsupported``, before anything is built."""
     import torch
 
-    if defines["TENSOR_CORES"] and device.type == "cuda" and \
-            torch.cuda.get_device_capability(device) < (9, 0):
+    defines = pick_launch_config(inputs.problem, config)
+    if defines["TENSOR_CORES"] and inputs.device.type == "cuda" and \
+            torch.cuda.get_device_capability(inputs.device) < (9, 0):
         raise Unsupported("the tensor-core loop is built for sm_90 and later (its shared-memory "
                           "rings): run with config TENSOR_CORES=0 on this GPU")
+    return defines
 
 
 def resident_ctas(defines: dict[str, int]) -> int:
@@ -229,7 +232,7 @@ def launcher(launches, defines: dict[str, int]):
     48 KiB of dynamic shared memory is allowed it here, once, outside the timed call."""
     block = (defines["NUM_WARPS"] * 32,)
     for kernel, _, _, smem in launches:
-        if smem > 48 * 1024:
+        if smem > SMEM_LIMIT:
             kernel.max_dynamic_shared_size_bytes = smem
 
     def run():

@@ -14,17 +14,15 @@ KV head) leaves the GPU idle at batch 1 (use split-k there).
 import numpy as np
 
 from impls.common import LOG2E, cache_args, require_alignment
-from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, grid, launcher,
-                               require_device,
-                               num_head_blocks, pick_launch_config, reported, view)
+from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, grid, launch_config,
+                               launcher, num_head_blocks, reported, view)
 from impls.registry import Launch
 
 
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     p = inputs.problem
     require_alignment(inputs, LOAD_BYTES)
-    defines = pick_launch_config(p, config)
-    require_device(defines, inputs.device)
+    defines = launch_config(inputs, config)
     kernel = get_kernel("one_pass.cu", "decode_kernel", defines)
     q, k, v = inputs.q, inputs.k, inputs.v
     table, stride_btb, page_size = cache_args(inputs)

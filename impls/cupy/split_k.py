@@ -18,17 +18,15 @@ import numpy as np
 
 from impls import plan as planner
 from impls.common import LOG2E, cache_args, require_alignment
-from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, grid, launcher,
-                               require_device,
-                               num_head_blocks, pick_launch_config, reported, resident_ctas,
-                               step_tokens, view)
+from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, grid, launch_config,
+                               launcher, num_head_blocks, reported, resident_ctas, step_tokens,
+                               view)
 from impls.registry import Launch
 
 
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     p = inputs.problem
-    defines = pick_launch_config(p, config)
-    require_device(defines, inputs.device)
+    defines = launch_config(inputs, config)
 
     def make_plan():  # items start on whole loop steps (and pages)
         return planner.for_launch(inputs, resident_ctas(defines), step_tokens(defines), num_splits,

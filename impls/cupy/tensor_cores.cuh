@@ -46,6 +46,9 @@ static_assert(STAGES >= 2, "the ring needs a buffer to fill while one is read");
 #define LAYOUT_BYTES (RING_BYTES + 16 * ROW_PITCH * 2 + STAGES * BLOCK_N * 8)
 static_assert(LAYOUT_BYTES <= SMEM_BYTES, "the launcher's shared memory must hold the layout");
 static_assert(NUM_WARPS * BLOCK_H * (HEAD_DIM + 2) * 4 <= RING_BYTES, "the merge reuses the rings");
+// ... as [NUM_WARPS][16] m, then l, then [NUM_WARPS][16][HEAD_DIM] acc (floats from the start)
+#define STATE_L (NUM_WARPS * BLOCK_H)
+#define STATE_ACC (2 * NUM_WARPS * BLOCK_H)
 extern __shared__ __align__(16) unsigned char smem[];
 
 // Byte offset of 16-byte vector c of row r in a [rows][ROW_PITCH] tile (the swizzle above)
@@ -262,8 +265,8 @@ __device__ __forceinline__ void attend(
     cp_async_wait<0>();
     __syncthreads();
     float* sm_m = reinterpret_cast<float*>(smem);
-    float* sm_l = sm_m + NUM_WARPS * BLOCK_H;
-    float* sm_acc = sm_l + NUM_WARPS * BLOCK_H;
+    float* sm_l = sm_m + STATE_L;
+    float* sm_acc = sm_m + STATE_ACC;
 #pragma unroll
     for (int x = 0; x < 2; ++x) {
         l_i[x] += __shfl_xor_sync(0xffffffffu, l_i[x], 1);
@@ -284,5 +287,5 @@ __device__ __forceinline__ void attend(
 
 __device__ __forceinline__ void store_result(const Dest& dest, int n_heads) {
     const float* sm_m = reinterpret_cast<const float*>(smem);
-    merge_warps(sm_m, sm_m + NUM_WARPS * BLOCK_H, sm_m + 2 * NUM_WARPS * BLOCK_H, dest, n_heads);
+    merge_warps(sm_m, sm_m + STATE_L, sm_m + STATE_ACC, dest, n_heads);
 }
