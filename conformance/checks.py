@@ -31,14 +31,28 @@ class PropertyViolation(ConformanceFailure):
 @dataclass
 class Run:
     out: torch.Tensor
-    lse: torch.Tensor
+    lse: torch.Tensor | None  # None: the implementation declared it returns no LSE
     launch: Launch
     seconds: float  # wall time of prepare + first run, synced: includes any JIT compilation
+    buffers: tuple[torch.Tensor, torch.Tensor] | None = None  # the out, lse given to prepare
 
 
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def call(impl: Impl, launch: Launch, out: torch.Tensor, lse: torch.Tensor,
+         device: torch.device) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One ``launch.run()``, synced, and what it computed in the spec's terms: (out, lse), the
+    library's own tensors when it allocates them, lse in natural log, None when not returned."""
+    produced = launch.run()
+    if produced is not None:  # a library that allocates its own outputs
+        out, lse = produced
+    sync(device)
+    if not impl.returns_lse:  # declared: out alone is judged, whatever is in the buffer
+        return out, None
+    return out, lse * math.log(2.0) if launch.lse_base2 else lse  # log2 from the library: to ln
 
 
 def run_impl(impl: Impl, inputs: DecodeInputs, options: dict[str, Any] | None = None,
@@ -49,13 +63,8 @@ def run_impl(impl: Impl, inputs: DecodeInputs, options: dict[str, Any] | None = 
     lse.fill_(fill)
     start = time.perf_counter()
     launch = impl.prepare(inputs, out, lse, **(options or {}))
-    produced = launch.run()
-    if produced is not None:  # a library that allocates its own outputs
-        out, lse = produced
-    sync(inputs.device)
-    if launch.lse_base2:  # a library that returns log2: to the spec's natural log
-        lse = lse * math.log(2.0)
-    return Run(out, lse, launch, time.perf_counter() - start)
+    got_out, got_lse = call(impl, launch, out, lse, inputs.device)
+    return Run(got_out, got_lse, launch, time.perf_counter() - start, (out, lse))
 
 
 def reproducer(impl: Impl, inputs: DecodeInputs, options: dict[str, Any] | None = None) -> str:
@@ -120,18 +129,56 @@ def _same(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return (x == y) | (torch.isnan(x) & torch.isnan(y))
 
 
+def _returned(a: Run, b: Run) -> tuple[str, ...]:
+    """The outputs both runs returned: out, and lse unless the implementation declared none."""
+    return ("out", "lse") if a.lse is not None and b.lse is not None else ("out",)
+
+
 def identical(a: Run, b: Run) -> bool:
     """The two runs' out and lse are the same bits (NaN included)."""
-    return all(bool(_same(getattr(a, n), getattr(b, n)).all()) for n in ("out", "lse"))
+    return all(bool(_same(getattr(a, n), getattr(b, n)).all()) for n in _returned(a, b))
 
 
 def assert_identical(impl: Impl, inputs: DecodeInputs, a: Run, b: Run, what: str,
                      derived: str = "") -> None:
     """Two runs of the same kernel on inputs that differ only where it must not read give the
     same bits (NaN included)."""
-    for name in ("out", "lse"):
+    for name in _returned(a, b):
         same = _same(getattr(a, name), getattr(b, name))
         if not bool(same.all()):
             idx = (~same).nonzero()[:5].tolist()
             raise fail(f"{what}: {int((~same).sum())} {name} element(s) differ, first at {idx}",
                        impl, inputs, derived=derived, kind=PropertyViolation)
+
+
+# ---- timed calls --------------------------------------------------------------------------------
+@dataclass
+class InputSet:
+    """Inputs of one problem with their reference: the timer cycles through several."""
+
+    inputs: DecodeInputs
+    ref: Reference
+
+
+def time_and_recheck(impl: Impl, checked: Checked, inputs: DecodeInputs, extra: list[InputSet],
+                     options: dict[str, Any] | None, timer) -> tuple[dict, str | None]:
+    """Time ``checked``'s launch (a passed check on ``inputs``) with ``timer``, cycling through
+    it and a launch prepared on each ``extra`` input set (other buffers, other values), so no
+    timed call repeats the one before it; then re-check every set: outputs NaN-poisoned, one
+    more call, compared with that set's reference. A kernel that memoises its result or works
+    only on its first call is timed at nearly nothing and caught here. Returns the timings and
+    None, or the timings and why the timed calls did not conform."""
+    sets = [(inputs, checked.ref, checked.run.launch, checked.run.buffers)]
+    for s in extra:
+        out, lse = s.inputs.new_outputs()
+        sets.append((s.inputs, s.ref, impl.prepare(s.inputs, out, lse, **(options or {})), (out, lse)))
+    timings = timer([launch.run for _, _, launch, _ in sets])
+    for n, (set_inputs, ref, launch, (out, lse)) in enumerate(sets):
+        out.fill_(float("nan"))
+        lse.fill_(float("nan"))
+        got_out, got_lse = call(impl, launch, out, lse, set_inputs.device)
+        c = compare(set_inputs.problem, got_out, got_lse, ref, lse_rounded_sum=launch.lse_rounded_sum)
+        if not c.passed:
+            return timings, (f"after timing, input set {n + 1} of {len(sets)} (outputs poisoned, "
+                             f"one more call) does not match the reference: {c.summary()}")
+    return timings, None

@@ -170,6 +170,36 @@ def planned_split_dropping_last_chunk(inputs, out, lse, num_splits: int | None =
     return Launch(run)
 
 
+def memoised(inputs, out, lse) -> Launch:
+    """Computes on the first call per (q, out) pointer pair, then returns at once: the result
+    of the first call replayed across the timed repetitions."""
+    p = inputs.problem
+    honest = _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b])
+    done: set[tuple[int, int]] = set()
+
+    def run():
+        key = (inputs.q.data_ptr(), out.data_ptr())
+        if key not in done:
+            done.add(key)
+            honest.run()
+
+    return Launch(run)
+
+
+def first_call_only(inputs, out, lse) -> Launch:
+    """Works on its first call and on no later one (a flag set on first use)."""
+    p = inputs.problem
+    honest = _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b])
+    calls = []
+
+    def run():
+        if not calls:
+            honest.run()
+        calls.append(True)
+
+    return Launch(run)
+
+
 @dataclass(frozen=True)
 class Control:
     """A deliberately wrong implementation and the properties that must reject it."""
@@ -203,4 +233,6 @@ CONTROLS: list[Control] = [
     _control("plan-drops-last-chunk", "planned_split_dropping_last_chunk",
              ("matches_reference", "split_invariance"), algorithm="split-k",
              options=("num_splits",)),
+    _control("memoised", "memoised", ("timed_calls_conform",)),
+    _control("first-call-only", "first_call_only", ("timed_calls_conform",)),
 ]

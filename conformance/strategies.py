@@ -78,8 +78,8 @@ seeds = st.integers(0, 2**16)
 
 def fit(problem: DecodeProblem, impl: Impl, layout: str | None = None) -> DecodeProblem:
     """``problem`` moved onto what ``impl`` declares it handles (``layout`` when given, else a
-    layout it serves; dtype, head_dim, page size, uniform lengths), so a pinned example is
-    adapted rather than silently dropped."""
+    layout it serves; dtype, head_dim, GQA group, page size, uniform lengths), so a pinned
+    example is adapted rather than silently dropped."""
     if layout is None and problem.layout not in impl.layouts:
         layout = sorted(impl.layouts)[0]
     if layout is not None and layout != problem.layout:
@@ -88,11 +88,14 @@ def fit(problem: DecodeProblem, impl: Impl, layout: str | None = None) -> Decode
     if problem.dtype not in caps.dtypes:
         problem = problem.replace(dtype=sorted(caps.dtypes)[0])
     step = caps.head_dim_multiple
-    head_dim = min(-(-problem.head_dim // step) * step, caps.max_head_dim // step * step)
+    head_dim = max(problem.head_dim, caps.min_head_dim)
+    head_dim = min(-(-head_dim // step) * step, caps.max_head_dim // step * step)
     if caps.head_dims is not None and head_dim not in caps.head_dims:  # the next one up, or the largest
         head_dim = min((d for d in caps.head_dims if d >= head_dim), default=max(caps.head_dims))
     if head_dim != problem.head_dim:
         problem = problem.replace(head_dim=head_dim, sm_scale=None)
+    if caps.max_group_size and problem.group_size > caps.max_group_size:
+        problem = problem.replace(num_q_heads=problem.num_kv_heads * caps.max_group_size)
     if problem.page_size % caps.page_size_multiple:
         problem = problem.replace(page_size=caps.page_size_multiple)
     if caps.uniform_lengths_only and not problem.uniform:

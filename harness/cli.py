@@ -1,5 +1,6 @@
 """``python -m harness``: run (conformance, then timing), list (capability matrix), report
-(tables and plots of a saved run), compare (two saved runs, regressions beyond the noise)."""
+(tables and plots of a saved run), compare (two saved runs, regressions beyond the noise),
+replay (saved cases re-checked without the implementations)."""
 
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "wall-clock + sync), launch (host dispatch + launch overhead)")
     run.add_argument("--out", type=Path, help="output folder (default runs/<UTC time>)")
     run.add_argument("--save-cases", type=Path, metavar="DIR",
-                     help="write one .npz per (implementation, problem): inputs and outputs")
+                     help="save every problem's inputs (once) and each implementation's out/lse "
+                          "under DIR, for 'python -m harness replay DIR'")
     run.add_argument("--fresh-caches", action="store_true",
                      help="start every JIT disk cache the backends declare empty, so each "
                           "configuration's first call includes its compilation")
@@ -84,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--threshold", type=float, default=0.02,
                      help="relative change that counts, with the 95%% intervals apart (default 0.02)")
     cmp.add_argument("--any-gpu", action="store_true", help="compare runs of different devices")
+    rpl = sub.add_parser("replay", help="re-check the cases saved by 'run --save-cases DIR' against "
+                                        "a fresh float64 reference, without the implementations; "
+                                        "exit 1 when a verdict differs from the run's")
+    rpl.add_argument("cases", type=Path, help="the folder given to --save-cases")
     worker = sub.add_parser("_worker", help=argparse.SUPPRESS)
     worker.add_argument("spec_path")
     return parser
@@ -155,8 +161,29 @@ def cmd_run(args, argv) -> int:
     results.annotate(rows)
     results.write_all(out_dir, prov, rows)
     print(results.render_text(prov, rows))
-    print(f"\n{results.summary_counts(rows)}. Files: {out_dir}/results.{{md,csv,json}}")
+    print(f"\n{_save_note(rows)}{results.summary_counts(rows)}. Files: {out_dir}/results.{{md,csv,json}}")
     return 1 if any(r["status"] in ("FAIL", "ERROR") for r in rows) else 0
+
+
+def cmd_replay(folder: Path) -> int:
+    from harness import cases
+
+    found, disagree = cases.replay(folder)
+    ratio = lambda x: "-" if x is None else f"{x:.2f}"  # noqa: E731
+    print(results.columns(("problem", "implementation", "run", "replay", "out err/tol", "lse err/tol"),
+                          [(f["problem"], f["impl"], f["run"], f["replay"], ratio(f["out_err_ratio"]),
+                            ratio(f["lse_err_ratio"])) for f in found]))
+    print(f"\n{len(found)} saved output(s); {disagree} verdict(s) differ from the run's")
+    return 1 if disagree else 0
+
+
+def _save_note(rows: list[dict]) -> str:
+    saved = [r for r in rows if "saved_bytes" in r]
+    if not saved:
+        return ""
+    total, seconds = sum(r["saved_bytes"] for r in saved), sum(r["save_s"] for r in saved)
+    return (f"Saved cases: {total / 1e6:.1f} MB in {seconds:.1f} s "
+            f"({total / 1e6 / max(seconds, 1e-9):.0f} MB/s, device-to-host copies included)\n")
 
 
 def _check_config(config: dict, impls) -> None:
@@ -245,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
             text, regressed = report.compare(args.old, args.new, args.threshold, args.any_gpu)
             print(text)
             return 1 if regressed else 0
+        if args.command == "replay":
+            return cmd_replay(args.cases)
         if args.command == "_worker":
             return worker_main(args.spec_path)
     except ProblemError as e:

@@ -100,8 +100,10 @@ def _fmt(value, spec: str = "") -> str:
 
 
 def _cell_status(r: dict) -> str:
-    if r["status"] in ("PASS", "FAIL"):
-        return f"{r['status']} ({r['out_err_ratio']:.2f}x tol)" if r.get("out_err_ratio") is not None else r["status"]
+    """PASS/FAIL with the output's worst error over its tolerance ('lse -': no LSE returned)."""
+    if r["status"] in ("PASS", "FAIL") and r.get("out_err_ratio") is not None:
+        no_lse = ", lse -" if "lse_err_ratio" in r and r["lse_err_ratio"] is None else ""
+        return f"{r['status']} ({r['out_err_ratio']:.2f}x tol{no_lse})"
     return r["status"]
 
 

@@ -10,12 +10,16 @@ row to ``rows.jsonl`` as soon as it exists.
 Per (implementation, problem) a worker: skips with UNAVAILABLE / UNSUPPORTED and the reason;
 draws fresh seeded inputs (shared by all of the backend's variants for that problem) and the
 float64 reference; runs once into poisoned outputs and compares (PASS / FAIL with the error
-figures, ERROR with the exception); times only a PASS, on the same inputs.
+figures, ERROR with the exception); times only a PASS, cycling through that input set and up to
+TIMING_SETS - 1 more (other seeds: other buffers, other values) where memory allows, then checks
+every set's output again (poisoned first, one more call): a kernel whose timed calls do not
+compute what its first call did is a FAIL, with no time.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import itertools
 import json
@@ -28,11 +32,10 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
-from conformance.checks import check
-from harness import results
+from conformance.checks import InputSet, check, time_and_recheck
+from harness import cases, results
 from harness.timing import MODES, CpuTimer, GpuTimer, Timing, time_plan
 from impls import registry
 from impls.registry import Impl, Unsupported
@@ -43,6 +46,10 @@ from specs.reference import reference
 ERROR_TEXT_LIMIT = 600  # characters of an exception kept in a row
 WORKER_SILENCE_S = 900  # a worker that prints nothing this long is hung: killed, its cell ERROR
 MAX_WORKER_STARTS = 50  # per backend: past that, the remaining cells are ERROR without a try
+TIMING_SETS = 3  # input sets the timer cycles through on a GPU (2 on a CPU: interpreters are slow)
+TIMING_SETS_CPU = 2
+TIMING_SET_MEMORY = 0.5  # ... as far as their inputs fit in this share of the free GPU memory
+SET_SEED_STRIDE = 1_000_003  # input set j draws with seed + j * this
 
 
 @dataclasses.dataclass
@@ -71,22 +78,31 @@ def _base_row(cell: int, impl: Impl, problem: DecodeProblem, prov: dict) -> dict
             **{k: prov.get(k) for k in results.ROW_PROVENANCE}}
 
 
-def _save_case(folder: Path, impl: Impl, inputs, out, lse) -> None:
-    p = inputs.problem
-    name = f"{impl.row_name(p.layout).replace('/', '_')}_{p.label()}"
-    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) + ".npz"
-    folder.mkdir(parents=True, exist_ok=True)
-    f32 = lambda t: t.detach().float().cpu().numpy()  # noqa: E731  (numpy has no bfloat16)
-    np.savez_compressed(folder / name, q=f32(inputs.q), k=f32(inputs.k_logical[:, :p.max_seq_len]),
-                        v=f32(inputs.v_logical[:, :p.max_seq_len]),
-                        seq_lens=np.array(p.seq_lens, dtype=np.int32), sm_scale=np.float64(p.scale),
-                        out=f32(out), lse=f32(lse), dtype=np.array(p.dtype),
-                        spec=np.array(json.dumps(p.to_dict())))
+def extra_input_sets(problem: DecodeProblem, seed: int, first) -> list[InputSet]:
+    """Input sets 2.. for the timer (``TIMING_SETS``), each with its reference; on a GPU only as
+    many as fit in ``TIMING_SET_MEMORY`` of the free memory (counting their logical caches,
+    dropped once the reference is computed)."""
+    device = first.device
+    count = TIMING_SETS if device.type == "cuda" else TIMING_SETS_CPU
+    if device.type == "cuda":
+        tensors = {id(t): t for t in (first.q, first.k, first.v, first.k_logical, first.v_logical)}
+        footprint = sum(t.nbytes for t in tensors.values())
+        free = torch.cuda.mem_get_info(device)[0]
+        count = min(count, 1 + int(TIMING_SET_MEMORY * free // max(footprint, 1)))
+    sets = []
+    for j in range(1, count):
+        inputs = make_inputs(problem, seed + j * SET_SEED_STRIDE, device)
+        ref = reference(inputs)
+        if problem.layout == "paged":  # the kernels read the pool; the logical copy can go
+            inputs = dataclasses.replace(inputs, k_logical=None, v_logical=None)
+        sets.append(InputSet(inputs, ref))
+    return sets
 
 
 def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: RunSpec, timer,
-             prov) -> dict:
-    """One cell: check, then (PASS only) time. Never raises."""
+             prov, extra_sets=lambda: []) -> dict:
+    """One cell: check, then (PASS only) time on ``inputs`` and ``extra_sets()``, and check the
+    timed calls. Never raises."""
     row = _base_row(cell, impl, problem, prov)
     options = {k: v for k, v in spec.options.items() if k in impl.options}
     try:
@@ -101,20 +117,29 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
     c = checked.comparison
     row.update(status="PASS" if c.passed else "FAIL", reason="" if c.passed else c.summary()[:ERROR_TEXT_LIMIT],
                out_max_err=c.out_max_err, out_err_ratio=round(c.out_err_ratio, 4),
-               lse_max_err=c.lse_max_err, lse_err_ratio=round(c.lse_err_ratio, 4),
+               lse_max_err=c.lse_max_err,
+               lse_err_ratio=round(c.lse_err_ratio, 4) if c.lse_err_ratio is not None else None,
                config=checked.run.launch.config,
                config_summary=config_summary(impl, checked.run.launch.config),
                first_call_ms=round(checked.run.seconds * 1e3, 2), bytes=problem.bytes_moved)
     if spec.save_cases:
-        _save_case(Path(spec.save_cases), impl, inputs, checked.run.out, checked.run.lse)
+        start = time.perf_counter()
+        saved = cases.save(Path(spec.save_cases), row["impl"], inputs, checked.run.out, checked.run.lse,
+                           {"status": row["status"], "out_err_ratio": c.out_err_ratio,
+                            "lse_err_ratio": c.lse_err_ratio,
+                            "lse_rounded_sum": checked.run.launch.lse_rounded_sum})
+        row.update(saved_bytes=saved, save_s=round(time.perf_counter() - start, 3))
     if c.passed and spec.timing:
         try:
-            timings = timer(checked.run.launch.run)
+            sets = extra_sets()
+            timings, failure = time_and_recheck(impl, checked, inputs, sets, options, timer)
             plan = checked.run.launch.plan
             plan_us = round(time_plan(plan).median, 1) if plan is not None else None
         except Exception as e:
             return {**row, "status": "ERROR", "reason": f"timing: {type(e).__name__}: {e}"[:ERROR_TEXT_LIMIT]}
-        row.update(timing_fields(timings))
+        if failure:  # its timed calls computed something else: no time is worth showing
+            return {**row, "status": "FAIL", "reason": failure[:ERROR_TEXT_LIMIT]}
+        row.update(timing_fields(timings), input_sets=1 + len(sets))
         if plan_us is not None:
             row["plan_us"] = plan_us
         if inputs.device.type == "cuda" and row.get("primary_mode") in ("cold", "graph"):
@@ -194,11 +219,12 @@ def work(spec: RunSpec, prov: dict) -> None:
             continue
         inputs = make_inputs(problem, spec.seed, device)
         ref = reference(inputs)
+        extra = functools.cache(functools.partial(extra_input_sets, problem, spec.seed, inputs))
         for cell, impl in runnable:
-            row = evaluate(cell, impl, problem, inputs, ref, spec, timer, prov)
+            row = evaluate(cell, impl, problem, inputs, ref, spec, timer, prov, extra)
             results.append_row(rows_path, row)
             print(_progress(row), flush=True)
-        del inputs, ref
+        del inputs, ref, extra
         gc.collect()
         if device.type == "cuda":
             torch.cuda.empty_cache()

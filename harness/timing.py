@@ -8,7 +8,10 @@ call to return while the GPU is busy (a call that waited for the GPU is flagged)
 modes launch 0-7 empty kernels before each repetition, cycling (``phase_shifts``): a short
 call's time depends on the launch count modulo 8 before it, so one fixed count would make a
 tight interval that another run does not repeat (results/nvidia-h200/2026-11-21-grid/README.md).
-Host modes run with the garbage collector off and the thread on one CPU. Every mode repeats
+Host modes run with the garbage collector off and the thread on one CPU. Given several launches
+(one per input set: other buffers, other values), every mode cycles through them, so no timed
+call repeats the one before it on the same memory (``conformance.checks.time_and_recheck``
+then re-checks each). Every mode repeats
 until the median's 95 % bootstrap interval is within ``TARGET_REL_CI`` of it, or a cap
 (``harness.stats``). On a CPU (interpreters): host wall-clock of one call, no performance figure.
 """
@@ -95,16 +98,19 @@ class GpuTimer:
         assert not unknown, unknown
         self.modes = tuple(m for m in MODES if m in modes)
 
-    def __call__(self, run: Callable[[], object]) -> dict[str, Timing | str]:
-        """Mode -> Timing, or the reason a mode has no figure for this call."""
-        for _ in range(WARMUP_CALLS):
-            run()
+    def __call__(self, runs) -> dict[str, Timing | str]:
+        """Mode -> Timing, or the reason a mode has no figure, for one launch or a list of
+        launches timed in turn (one per input set)."""
+        runs = _as_list(runs)
+        for run in runs:
+            for _ in range(WARMUP_CALLS):
+                run()
         torch.cuda.synchronize()
         out: dict[str, Timing | str] = {}
         with quiet_host():
             for mode in self.modes:
                 try:
-                    out[mode] = getattr(self, mode)(run)
+                    out[mode] = getattr(self, mode)(runs)
                 except GraphUnsupported as e:
                     out[mode] = f"unsupported: {e}"
         return out
@@ -123,13 +129,15 @@ class GpuTimer:
     def _repeat(self, mode: str, batch) -> Timing:
         return _repeat(METHODS[mode], batch, self.max_reps, self.time_cap_s, TARGET_REL_CI[mode])
 
-    def _events(self, call: Callable[[], object]):
+    def _events(self, calls: list[Callable[[], object]]):
         before = self._cold_l2()
+        turn = itertools.cycle(calls)
 
         def batch(n: int) -> list[float]:
             events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                       for _ in range(n)]
             for begin, end in events:
+                call = next(turn)
                 before()
                 torch.cuda._sleep(SPIN_CYCLES)
                 begin.record()
@@ -139,19 +147,21 @@ class GpuTimer:
             return [begin.elapsed_time(end) * 1e3 for begin, end in events]
         return batch
 
-    def cold(self, run) -> Timing:
-        return self._repeat("cold", self._events(run))
+    def cold(self, runs) -> Timing:
+        return self._repeat("cold", self._events(runs))
 
-    def graph(self, run) -> Timing:
-        graph = capture(run)
-        return self._repeat("graph", self._events(graph.replay))
+    def graph(self, runs) -> Timing:
+        graphs = [capture(run) for run in runs]
+        return self._repeat("graph", self._events([g.replay for g in graphs]))
 
-    def wall(self, run) -> Timing:
+    def wall(self, runs) -> Timing:
         before = self._cold_l2()
+        turn = itertools.cycle(runs)
 
         def batch(n: int) -> list[float]:
             samples = []
             for _ in range(n):
+                run = next(turn)
                 before()
                 torch.cuda.synchronize()
                 start = time.perf_counter()
@@ -161,8 +171,9 @@ class GpuTimer:
             return samples
         return self._repeat("wall", batch)
 
-    def launch(self, run) -> Timing:
+    def launch(self, runs) -> Timing:
         waited = []
+        turn = itertools.cycle(runs)
 
         def batch(n: int) -> list[float]:
             samples = []
@@ -170,6 +181,7 @@ class GpuTimer:
             spun = torch.cuda.Event()
             spun.record()
             for _ in range(n):
+                run = next(turn)
                 start = time.perf_counter()
                 run()
                 samples.append((time.perf_counter() - start) * 1e6)
@@ -248,11 +260,17 @@ class CpuTimer:
     def __init__(self, reps: int = CPU_REPS):
         self.reps = reps
 
-    def __call__(self, run: Callable[[], object]) -> dict[str, Timing | str]:
+    def __call__(self, runs) -> dict[str, Timing | str]:
+        """``reps`` calls of each launch given (one per input set)."""
         samples = []
-        for _ in range(self.reps):
+        for run in _as_list(runs) * self.reps:
             start = time.perf_counter()
             run()
             samples.append((time.perf_counter() - start) * 1e6)
         return {"wall": Timing(self.method, estimate(samples), "reps cap")}
+
+
+def _as_list(runs) -> list[Callable[[], object]]:
+    """A timer's argument: one launch's run, or a list of them (one per input set)."""
+    return [runs] if callable(runs) else list(runs)
 

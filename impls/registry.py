@@ -86,10 +86,12 @@ class Capabilities:
     layouts: frozenset[str]
     dtypes: frozenset[str] = frozenset(DTYPES)
     max_head_dim: int = 256
+    min_head_dim: int = 1
     head_dim_multiple: int = 1
     head_dims: frozenset[int] | None = None  # an explicit set (a library's compiled head dims)
     page_size_multiple: int = 1
     uniform_lengths_only: bool = False
+    max_group_size: int | None = None  # the most query heads per KV head a kernel takes
     max_splits: int | None = None  # split-k: the most splits a num_splits option may ask for
     note: str = ""  # why the limits are what they are
     no_kernel_for: Mapping[str, str] = field(default_factory=dict, hash=False)
@@ -124,9 +126,11 @@ class Capabilities:
             return f"dtype {p.dtype} (handles: {', '.join(sorted(c.dtypes))}){why}"
         if c.head_dims is not None and p.head_dim not in c.head_dims:
             return f"head_dim {p.head_dim} (handles: {', '.join(map(str, sorted(c.head_dims)))}){why}"
-        if p.head_dim > c.max_head_dim or p.head_dim % c.head_dim_multiple:
-            return (f"head_dim {p.head_dim} (handles multiples of {c.head_dim_multiple} up to "
-                    f"{c.max_head_dim}){why}")
+        if not c.min_head_dim <= p.head_dim <= c.max_head_dim or p.head_dim % c.head_dim_multiple:
+            return (f"head_dim {p.head_dim} (handles multiples of {c.head_dim_multiple} from "
+                    f"{c.min_head_dim} to {c.max_head_dim}){why}")
+        if c.max_group_size and p.group_size > c.max_group_size:
+            return f"GQA group of {p.group_size} query heads (at most {c.max_group_size}){why}"
         if p.layout == "paged" and p.page_size % c.page_size_multiple:
             return f"page_size {p.page_size} (needs a multiple of {c.page_size_multiple}){why}"
         if c.uniform_lengths_only and not p.uniform:
@@ -196,6 +200,9 @@ class Impl:
     options: tuple[str, ...] = ()  # launch options prepare() accepts
     summary: str = ""
     allocates_outputs: bool = False  # run() returns (out, lse) of its own (vendor libraries)
+    # The kernel writes no LSE (many production kernels write only the output): the check and
+    # every property compare ``out`` alone, and the tables show ``-`` for its LSE.
+    returns_lse: bool = True
     entry: str = "prepare"  # name of the module's entry point
 
     @property

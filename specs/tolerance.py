@@ -34,6 +34,9 @@ one <= UNDERFLOW when it is subnormal in the dtype (fp16 below 2^-14); the norma
 gains that much (2^-8 in bf16) for that kernel only, the output bound is unchanged, and the
 harness reports the declaration beside the row.
 
+A kernel that declares it returns no LSE (``Impl.returns_lse``) is judged on ``out`` alone: its
+LSE figures are None.
+
 NaN or inf anywhere fails. Reports are bounded: counts, then the first few mismatches.
 """
 
@@ -59,15 +62,16 @@ class Comparison:
     passed: bool
     out_max_err: float  # max |out - ref|
     out_err_ratio: float  # max over elements of |out - ref| / tolerance (<= 1 passes)
-    lse_max_err: float
-    lse_err_ratio: float
+    lse_max_err: float | None  # None: the kernel returns no LSE (out alone is judged)
+    lse_err_ratio: float | None
     n_nonfinite: int  # NaN or inf in out and lse
     n_bad: int  # finite elements over their tolerance
     details: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        head = (f"out max err {self.out_max_err:.3g} ({self.out_err_ratio:.2f}x tol), "
-                f"lse max err {self.lse_max_err:.3g} ({self.lse_err_ratio:.2f}x tol)")
+        head = f"out max err {self.out_max_err:.3g} ({self.out_err_ratio:.2f}x tol), " + (
+            f"lse max err {self.lse_max_err:.3g} ({self.lse_err_ratio:.2f}x tol)"
+            if self.lse_err_ratio is not None else "no lse (declared: out only)")
         if self.passed:
             return head
         counts = f"{self.n_bad} element(s) over tolerance, {self.n_nonfinite} NaN/inf"
@@ -84,26 +88,32 @@ def _describe(name: str, got: torch.Tensor, want: torch.Tensor, bad: torch.Tenso
     return lines
 
 
-def compare(problem: DecodeProblem, out: torch.Tensor, lse: torch.Tensor, ref: Reference,
-            expected: tuple[torch.Tensor, torch.Tensor] | None = None,
+def compare(problem: DecodeProblem, out: torch.Tensor, lse: torch.Tensor | None, ref: Reference,
+            expected: tuple[torch.Tensor, torch.Tensor | None] | None = None,
             lse_rounded_sum: bool = False) -> Comparison:
     """Apply the rule above to one implementation's ``out [B, Hq, D]`` and ``lse [B, Hq]``.
 
     ``expected`` (another run's out and lse) replaces the oracle's values while keeping its
     tolerance: two runs that must agree (paged vs dense, split counts) are held to the same rule.
     ``lse_rounded_sum``: the kernel declared a normaliser summed from dtype-rounded
-    probabilities (the LSE bound gains u + L * UNDERFLOW, see above).
+    probabilities (the LSE bound gains u + L * UNDERFLOW, see above). ``lse`` None (or the
+    expected run's): out alone is judged.
     """
     o = out.double()
-    l = lse.double()
-    want_o, want_l = (ref.out, ref.lse) if expected is None else tuple(e.double() for e in expected)
+    want_o, want_l = (ref.out, ref.lse) if expected is None else \
+        tuple(e.double() if e is not None else None for e in expected)
+    judge_lse = lse is not None and want_l is not None
+    # out only: an empty LSE, so the rule below runs unchanged over nothing
+    l = lse.double() if judge_lse else ref.lse[:0]
+    if not judge_lse:
+        want_l = l
     o_err = (o - want_o).abs()
     l_err = (l - want_l).abs()
 
     u = UNIT_ROUNDOFF[problem.dtype]
     o_tol = 2 * u * (ref.v_weight + ref.out.abs()) + FLOOR * ref.v_weight
-    l_tol = LSE_FLOOR * (1 + ref.lse.abs())
-    if lse_rounded_sum:
+    l_tol = LSE_FLOOR * (1 + (ref.lse if judge_lse else l).abs())
+    if lse_rounded_sum and judge_lse:
         lens = torch.tensor(problem.seq_lens, dtype=torch.float64, device=l_tol.device)[:, None]
         l_tol = l_tol + u + lens * UNDERFLOW[problem.dtype]
 
@@ -127,8 +137,8 @@ def compare(problem: DecodeProblem, out: torch.Tensor, lse: torch.Tensor, ref: R
         passed=n_nonfinite == 0 and n_bad == 0,
         out_max_err=finite_max(o_err),
         out_err_ratio=finite_max(o_err / o_tol.clamp_min(1e-300)),
-        lse_max_err=finite_max(l_err),
-        lse_err_ratio=finite_max(l_err / l_tol),
+        lse_max_err=finite_max(l_err) if judge_lse else None,
+        lse_err_ratio=finite_max(l_err / l_tol) if judge_lse else None,
         n_nonfinite=n_nonfinite,
         n_bad=n_bad,
         details=details,

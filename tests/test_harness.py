@@ -47,19 +47,33 @@ def test_run_writes_rows_files_and_replayable_cases(tmp_path):
     assert "## triton" in (tmp_path / "run" / "results.md").read_text()
     assert "not performance figures" in res.stdout
 
-    case = np.load(tmp_path / "cases" / next(p.name for p in (tmp_path / "cases").iterdir()
-                                             if p.name.startswith("triton_paged")))
-    assert str(case["dtype"]) == "float16"
     # anyone can re-check a saved result with their own reference: here, numpy in float64
-    q, k, v, lens = case["q"], case["k"], case["v"], case["seq_lens"]
-    group = q.shape[1] // k.shape[2]
+    (folder,) = (tmp_path / "cases").iterdir()
+    inputs, out = np.load(folder / "inputs.npz"), np.load(folder / "triton_paged.npz")
+    meta = json.loads(str(inputs["meta"]))
+    assert meta["dtype"] == "float16" and json.loads(str(out["meta"]))["status"] == "PASS"
+    q, k, v, lens = inputs["q"], inputs["k"], inputs["v"], inputs["seq_lens"]
+    assert k.shape[0] == sum(lens)  # only the rows each sequence owns
+    scale = 1 / np.sqrt(q.shape[-1])
+    group = q.shape[1] // k.shape[1]
     for b, n in enumerate(lens):
+        rows = slice(int(sum(lens[:b])), int(sum(lens[:b])) + n)
         for h in range(q.shape[1]):
-            s = k[b, :n, h // group].astype(np.float64) @ q[b, h] * float(case["sm_scale"])
+            s = k[rows, h // group].astype(np.float64) @ q[b, h] * scale
             p = np.exp(s - s.max())
-            np.testing.assert_allclose(case["out"][b, h], (p / p.sum()) @ v[b, :n, h // group],
+            np.testing.assert_allclose(out["out"][b, h], (p / p.sum()) @ v[rows, h // group],
                                        rtol=2e-3, atol=2e-3)
-            assert abs(case["lse"][b, h] - (s.max() + np.log(p.sum()))) < 1e-4
+            assert abs(out["lse"][b, h] - (s.max() + np.log(p.sum()))) < 1e-4
+    # ... and the harness replays it against its own reference, agreeing with the run
+    res = harness("replay", str(tmp_path / "cases"))
+    assert res.returncode == 0 and "0 verdict(s) differ" in res.stdout, res.stdout + res.stderr
+    assert res.stdout.count("PASS") == 4  # two outputs: run and replay verdicts
+
+
+def test_replay_refuses_cases_of_an_older_format(tmp_path):
+    np.savez_compressed(tmp_path / "triton_paged_case.npz", q=np.zeros(3))
+    res = harness("replay", str(tmp_path))
+    assert res.returncode == 2 and "older format" in res.stderr, res.stderr
 
 
 def test_workload_file_and_no_timing(tmp_path):
@@ -122,3 +136,15 @@ def test_variants_select_cells_and_config_reaches_the_launch(tmp_path):
     rows = json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
     assert [(r["impl"], r["spec"]["layout"], r["status"]) for r in rows] == [("triton/dense", "dense", "PASS")]
     assert rows[0]["config"]["BLOCK_N"] == 32
+
+
+def test_an_interrupted_save_leaves_no_file(tmp_path, monkeypatch):
+    from harness import cases
+
+    def stopped(f, **arrays):
+        f.write(b"PK\x03\x04 half a zip")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(np, "savez", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        cases._write(tmp_path / "x.npz", {"a": np.zeros(3)}, {})
+    assert list(tmp_path.iterdir()) == []

@@ -38,3 +38,31 @@ def test_an_outside_backend_runs_in_the_harness(tmp_path):
                                          "plugin-torch/split-k"}
     assert all(r["status"] == "PASS" for r in rows), [r["reason"] for r in rows]
     assert any(r.get("config_summary", "").startswith("num_splits=") for r in rows)
+
+
+OUT_ONLY = {"DECODE_BENCH_PLUGINS": "tests.plugin_out_only"}
+
+
+def test_an_out_only_kernel_with_stated_limits_passes_the_suite():
+    """No LSE, one variant, a minimum head_dim, a GQA-group limit, a split-count limit and an
+    ``Unsupported`` raised in prepare: the suite draws within the limits, judges out alone and
+    treats the refusal as unsupported, not as a failure."""
+    res = _run("-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider", "-k", "plugin-out-only",
+               env={**OUT_ONLY, "DECODE_BENCH_EXAMPLES": "8"})
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    passed = int(re.search(r"(\d+) passed", res.stdout).group(1))
+    # every property split-k runs (split invariance on out alone), invalid inputs included
+    assert passed >= 20 and "skipped" not in res.stdout.splitlines()[-1], res.stdout[-2000:]
+
+
+def test_an_out_only_kernel_is_checked_and_timed_in_the_harness(tmp_path):
+    problems = [{"num_q_heads": 8, "num_kv_heads": 2, "head_dim": 64, "seq_lens": [40, 9],
+                 "layout": "paged", "page_size": ps} for ps in (16, 256)]
+    res = _run("-m", "harness", "run", "--backends", "plugin-out-only", "--out", str(tmp_path),
+               *[a for p in problems for a in ("--problem", json.dumps(p))], env=OUT_ONLY)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    rows = {r["spec"]["page_size"]: r for r in json.loads((tmp_path / "results.json").read_text())["rows"]}
+    assert rows[16]["status"] == "PASS" and rows[16]["median_us"] > 0, rows[16]
+    assert rows[16]["lse_err_ratio"] is None and rows[16]["out_err_ratio"] < 1
+    assert rows[256]["status"] == "UNSUPPORTED" and "page_size 256" in rows[256]["reason"]
+    assert "tol, lse -)" in (tmp_path / "results.md").read_text()

@@ -1,0 +1,163 @@
+"""Saved cases (``run --save-cases DIR``) and their replay (``python -m harness replay DIR``).
+
+One folder per problem, ``DIR/<problem label>-<hash of its spec>/``:
+
+* ``inputs.npz``, written once per problem whatever the number of implementations: ``q [B, Hq,
+  D]``, and of the logical cache only the rows each sequence owns, ``k, v [sum(seq_lens), Hkv,
+  D]`` (sequence b's rows after those of 0..b-1), in the input dtype (bfloat16 as its raw bits,
+  ``int16``), ``seq_lens``, and ``meta`` (JSON: format, problem spec, seed, dtype);
+* ``<backend>_<variant>.npz`` per implementation: ``out`` (raw bits as above), ``lse`` (float32,
+  natural log; absent when the kernel declared none) and ``meta`` (format, row name, the run's
+  status and error figures, the LSE declaration the tolerance depends on).
+
+Arrays are stored uncompressed (random values do not compress; zlib cost most of the time), each
+file written under a temporary name and renamed once complete, so a stopped run leaves whole
+files or none. ``replay`` recomputes the float64 reference from ``inputs.npz`` and judges each
+saved output with the suite's tolerance rule, without the implementations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from specs.inputs import TORCH_DTYPES, DecodeInputs
+from specs.problem import DecodeProblem, ProblemError
+from specs.reference import reference
+from specs.tolerance import compare
+
+FORMAT = "decode-bench-cases/2"
+INPUTS = "inputs.npz"
+
+
+def problem_folder(root: Path, problem: DecodeProblem) -> Path:
+    spec = json.dumps(problem.to_dict(), sort_keys=True)
+    label = re.sub(r"[^A-Za-z0-9._-]+", "_", problem.label())[:80]
+    return root / f"{label}-{hashlib.sha1(spec.encode()).hexdigest()[:10]}"
+
+
+def _bits(t: torch.Tensor) -> np.ndarray:
+    """The tensor's values as numpy holds them: bfloat16 as its raw int16 bits."""
+    t = t.detach()
+    return (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).cpu().numpy()
+
+
+def _from_bits(a: np.ndarray, dtype: str) -> torch.Tensor:
+    t = torch.from_numpy(np.ascontiguousarray(a))
+    return t.view(torch.bfloat16) if dtype == "bfloat16" else t
+
+
+def _write(path: Path, arrays: dict[str, np.ndarray], meta: dict) -> int:
+    """``arrays`` and ``meta`` as one uncompressed .npz, renamed into place once complete;
+    returns the bytes written."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, meta=np.array(json.dumps({"format": FORMAT, **meta})), **arrays)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)  # interrupted: no half-written file under either name
+    return path.stat().st_size
+
+
+def _meta(path: Path) -> dict:
+    """The ``meta`` of a saved file, or a ProblemError saying why it cannot be read."""
+    try:
+        with np.load(path) as data:
+            if "meta" not in data.files:
+                raise ProblemError(f"{path}: no 'meta' entry: a case file of an older format "
+                                   f"(before {FORMAT}); re-run with --save-cases to replay it")
+            meta = json.loads(str(data["meta"]))
+    except (OSError, ValueError) as e:
+        raise ProblemError(f"{path}: not a readable .npz ({e})") from None
+    if meta.get("format") != FORMAT:
+        raise ProblemError(f"{path}: format {meta.get('format')!r}, this harness reads {FORMAT!r}; "
+                           "re-run with --save-cases to replay it")
+    return meta
+
+
+def save(root: Path, row_name: str, inputs: DecodeInputs, out: torch.Tensor,
+         lse: torch.Tensor | None, run: dict) -> int:
+    """Save one implementation's result (and the problem's inputs, once); returns bytes written."""
+    p = inputs.problem
+    folder = problem_folder(root, p)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = 0
+    inputs_path = folder / INPUTS
+    meta = {"spec": p.to_dict(), "seed": inputs.seed, "dtype": p.dtype}
+    try:
+        have = _meta(inputs_path) if inputs_path.exists() else None
+    except ProblemError:
+        have = None  # an older or broken file: replaced
+    if not have or {k: have.get(k) for k in meta} != meta:
+        owned = [(inputs.k_logical[b, :n], inputs.v_logical[b, :n]) for b, n in enumerate(p.seq_lens)]
+        written += _write(inputs_path, {
+            "q": _bits(inputs.q), "k": _bits(torch.cat([k for k, _ in owned])),
+            "v": _bits(torch.cat([v for _, v in owned])),
+            "seq_lens": np.array(p.seq_lens, dtype=np.int64)}, meta)
+    arrays = {"out": _bits(out)}
+    if lse is not None:
+        arrays["lse"] = lse.detach().float().cpu().numpy()
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", row_name.replace("/", "_")) + ".npz"
+    written += _write(folder / name, arrays, {"impl": row_name, "seed": inputs.seed, **run})
+    return written
+
+
+def load_inputs(folder: Path, device: torch.device) -> DecodeInputs:
+    """A saved problem's inputs as the reference reads them (the logical cache; rows past each
+    length are zero: the reference never reads them)."""
+    meta = _meta(folder / INPUTS)
+    p = DecodeProblem.from_dict(meta["spec"], where=str(folder / INPUTS))
+    with np.load(folder / INPUTS) as data:
+        q, k, v = (_from_bits(data[n], p.dtype).to(device) for n in ("q", "k", "v"))
+    k_logical = torch.zeros((p.batch, p.max_seq_len, p.num_kv_heads, p.head_dim),
+                            dtype=TORCH_DTYPES[p.dtype], device=device)
+    v_logical = torch.zeros_like(k_logical)
+    start = 0
+    for b, n in enumerate(p.seq_lens):
+        k_logical[b, :n], v_logical[b, :n] = k[start:start + n], v[start:start + n]
+        start += n
+    seq_lens = torch.tensor(p.seq_lens, dtype=torch.int32, device=device)
+    return DecodeInputs(p, q, k_logical, v_logical, seq_lens, None, k_logical, v_logical, meta["seed"])
+
+
+def replay(root: Path) -> tuple[list[dict], int]:
+    """Re-judge every saved output under ``root`` against a fresh reference: one dict per
+    output (problem, impl, the run's status, the replay's, error figures), and how many
+    disagree with the run."""
+    if not root.is_dir():
+        raise ProblemError(f"{root}: not a folder of saved cases (run --save-cases {root})")
+    old = sorted(root.glob("*.npz"))
+    if old:
+        raise ProblemError(f"{old[0]}: a case file of an older format (one .npz per case, before "
+                           f"{FORMAT}); re-run with --save-cases to replay it")
+    folders = sorted(f for f in root.iterdir() if (f / INPUTS).exists())
+    if not folders:
+        raise ProblemError(f"{root}: no saved cases (no */{INPUTS})")
+    device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    found, disagree = [], 0
+    for folder in folders:
+        inputs = load_inputs(folder, device)
+        ref = reference(inputs)
+        p = inputs.problem
+        for path in sorted(folder.glob("*.npz")):
+            if path.name == INPUTS:
+                continue
+            meta = _meta(path)
+            with np.load(path) as data:
+                out = _from_bits(data["out"], p.dtype).to(device)
+                lse = torch.from_numpy(data["lse"]).to(device) if "lse" in data.files else None
+            c = compare(p, out, lse, ref, lse_rounded_sum=meta.get("lse_rounded_sum", False))
+            status = "PASS" if c.passed else "FAIL"
+            disagree += status != meta.get("status")
+            found.append({"problem": p.label(), "impl": meta["impl"], "run": meta.get("status"),
+                          "replay": status, "out_err_ratio": c.out_err_ratio,
+                          "lse_err_ratio": c.lse_err_ratio})
+        del inputs, ref
+    return found, disagree
