@@ -87,6 +87,8 @@ def fit(problem: DecodeProblem, impl: Impl, layout: str | None = None) -> Decode
     caps = impl.caps.on(problem.layout)
     if problem.dtype not in caps.dtypes:
         problem = problem.replace(dtype=sorted(caps.dtypes)[0])
+    if impl.availability() is None and impl.backend.mode_unsupported(problem):
+        problem = problem.replace(dtype="float16" if "float16" in caps.dtypes else "float32")
     step = caps.head_dim_multiple
     head_dim = max(problem.head_dim, caps.min_head_dim)
     head_dim = min(-(-head_dim // step) * step, caps.max_head_dim // step * step)

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from harness import bandwidth, provenance, results
+from harness.progress import Progress
 from harness.runner import RunSpec, run_isolated, work, worker_main
 from harness.timing import MODES
 from impls import common, registry
@@ -24,8 +25,14 @@ from specs import workloads
 from specs.problem import LAYOUTS, DecodeProblem, ProblemError
 
 
+UNAVAILABLE_EXIT = 3  # a backend asked for by name cannot run on this machine
+
+
 def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("empty: name at least one, or leave the option out")
+    return names
 
 
 def _json_object(value: str) -> dict:
@@ -71,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fresh-caches", action="store_true",
                      help="start every JIT disk cache the backends declare empty, so each "
                           "configuration's first call includes its compilation")
+    run.add_argument("--allow-unavailable", action="store_true",
+                     help="a backend named in --backends that cannot run here is reported "
+                          "UNAVAILABLE instead of stopping the run (exit 3)")
     run.add_argument("--no-isolate", action="store_true",
                      help="run backends in this process (debugging; a crash ends the run)")
     sub.add_parser("list", help="capability matrix: backend x algorithm, the variant on each "
@@ -123,6 +133,13 @@ def cmd_run(args, argv) -> int:
         common.check_num_splits(args.num_splits)  # the launchers' rule, before anything runs
     if args.config is not None:
         _check_config(args.config, impls)
+    if args.backends and not args.allow_unavailable:  # asked for by name: it must run
+        missing = {i.backend.name: why for i in impls if (why := i.availability())}
+        if missing:
+            print("error: --backends: " + "; ".join(f"{b} is unavailable here ({why})"
+                                                    for b, why in missing.items())
+                  + " (--allow-unavailable reports it and goes on)", file=sys.stderr)
+            return UNAVAILABLE_EXIT
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out_dir = args.out or Path("runs") / stamp
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -145,17 +162,22 @@ def cmd_run(args, argv) -> int:
     all_cells = [(p_index, impl) for p_index, p in enumerate(problems) for impl in impls
                  if registry.wanted(impl, p.layout, args.variants)]
     print(f"{len(problems)} problem(s), {len(all_cells)} cell(s); rows -> {rows_path}")
-    for backend in sorted({i.backend.name for _, i in all_cells}):
+    progress = Progress(len(all_cells), rows_path)
+    # the order the user named them in (a plugin named first is not the first cut by a time
+    # limit), else alphabetical
+    order = {name: n for n, name in enumerate(args.backends or ())}
+    for backend in sorted({i.backend.name for _, i in all_cells}, key=lambda b: (order.get(b, 0), b)):
         cells = [(cell, p_index, impl.name) for cell, (p_index, impl) in enumerate(all_cells)
                  if impl.backend.name == backend]
         spec = RunSpec([p.to_dict() for p in problems], cells, args.seed, options,
                        not args.no_timing, args.quick, str(rows_path),
                        str(args.save_cases) if args.save_cases else None, tuple(args.timing))
-        print(f"[{backend}]", flush=True)
+        progress.line(f"[{backend}]")
         if args.no_isolate:
             work(spec, prov)
         else:
-            run_isolated(spec, prov, out_dir, backend)
+            run_isolated(spec, prov, out_dir, backend, progress)
+    progress.close()
 
     rows = results.read_rows(rows_path)
     results.annotate(rows)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 from pathlib import Path
 from typing import Iterable
 
@@ -173,8 +174,53 @@ def columns(header, body) -> str:
     return "\n".join(out)
 
 
-def text_table(rows: Iterable[dict]) -> str:
-    return columns(TABLE_COLUMNS, [_table_row(r) for r in rows])
+def text_table(rows: Iterable[dict], width: int | None = None) -> str:
+    """The backend's table as printed: columns with nothing in them left out, and, to fit
+    ``width`` characters, the secondary ones (``SHED_ORDER``) too, with a line naming them."""
+    header, body = list(TABLE_COLUMNS), [_table_row(r) for r in rows]
+    keep = [i for i, name in enumerate(header) if name in KEPT or any(row[i] for row in body)]
+    shed = []
+    for name in SHED_ORDER:
+        if width is None or _widest(columns([header[i] for i in keep],
+                                            [[row[i] for i in keep] for row in body])) <= width:
+            break
+        if header.index(name) in keep:
+            keep.remove(header.index(name))
+            shed.append(name)
+    table = columns([header[i] for i in keep], [[row[i] for i in keep] for row in body])
+    if width is not None:
+        table = "\n".join(line[:width] for line in table.split("\n"))
+    note = f"(left out to fit {width} columns: {', '.join(shed)}; results.md has every column)\n" if shed else ""
+    return note + table
+
+
+def _widest(text: str) -> int:
+    return max(map(len, text.split("\n")))
+
+
+KEPT = ("problem", "variant", "status")
+# what a narrow terminal loses first (the markdown and CSV keep everything)
+SHED_ORDER = ("launch us", "wall us", "1st call ms", "plan us", "graph us", "rank", "GB/s", "vs vendor")
+
+
+def terminal_width() -> int:
+    """The terminal's columns (``COLUMNS`` when set; 160 when the output is not a terminal)."""
+    return shutil.get_terminal_size((160, 24)).columns
+
+
+def fit_columns(header: list[str], body: list[list[str]], width: int, fixed: int = 2) -> list[str]:
+    """A table too wide for ``width`` cut into several, each with the first ``fixed`` columns
+    and as many of the others as fit."""
+    def width_of(cols):
+        return _widest(columns([header[i] for i in cols], [[row[i] for i in cols] for row in body]))
+    chunks, current = [], list(range(fixed))
+    for i in range(fixed, len(header)):
+        if len(current) > fixed and width_of(current + [i]) > width:
+            chunks.append(current)
+            current = list(range(fixed))
+        current.append(i)
+    chunks.append(current)
+    return [columns([header[i] for i in cols], [[row[i] for i in cols] for row in body]) for cols in chunks]
 
 
 VARIANT_ORDER = {"dense": 0, "paged": 1, "split-k": 2}
@@ -342,17 +388,19 @@ def backend_notes(prov: dict, rows: list[dict], backend: str, group: list[dict])
             missing_variants(rows, backend)]
 
 
-def render_text(prov: dict, rows: list[dict]) -> str:
-    """The tables as printed: one per backend, then the side-by-side one (printed last)."""
+def render_text(prov: dict, rows: list[dict], width: int | None = None) -> str:
+    """The tables as printed, fitted to ``width`` (the terminal's): one per backend, then the
+    side-by-side one (printed last), cut into parts of a few backends each when too wide."""
+    width = width or terminal_width()
     parts = []
     for backend, group in by_backend(rows).items():
         why = unavailable_everywhere(group)
         parts.append(f"\n== {backend} ==")
         parts += [n for n in backend_notes(prov, rows, backend, group) if n]
-        parts.append(f"unavailable: {why}" if why else text_table(group))
+        parts.append(f"unavailable: {why}" if why else text_table(group, width))
     header, body = side_by_side(rows)
     if len(header) > 2:
-        parts += [f"\n== side by side ==\n{SIDE_NOTE}", columns(header, body)]
+        parts += [f"\n== side by side ==\n{SIDE_NOTE}", *fit_columns(header, body, width)]
     return "\n".join(parts)
 
 

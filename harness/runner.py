@@ -36,6 +36,7 @@ import torch
 
 from conformance.checks import InputSet, check, time_and_recheck
 from harness import cases, results
+from harness.progress import CELL_MARK, Progress
 from harness.timing import MODES, CpuTimer, GpuTimer, Timing, time_plan
 from impls import registry
 from impls.registry import Impl, Unsupported
@@ -185,9 +186,10 @@ def _progress(row: dict) -> str:
     return f"  {row['impl']:<22} {row['problem']:<58} {row['status']:<11} {extra}"
 
 
-def work(spec: RunSpec, prov: dict) -> None:
+def work(spec: RunSpec, prov: dict, worker: bool = False) -> None:
     """Worker body: the cells of ``spec`` in order, rows appended as they finish. Consecutive
-    cells of one problem share its inputs and reference."""
+    cells of one problem share its inputs and reference. A ``worker`` announces each cell to the
+    parent's progress line before it starts (``harness.progress``)."""
     rows_path = Path(spec.rows_path)
     device = default_device()
     timer = None
@@ -204,7 +206,7 @@ def work(spec: RunSpec, prov: dict) -> None:
                 status = "UNSUPPORTED"
             elif reason := impl.availability():
                 status = "UNAVAILABLE"
-            elif reason := impl.unsupported(problem):
+            elif reason := impl.unsupported(problem) or impl.backend.mode_unsupported(problem):
                 status = "UNSUPPORTED"
             else:
                 runnable.append((cell, impl))
@@ -221,6 +223,8 @@ def work(spec: RunSpec, prov: dict) -> None:
         ref = reference(inputs)
         extra = functools.cache(functools.partial(extra_input_sets, problem, spec.seed, inputs))
         for cell, impl in runnable:
+            if worker:
+                print(f"{CELL_MARK}{impl.row_name(problem.layout)} {problem.label()}", flush=True)
             row = evaluate(cell, impl, problem, inputs, ref, spec, timer, prov, extra)
             results.append_row(rows_path, row)
             print(_progress(row), flush=True)
@@ -230,9 +234,10 @@ def work(spec: RunSpec, prov: dict) -> None:
             torch.cuda.empty_cache()
 
 
-def _spawn_worker(spec: RunSpec, prov: dict, spec_path: Path) -> tuple[int | str, list[str]]:
+def _spawn_worker(spec: RunSpec, prov: dict, spec_path: Path,
+                  progress: Progress) -> tuple[int | str, list[str]]:
     """Run one worker; returns its exit code (or "silent" when killed for silence) and its
-    last lines of output, which it also echoes."""
+    last lines of output, which it also echoes (through ``progress``)."""
     spec_path.write_text(json.dumps({"spec": dataclasses.asdict(spec), "provenance": prov}))
     proc = subprocess.Popen([sys.executable, "-m", "harness", "_worker", str(spec_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
@@ -245,8 +250,9 @@ def _spawn_worker(spec: RunSpec, prov: dict, spec_path: Path) -> tuple[int | str
         if selector.select(timeout=5):
             line = proc.stdout.readline()
             if line:
-                sys.stdout.write(line)
-                tail.append(line.rstrip())
+                progress.line(line)
+                if not line.startswith(CELL_MARK):
+                    tail.append(line.rstrip())
                 last_output = time.monotonic()
                 continue
             code = proc.wait()  # end of output: the worker is done or dead
@@ -259,14 +265,15 @@ def _spawn_worker(spec: RunSpec, prov: dict, spec_path: Path) -> tuple[int | str
     return code, [line for line in tail if line.strip()]
 
 
-def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str) -> None:
+def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str,
+                 progress: Progress) -> None:
     """``work`` in child processes for one backend: when a worker dies or hangs, its current
     cell becomes an ERROR row and a fresh worker resumes with the cells after it."""
     rows_path = Path(spec.rows_path)
     remaining = list(spec.cells)
     for _ in range(MAX_WORKER_STARTS):
         code, tail = _spawn_worker(dataclasses.replace(spec, cells=remaining), prov,
-                                   out_dir / f".worker-{backend}.json")
+                                   out_dir / f".worker-{backend}.json", progress)
         done = {r["cell"] for r in results.read_rows(rows_path)}
         remaining = [c for c in remaining if c[0] not in done]
         if not remaining:
@@ -274,22 +281,23 @@ def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str) -> None
         what = "hung (no output for %d s)" % WORKER_SILENCE_S if code == "silent" else \
             f"died (exit code {code})"
         _error_row(spec, prov, remaining.pop(0), f"worker process {what} in this cell: "
-                   + " / ".join(tail)[-ERROR_TEXT_LIMIT:])
+                   + " / ".join(tail)[-ERROR_TEXT_LIMIT:], progress)
         if not remaining:
             return
     for cell in remaining:
-        _error_row(spec, prov, cell, f"not run: the worker failed {MAX_WORKER_STARTS} times")
+        _error_row(spec, prov, cell, f"not run: the worker failed {MAX_WORKER_STARTS} times", progress)
 
 
-def _error_row(spec: RunSpec, prov: dict, cell: tuple[int, int, str], reason: str) -> None:
+def _error_row(spec: RunSpec, prov: dict, cell: tuple[int, int, str], reason: str,
+               progress: Progress) -> None:
     cell_id, index, name = cell
     row = {**_base_row(cell_id, registry.get(name), DecodeProblem.from_dict(spec.problems[index]), prov),
            "status": "ERROR", "reason": reason}
     results.append_row(Path(spec.rows_path), row)
-    print(_progress(row), flush=True)
+    progress.line(_progress(row))
 
 
 def worker_main(spec_path: str) -> int:
     data = json.loads(Path(spec_path).read_text())
-    work(RunSpec(**data["spec"]), data["provenance"])
+    work(RunSpec(**data["spec"]), data["provenance"], worker=True)
     return 0

@@ -166,9 +166,21 @@ class Backend:
     cpu_limit: ProblemLimit | None = None  # a CPU mode slower than the suite's ci sizes allow
     read_probe: str | None = None  # module with read_probe(x) -> call reading x (bandwidth)
     tunable: tuple[str, ...] = ()  # launch parameters the ``config`` option may override
+    # Triton's CPU interpreter multiplies bf16 wrongly in tl.dot (triton-lang/triton#11584): an
+    # interpreter backend runs bf16 there only if it declares that its kernels work around it.
+    interpreter_bf16_ok: bool = False
 
     def mode(self) -> str:
         return _mode(self)
+
+    def mode_unsupported(self, problem: DecodeProblem) -> str | None:
+        """Why this machine's run mode cannot judge ``problem`` (None: it can)."""
+        if problem.dtype == "bfloat16" and self.cpu_mode == "interpreter" \
+                and not self.interpreter_bf16_ok and self.mode() == "interpreter":
+            return ("bfloat16 in Triton's CPU interpreter, whose tl.dot multiplies bf16 wrongly "
+                    "(triton-lang/triton#11584); the backend declares no workaround "
+                    "(Backend.interpreter_bf16_ok)")
+        return None
 
 
 @cache

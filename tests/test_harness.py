@@ -148,3 +148,17 @@ def test_an_interrupted_save_leaves_no_file(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         cases._write(tmp_path / "x.npz", {"a": np.zeros(3)}, {})
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a backend unavailable here")
+def test_a_backend_named_but_unavailable_stops_the_run_with_exit_3(tmp_path):
+    args = ("run", "--backends", "cupy,triton", "--problem", json.dumps(SMALL), "--no-timing")
+    res = harness(*args, "--out", str(tmp_path / "a"))
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert "cupy is unavailable here (no CUDA GPU)" in res.stderr and not (tmp_path / "a").exists()
+    res = harness(*args, "--allow-unavailable", "--out", str(tmp_path / "b"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = json.loads((tmp_path / "b" / "results.json").read_text())["rows"]
+    assert {r["status"] for r in rows if r["backend"] == "cupy"} == {"UNAVAILABLE"}
+    assert res.stdout.index("[cupy]") < res.stdout.index("[triton]")  # the order asked for
+    assert harness("run", "--backends", "", "--no-timing").returncode == 2

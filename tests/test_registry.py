@@ -203,3 +203,19 @@ def test_a_failing_plan_is_an_error_row_not_a_crash():
     spec = RunSpec([problem.to_dict()], [], 0, {}, True, True, "/dev/null", None)
     row = evaluate(0, impl, problem, inputs, reference(inputs), spec, CpuTimer(), {})
     assert row["status"] == "ERROR" and "pinned memory" in row["reason"]
+
+
+def test_interpreter_backends_without_the_bf16_workaround_draw_no_bf16_on_the_cpu():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("the interpreter runs only without a GPU")
+    plain = Backend(name="outside-triton", summary="", requires=("torch",), cpu_mode="interpreter")
+    problem = DecodeProblem(8, 2, 64, (9,), dtype="bfloat16")
+    assert "triton-lang/triton#11584" in plain.mode_unsupported(problem)
+    assert plain.mode_unsupported(problem.replace(dtype="float16")) is None
+    declared = Backend(name="outside-triton-2", summary="", requires=("torch",), cpu_mode="interpreter",
+                       interpreter_bf16_ok=True)
+    assert declared.mode_unsupported(problem) is None
+    impl = Impl(plain, "one-pass", "tests.plugin_backend", Capabilities(frozenset({"dense"})))
+    assert fit(problem, impl).dtype == "float16"

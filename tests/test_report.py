@@ -169,3 +169,16 @@ def test_launch_phase_cycling_visits_every_phase_equally(period, own_launches):
         phases.append(launched % period)  # the phase the timed call starts in
         launched += own_launches
     assert sorted(Counter(phases).values()) == [timing.BATCH // period] * period
+
+
+def test_a_wide_side_by_side_table_is_cut_to_fit_the_terminal():
+    from harness.results import fit_columns
+
+    header = ["problem", "fastest vendor (us)"] + [f"backend-{i}" for i in range(8)]
+    body = [[f"problem {n}", "flashinfer/paged 12.3"] + ["123.4 [p] 95% 0.99x #2="] * 8 for n in range(3)]
+    parts = fit_columns(header, body, width=80)
+    assert len(parts) > 1
+    assert all(len(line) <= 80 for part in parts for line in part.splitlines())
+    shown = [name for part in parts for name in part.splitlines()[0].split() if name.startswith("backend-")]
+    assert shown == [f"backend-{i}" for i in range(8)]  # each backend once, in order
+    assert all(part.startswith("problem") for part in parts)
