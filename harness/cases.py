@@ -1,19 +1,21 @@
 """Saved cases (``run --save-cases DIR``) and their replay (``python -m harness replay DIR``).
 
-One folder per problem, ``DIR/<problem label>-<hash of its spec>/``:
+One folder per problem, ``DIR/<problem label>-<hash of its spec>/``, holding folders of ``.npy``
+arrays and a ``meta.json``:
 
-* ``inputs.npz``, written once per problem whatever the number of implementations: ``q [B, Hq,
+* ``inputs/``, written once per problem whatever the number of implementations: ``q [B, Hq,
   D]``, and of the logical cache only the rows each sequence owns, ``k, v [sum(seq_lens), Hkv,
   D]`` (sequence b's rows after those of 0..b-1), in the input dtype (bfloat16 as its raw bits,
-  ``int16``), ``seq_lens``, and ``meta`` (JSON: format, problem spec, seed, dtype);
-* ``<backend>_<variant>.npz`` per implementation: ``out`` (raw bits as above), ``lse`` (float32,
-  natural log; absent when the kernel declared none) and ``meta`` (format, row name, the run's
-  status and error figures, the LSE declaration the tolerance depends on).
+  ``int16``), ``seq_lens``; ``meta.json``: format, problem spec, seed, dtype;
+* ``<backend>_<variant>/`` per implementation: ``out`` (raw bits as above), ``lse`` (float32,
+  natural log; absent when the kernel declared none); ``meta.json``: format, row name, the run's
+  status and error figures, the LSE declaration the tolerance depends on.
 
-Arrays are stored uncompressed (random values do not compress; zlib cost most of the time), each
-file written under a temporary name and renamed once complete, so a stopped run leaves whole
-files or none. ``replay`` recomputes the float64 reference from ``inputs.npz`` and judges each
-saved output with the suite's tolerance rule, without the implementations.
+Arrays are plain ``.npy`` (a header, then the bytes as the array holds them: random values do not
+compress, and a zip's CRC and copies cost more than the disk), each folder written under a
+temporary name and renamed once complete, so a stopped run leaves whole folders or none.
+``replay`` recomputes the float64 reference from ``inputs/`` and judges each saved output with
+the suite's tolerance rule, without the implementations.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +36,8 @@ from specs.reference import reference
 from specs.tolerance import compare
 
 FORMAT = "decode-bench-cases/2"
-INPUTS = "inputs.npz"
+INPUTS = "inputs"  # the problem's folder of inputs; each implementation's has its row name
+META = "meta.json"
 
 
 def problem_folder(root: Path, problem: DecodeProblem) -> Path:
@@ -53,31 +57,35 @@ def _from_bits(a: np.ndarray, dtype: str) -> torch.Tensor:
     return t.view(torch.bfloat16) if dtype == "bfloat16" else t
 
 
-def _write(path: Path, arrays: dict[str, np.ndarray], meta: dict) -> int:
-    """``arrays`` and ``meta`` as one uncompressed .npz, renamed into place once complete;
-    returns the bytes written."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def _write(folder: Path, arrays: dict[str, np.ndarray], meta: dict) -> int:
+    """``arrays`` (one .npy each) and ``meta.json`` as one folder, written under a temporary
+    name and renamed into place once complete (an older one of the same name replaced); returns
+    the bytes written."""
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
     try:
-        with open(tmp, "wb") as f:
-            np.savez(f, meta=np.array(json.dumps({"format": FORMAT, **meta})), **arrays)
-        os.replace(tmp, path)
+        tmp.mkdir(parents=True)
+        written = 0
+        for name, array in arrays.items():
+            np.save(tmp / f"{name}.npy", array)  # a raw header + array.tofile: no copy, no CRC
+            written += (tmp / f"{name}.npy").stat().st_size
+        (tmp / META).write_text(json.dumps({"format": FORMAT, **meta}))
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
     finally:
-        tmp.unlink(missing_ok=True)  # interrupted: no half-written file under either name
-    return path.stat().st_size
+        shutil.rmtree(tmp, ignore_errors=True)  # interrupted: no half-written folder anywhere
+    return written
 
 
-def _meta(path: Path) -> dict:
-    """The ``meta`` of a saved file, or a ProblemError saying why it cannot be read."""
+def _meta(folder: Path) -> dict:
+    """The ``meta.json`` of a saved folder, or a ProblemError saying why it cannot be read."""
     try:
-        with np.load(path) as data:
-            if "meta" not in data.files:
-                raise ProblemError(f"{path}: no 'meta' entry: a case file of an older format "
-                                   f"(before {FORMAT}); re-run with --save-cases to replay it")
-            meta = json.loads(str(data["meta"]))
+        meta = json.loads((folder / META).read_text())
     except (OSError, ValueError) as e:
-        raise ProblemError(f"{path}: not a readable .npz ({e})") from None
+        raise ProblemError(f"{folder}: no readable {META} ({e}); re-run with --save-cases") from None
     if meta.get("format") != FORMAT:
-        raise ProblemError(f"{path}: format {meta.get('format')!r}, this harness reads {FORMAT!r}; "
+        raise ProblemError(f"{folder}: format {meta.get('format')!r}, this harness reads {FORMAT!r}; "
                            "re-run with --save-cases to replay it")
     return meta
 
@@ -89,22 +97,21 @@ def save(root: Path, row_name: str, inputs: DecodeInputs, out: torch.Tensor,
     folder = problem_folder(root, p)
     folder.mkdir(parents=True, exist_ok=True)
     written = 0
-    inputs_path = folder / INPUTS
     meta = {"spec": p.to_dict(), "seed": inputs.seed, "dtype": p.dtype}
     try:
-        have = _meta(inputs_path) if inputs_path.exists() else None
+        have = _meta(folder / INPUTS) if (folder / INPUTS).exists() else None
     except ProblemError:
-        have = None  # an older or broken file: replaced
+        have = None  # an older or broken folder: replaced
     if not have or {k: have.get(k) for k in meta} != meta:
         owned = [(inputs.k_logical[b, :n], inputs.v_logical[b, :n]) for b, n in enumerate(p.seq_lens)]
-        written += _write(inputs_path, {
+        written += _write(folder / INPUTS, {
             "q": _bits(inputs.q), "k": _bits(torch.cat([k for k, _ in owned])),
             "v": _bits(torch.cat([v for _, v in owned])),
             "seq_lens": np.array(p.seq_lens, dtype=np.int64)}, meta)
     arrays = {"out": _bits(out)}
     if lse is not None:
         arrays["lse"] = lse.detach().float().cpu().numpy()
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", row_name.replace("/", "_")) + ".npz"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", row_name.replace("/", "_"))
     written += _write(folder / name, arrays, {"impl": row_name, "seed": inputs.seed, **run})
     return written
 
@@ -114,8 +121,7 @@ def load_inputs(folder: Path, device: torch.device) -> DecodeInputs:
     length are zero: the reference never reads them)."""
     meta = _meta(folder / INPUTS)
     p = DecodeProblem.from_dict(meta["spec"], where=str(folder / INPUTS))
-    with np.load(folder / INPUTS) as data:
-        q, k, v = (_from_bits(data[n], p.dtype).to(device) for n in ("q", "k", "v"))
+    q, k, v = (_from_bits(np.load(folder / INPUTS / f"{n}.npy"), p.dtype).to(device) for n in ("q", "k", "v"))
     k_logical = torch.zeros((p.batch, p.max_seq_len, p.num_kv_heads, p.head_dim),
                             dtype=TORCH_DTYPES[p.dtype], device=device)
     v_logical = torch.zeros_like(k_logical)
@@ -133,26 +139,25 @@ def replay(root: Path) -> tuple[list[dict], int]:
     disagree with the run."""
     if not root.is_dir():
         raise ProblemError(f"{root}: not a folder of saved cases (run --save-cases {root})")
-    old = sorted(root.glob("*.npz"))
+    old = sorted(root.glob("*.npz")) + sorted(root.glob("*/*.npz"))
     if old:
-        raise ProblemError(f"{old[0]}: a case file of an older format (one .npz per case, before "
-                           f"{FORMAT}); re-run with --save-cases to replay it")
-    folders = sorted(f for f in root.iterdir() if (f / INPUTS).exists())
+        raise ProblemError(f"{old[0]}: a case file of an older format (.npz, before {FORMAT}); "
+                           "re-run with --save-cases to replay it")
+    folders = sorted(f for f in root.iterdir() if (f / INPUTS).is_dir())
     if not folders:
-        raise ProblemError(f"{root}: no saved cases (no */{INPUTS})")
+        raise ProblemError(f"{root}: no saved cases (no */{INPUTS}/)")
     device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
     found, disagree = [], 0
     for folder in folders:
         inputs = load_inputs(folder, device)
         ref = reference(inputs)
         p = inputs.problem
-        for path in sorted(folder.glob("*.npz")):
+        for path in sorted(f for f in folder.iterdir() if f.is_dir() and not f.name.startswith(".")):
             if path.name == INPUTS:
                 continue
             meta = _meta(path)
-            with np.load(path) as data:
-                out = _from_bits(data["out"], p.dtype).to(device)
-                lse = torch.from_numpy(data["lse"]).to(device) if "lse" in data.files else None
+            out = _from_bits(np.load(path / "out.npy"), p.dtype).to(device)
+            lse = torch.from_numpy(np.load(path / "lse.npy")).to(device) if (path / "lse.npy").exists() else None
             c = compare(p, out, lse, ref, lse_rounded_sum=meta.get("lse_rounded_sum", False))
             status = "PASS" if c.passed else "FAIL"
             disagree += status != meta.get("status")
