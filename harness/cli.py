@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 import torch
@@ -26,6 +27,8 @@ from specs.problem import LAYOUTS, DecodeProblem, ProblemError
 
 
 UNAVAILABLE_EXIT = 3  # a backend asked for by name cannot run on this machine
+INTERRUPTED_EXIT = 130  # Ctrl-C: what finished is written, marked incomplete
+MAX_SEED = 2**62  # input sets draw with seed + j * runner.SET_SEED_STRIDE: kept below 2^63
 
 
 def _csv(value: str) -> list[str]:
@@ -47,7 +50,7 @@ def _json_object(value: str) -> dict:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
-    sub = parser.add_subparsers(dest="command")
+    sub = parser.add_subparsers(dest="command", metavar="{run,list,report,compare,replay}")
     run = sub.add_parser("run", help="conformance check, then timing, of every backend's variants "
                                      "on every problem (default on a CPU: the small 'cpu' "
                                      "workload; on a GPU: 'grid' and 'ragged')")
@@ -81,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--allow-unavailable", action="store_true",
                      help="a backend named in --backends that cannot run here is reported "
                           "UNAVAILABLE instead of stopping the run (exit 3)")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace the run already in --out (its rows, tables and plots)")
     run.add_argument("--no-isolate", action="store_true",
                      help="run backends in this process (debugging; a crash ends the run)")
     sub.add_parser("list", help="capability matrix: backend x algorithm, the variant on each "
@@ -100,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
                                         "a fresh float64 reference, without the implementations; "
                                         "exit 1 when a verdict differs from the run's")
     rpl.add_argument("cases", type=Path, help="the folder given to --save-cases")
-    worker = sub.add_parser("_worker", help=argparse.SUPPRESS)
+    worker = sub.add_parser("_worker")  # no help=: not listed (the harness's own worker)
     worker.add_argument("spec_path")
     return parser
 
@@ -131,6 +136,8 @@ def cmd_run(args, argv) -> int:
         raise ProblemError(f"--timing: unknown mode(s) {unknown}; known: {list(MODES)}")
     if args.num_splits is not None:
         common.check_num_splits(args.num_splits)  # the launchers' rule, before anything runs
+    if not 0 <= args.seed < MAX_SEED:
+        raise ProblemError(f"--seed={args.seed}: must be in [0, 2**62)")
     if args.config is not None:
         _check_config(args.config, impls)
     if args.backends and not args.allow_unavailable:  # asked for by name: it must run
@@ -142,9 +149,17 @@ def cmd_run(args, argv) -> int:
             return UNAVAILABLE_EXIT
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out_dir = args.out or Path("runs") / stamp
+    _check_folder(out_dir, "--out")
+    if args.save_cases:
+        _check_folder(args.save_cases, "--save-cases", run_folder=False)
+    leftovers = _run_files(out_dir)
+    if leftovers and not args.overwrite:
+        raise ProblemError(f"--out {out_dir}: holds a run already ({', '.join(sorted(p.name for p in leftovers)[:4])}"
+                           "...); name another folder, or add --overwrite to replace it")
+    for path in leftovers:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
     out_dir.mkdir(parents=True, exist_ok=True)
     rows_path = out_dir / "rows.jsonl"
-    rows_path.unlink(missing_ok=True)
 
     prov = provenance.collect(argv)
     prov["compile_caches"] = _fresh_caches() if args.fresh_caches else \
@@ -162,29 +177,65 @@ def cmd_run(args, argv) -> int:
     all_cells = [(p_index, impl) for p_index, p in enumerate(problems) for impl in impls
                  if registry.wanted(impl, p.layout, args.variants)]
     print(f"{len(problems)} problem(s), {len(all_cells)} cell(s); rows -> {rows_path}")
+    prov["cells_total"] = len(all_cells)  # a run is complete when it has them all (report, compare)
+    (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
     progress = Progress(len(all_cells), rows_path)
     # the order the user named them in (a plugin named first is not the first cut by a time
     # limit), else alphabetical
     order = {name: n for n, name in enumerate(args.backends or ())}
-    for backend in sorted({i.backend.name for _, i in all_cells}, key=lambda b: (order.get(b, 0), b)):
-        cells = [(cell, p_index, impl.name) for cell, (p_index, impl) in enumerate(all_cells)
-                 if impl.backend.name == backend]
-        spec = RunSpec([p.to_dict() for p in problems], cells, args.seed, options,
-                       not args.no_timing, args.quick, str(rows_path),
-                       str(args.save_cases) if args.save_cases else None, tuple(args.timing))
-        progress.line(f"[{backend}]")
-        if args.no_isolate:
-            work(spec, prov)
-        else:
-            run_isolated(spec, prov, out_dir, backend, progress)
-    progress.close()
+    try:
+        for backend in sorted({i.backend.name for _, i in all_cells}, key=lambda b: (order.get(b, 0), b)):
+            cells = [(cell, p_index, impl.name) for cell, (p_index, impl) in enumerate(all_cells)
+                     if impl.backend.name == backend]
+            spec = RunSpec([p.to_dict() for p in problems], cells, args.seed, options,
+                           not args.no_timing, args.quick, str(rows_path),
+                           str(args.save_cases) if args.save_cases else None, tuple(args.timing))
+            progress.line(f"[{backend}]")
+            if args.no_isolate:
+                work(spec, prov)
+            else:
+                run_isolated(spec, prov, out_dir, backend, progress)
+        prov["complete"] = True
+    except KeyboardInterrupt:
+        prov["complete"] = False
+    finally:
+        progress.close()
 
     rows = results.read_rows(rows_path)
     results.annotate(rows)
     results.write_all(out_dir, prov, rows)
     print(results.render_text(prov, rows))
     print(f"\n{_save_note(rows)}{results.summary_counts(rows)}. Files: {out_dir}/results.{{md,csv,json}}")
+    if not prov["complete"]:
+        print(f"interrupted: {results.incomplete(prov, rows)}", file=sys.stderr)
+        return INTERRUPTED_EXIT
     return 1 if any(r["status"] in ("FAIL", "ERROR") for r in rows) else 0
+
+
+RUN_FILES = ("rows.jsonl", "provenance.json", "results.json", "results.csv", "results.md", "plots")
+
+
+def _run_files(folder: Path) -> list[Path]:
+    """What an earlier run left in ``folder`` (its rows, tables, plots, worker files)."""
+    if not folder.is_dir():
+        return []
+    return [p for p in folder.iterdir() if p.name in RUN_FILES or p.name.startswith(".worker-")]
+
+
+def _check_folder(path: Path, option: str, run_folder: bool = True) -> None:
+    """``path`` can be made a folder and written (ProblemError naming ``option`` if not),
+    checked before anything runs or is written."""
+    if path.exists() and not path.is_dir():
+        raise ProblemError(f"{option} {path}: exists and is not a folder")
+    parent = path
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ProblemError(f"{option} {path}: {parent} is a file, not a folder")
+    try:  # a real write: os.access says yes to root on a read-only mount
+        tempfile.TemporaryFile(dir=parent).close()
+    except OSError as e:
+        raise ProblemError(f"{option} {path}: cannot write in {parent} ({e.strerror})") from None
 
 
 def cmd_replay(folder: Path) -> int:
@@ -248,24 +299,28 @@ def _fresh_caches() -> str:
 def cmd_list() -> int:
     """The capability matrix: one line per backend and algorithm, one column per layout with
     the variant it serves there."""
-    header = ("backend", "algorithm", "dense", "paged", "status", "dtypes", "head_dim", "what")
-    body = []
+    header = ("backend", "algorithm", "dense", "paged", "status", "dtypes", "head_dim")
+    body, notes = [], []
     for impl in registry.all_impls():
         why = impl.availability()
         cells = [impl.variant(lay) if lay in impl.layouts else "-" for lay in LAYOUTS]
         if impl.module is None:
-            body.append((impl.backend.name, impl.algorithm, *cells, "no kernel", "", "",
-                         impl.lacks))
+            body.append((impl.backend.name, impl.algorithm, *cells, "no kernel", "", ""))
+            notes.append((impl.name, impl.lacks))
             continue
         status = f"unavailable: {why}" if why else f"available ({impl.backend.mode()})"
         missing = [f"no {lay}: {impl.no_kernel(lay)}" for lay in LAYOUTS if lay not in impl.layouts]
         per_layout = bool(impl.caps.per_layout)  # head dims that differ between the layouts
         dims = "; ".join((f"{lay}: " if per_layout else "") + _head_dims(impl.caps.on(lay))
                          for lay in (sorted(impl.layouts) if per_layout else [min(impl.layouts)]))
-        body.append((impl.backend.name, impl.algorithm, *cells, status,
-                     ",".join(sorted(impl.caps.dtypes)), dims,
-                     "; ".join([impl.summary, *missing])))
+        body.append((impl.backend.name, impl.algorithm, *cells, status.split(":")[0],
+                     ",".join(sorted(impl.caps.dtypes)), dims))
+        notes.append((impl.name, "; ".join(filter(None, [impl.summary, *missing, why and f"unavailable: {why}"]))))
+    width = results.terminal_width()
     print(results.columns(header, body))
+    print()
+    for name, text in notes:  # the long texts under the table, wrapped to the terminal
+        print(textwrap.fill(text, width, initial_indent=f"{name}: ", subsequent_indent="    "))
     return 0
 
 

@@ -73,6 +73,33 @@ def _series(rows: list[dict]):
     return groups
 
 
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+
+
+def style(impl: str) -> dict:
+    """The colour and marker of one (backend, variant), the same in every plot and run: the
+    registry's row names in sorted order take tab20's colours in turn (others after them), and
+    the marker shifts every 20 so no two of the first 200 share both."""
+    import matplotlib
+
+    from impls import registry
+
+    known = sorted({i.row_name(layout) for i in registry.all_impls() for layout in i.layouts})
+    index = known.index(impl) if impl in known else len(known) + sum(map(ord, impl)) % 97
+    colour = matplotlib.colormaps["tab20"](index % 20)
+    return {"color": colour, "marker": MARKERS[(index + index // 20) % len(MARKERS)]}
+
+
+def _time_label(rows: list[dict]) -> str:
+    """What the plotted medians are: cold-L2 device times, or a CPU mode's wall clock."""
+    modes = {r.get("primary_mode") for r in rows}
+    if modes <= {"cold"}:
+        return "median us (cold L2)"
+    if modes <= {"wall"} and all(str(r.get("timing", "")).startswith("cpu") for r in rows):
+        return "median us (CPU wall-clock: not a kernel time)"
+    return f"median us ({'/'.join(sorted(m for m in modes if m))})"
+
+
 AXES = {"seq_len": lambda r: r["spec"]["seq_lens"][0], "batch": lambda r: len(r["spec"]["seq_lens"])}
 
 
@@ -92,11 +119,11 @@ def _plot_axis(plt, rows: list[dict], along: str, path: Path, title: str) -> Non
                 continue
             x = [p[0] for p in pts]
             y = [p[1]["median_us"] for p in pts]
-            style = dict(marker="o", linestyle="--" if pts[0][1].get("vendor") else "-", label=impl)
-            axes[0][col].errorbar(x, y, yerr=_err([p[1] for p in pts]), capsize=3, **style)
+            line = dict(**style(impl), linestyle="--" if pts[0][1].get("vendor") else "-", label=impl)
+            axes[0][col].errorbar(x, y, yerr=_err([p[1] for p in pts]), capsize=3, **line)
             if all(p[1].get("pct_peak_bw") is not None for p in pts):
-                axes[1][col].plot(x, [p[1]["pct_peak_bw"] for p in pts], **style)
-        for row, label in ((0, "median us (cold L2)"), (1, "% of measured bandwidth")):
+                axes[1][col].plot(x, [p[1]["pct_peak_bw"] for p in pts], **line)
+        for row, label in ((0, _time_label(rows)), (1, "% of measured bandwidth")):
             ax = axes[row][col]
             ax.set_xscale("log", base=2)
             ax.set_xlabel(along)
@@ -128,10 +155,11 @@ def _plot_ragged(plt, rows: list[dict], path: Path, title: str) -> None:
         mine = sorted((r for r in rows if r["problem"] == problem), key=lambda r: r["median_us"])
         y = range(len(mine))
         ax.barh(y, [r["median_us"] for r in mine], xerr=_err(mine),
-                color=["tab:orange" if r.get("vendor") else "tab:blue" for r in mine])
+                color=[style(r["impl"])["color"] for r in mine],
+                hatch=[".." if r.get("vendor") else "" for r in mine])
         ax.set_yticks(list(y), [r["impl"] for r in mine], fontsize=8)
         ax.invert_yaxis()
-        ax.set_xlabel("median us (cold L2); orange: vendor libraries")
+        ax.set_xlabel(_time_label(mine) + "; dotted: vendor libraries")
         ax.set_title(problem, fontsize=9)
     fig.suptitle(title)
     fig.tight_layout()
@@ -139,15 +167,16 @@ def _plot_ragged(plt, rows: list[dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def plot(rows: list[dict], folder: Path) -> list[Path]:
-    """Write the PNGs into ``folder``; returns their paths."""
+def plot(rows: list[dict], folder: Path) -> tuple[list[Path], list[str]]:
+    """Write the PNGs into ``folder``; returns their paths and the timed problems no plot shows
+    (a shape with a single point along both axes)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     folder.mkdir(parents=True, exist_ok=True)
-    written = []
+    written, plotted = [], set()
     for (shape, dtype, layout), group in sorted(_series(rows).items()):
         for along in ("seq_len", "batch"):
             other = "batch" if along == "seq_len" else "seq_len"
@@ -159,6 +188,7 @@ def plot(rows: list[dict], folder: Path) -> list[Path]:
             path = folder / f"{shape}_{dtype}_{layout}_vs_{along}.png"
             _plot_axis(plt, group, along, path, f"{shape} {dtype} {layout}: latency and bandwidth vs {along}")
             written.append(path)
+            plotted |= {r["problem"] for r in group}
     ragged = defaultdict(list)
     for r in rows:
         if _timed(r) and not _uniform(r):
@@ -167,7 +197,9 @@ def plot(rows: list[dict], folder: Path) -> list[Path]:
         path = folder / f"{shape}_{dtype}_ragged.png"
         _plot_ragged(plt, group, path, f"{shape} {dtype}: ragged batches")
         written.append(path)
-    return written
+        plotted |= {r["problem"] for r in group}
+    missing = sorted({r["problem"] for r in rows if _timed(r)} - plotted)
+    return written, missing
 
 
 def report(path: Path, out: Path | None, plots: bool = True) -> str:
@@ -177,9 +209,14 @@ def report(path: Path, out: Path | None, plots: bool = True) -> str:
     out.mkdir(parents=True, exist_ok=True)
     results.write_all(out, prov, rows)
     text = results.render_text(prov, rows)
+    if mark := results.incomplete(prov, rows):
+        text = f"{path}: {mark} (the run was stopped)\n{text}\n\n{path}: {mark}"
     if plots:
-        written = plot(rows, out / "plots")
+        written, missing = plot(rows, out / "plots")
         text += "\n\nplots:\n" + "\n".join(f"  {p}" for p in written)
+        if missing:
+            text += (f"\nnot plotted ({len(missing)} problem(s) with one point along both seq_len and "
+                     "batch for their shape: see the tables):\n" + "\n".join(f"  {m}" for m in missing))
     return text
 
 
@@ -260,8 +297,11 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
     body.sort(key=lambda b: (order.get(b[5].split(" (")[0], 4), b[0], b[1]))
     header = ["implementation", "problem", "old us [95% CI]", "new us [95% CI]", "change", "verdict"]
     summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
-    text = (f"old: {old_path} ({old_prov.get('gpu')}, commit {old_prov.get('commit')})\n"
-            f"new: {new_path} ({new_prov.get('gpu')}, commit {new_prov.get('commit')})\n"
+    def run_line(label, path, prov, rows):
+        mark = results.incomplete(prov, rows)
+        return (f"{label}: {path} ({prov.get('gpu') or 'no GPU'}, commit {prov.get('commit')})"
+                + (f"; {mark}" if mark else "") + "\n")
+    text = (run_line("old", old_path, old_prov, old_rows) + run_line("new", new_path, new_prov, new_rows) +
             f"slower/faster: 95 % intervals apart and a change beyond {100 * threshold:.0f} %; "
             f"else same (within the noise)\n" + results.columns(header, body) + f"\n\nsummary: {summary}.")
     results.add_ranks(old_rows)

@@ -121,15 +121,17 @@ def _table_row(r: dict) -> list[str]:
     primary = ""
     if r.get("median_us") is not None:
         primary = f"{r['median_us']:.1f}"
-        if r.get("ci_lo_us") is not None and (r.get("reps") or 0) > 1:
+        if _cpu_timed(r):  # a call or two of an interpreter: no interval worth printing
+            pass
+        elif r.get("ci_lo_us") is not None and (r.get("reps") or 0) > 1:
             primary += f" [{r['ci_lo_us']:.1f}-{r['ci_hi_us']:.1f}]"
-        if r.get("primary_mode") not in (None, "cold"):
+        if r.get("primary_mode") not in (None, "cold") and not _cpu_timed(r):
             primary += f" ({r['primary_mode']})"
     return [r["problem"], r["variant"], _cell_status(r), primary, _mode_cell(r, "graph"),
             _mode_cell(r, "wall"), _mode_cell(r, "launch"), _fmt(r.get("plan_us"), ".1f"),
             _fmt(r.get("gbps"), ".0f"),
             _fmt(r.get("pct_peak_bw"), ".1f"), rank_text(r), _fmt(r.get("vs_vendor"), ".2f"),
-            _fmt(r.get("first_call_ms"), ".0f"), note[:90]]
+            _fmt(r.get("first_call_ms"), ".0f"), note]
 
 
 def _config_summary(r: dict) -> str:
@@ -146,7 +148,7 @@ def _config_summary(r: dict) -> str:
 
 def _mode_cell(r: dict, mode: str) -> str:
     """A secondary mode's median ('n/a' when it has none, '!' when it carries a note)."""
-    if r.get(f"{mode}_us") is None:
+    if r.get(f"{mode}_us") is None or (mode == "wall" and _cpu_timed(r)):  # CPU: the primary
         return "n/a" if r.get(f"{mode}_note") else ""
     return f"{r[f'{mode}_us']:.1f}" + ("!" if r.get(f"{mode}_note") else "")
 
@@ -158,8 +160,29 @@ def markdown(header, body) -> str:
     return "\n".join(lines)
 
 
+def _cpu_timed(r: dict) -> bool:
+    return str(r.get("timing", "")).startswith("cpu")
+
+
+CPU_PRIMARY = "CPU wall us (not a kernel time)"
+
+
+def _header(rows: list[dict]) -> list[str]:
+    """The columns, the primary one named for what its rows measured (a CPU mode's wall clock
+    is no cold-L2 device time and has no interval)."""
+    header = list(TABLE_COLUMNS)
+    timed = [r for r in rows if r.get("median_us") is not None]
+    if timed and all(_cpu_timed(r) for r in timed):
+        header[header.index("cold us [95% CI]")] = CPU_PRIMARY
+    return header
+
+
 def markdown_table(rows: Iterable[dict]) -> str:
-    return markdown(TABLE_COLUMNS, [_table_row(r) for r in rows])
+    rows = list(rows)
+    body = [_table_row(r) for r in rows]
+    header = _header(rows)
+    keep = [i for i, name in enumerate(header) if name in KEPT or any(row[i] for row in body)]
+    return markdown([header[i] for i in keep], [[row[i] for i in keep] for row in body])
 
 
 def columns(header, body) -> str:
@@ -177,7 +200,8 @@ def columns(header, body) -> str:
 def text_table(rows: Iterable[dict], width: int | None = None) -> str:
     """The backend's table as printed: columns with nothing in them left out, and, to fit
     ``width`` characters, the secondary ones (``SHED_ORDER``) too, with a line naming them."""
-    header, body = list(TABLE_COLUMNS), [_table_row(r) for r in rows]
+    rows = list(rows)
+    header, body = _header(rows), [_table_row(r) for r in rows]
     keep = [i for i, name in enumerate(header) if name in KEPT or any(row[i] for row in body)]
     shed = []
     for name in SHED_ORDER:
@@ -341,8 +365,9 @@ def compile_note(group: list[dict], on_gpu: bool) -> str:
 
 
 def render_markdown(prov: dict, rows: list[dict]) -> str:
-    parts = ["# decode-bench results", "", *provenance_lines(prov), "",
-             f"Cells: {summary_counts(rows)}. " + COLUMNS_NOTE, ""]
+    mark = incomplete(prov, rows)
+    parts = ["# decode-bench results", "", *([f"**{mark}** (the run was stopped)", ""] if mark else []),
+             *provenance_lines(prov), "", f"Cells: {summary_counts(rows)}. " + COLUMNS_NOTE, ""]
     header, body = side_by_side(rows)
     if len(header) > 2:
         parts += ["## Side by side", "", SIDE_NOTE, "", markdown(header, body), ""]
@@ -422,6 +447,18 @@ def render_csv(rows: list[dict]) -> str:
 
 
 def write_all(out_dir: Path, prov: dict, rows: list[dict]) -> None:
-    (out_dir / "results.json").write_text(json.dumps({"provenance": prov, "rows": rows}, indent=1))
-    (out_dir / "results.csv").write_text(render_csv(rows))
-    (out_dir / "results.md").write_text(render_markdown(prov, rows))
+    """results.json, .csv and .md, each written whole under a temporary name, then renamed."""
+    for name, text in (("results.json", json.dumps({"provenance": prov, "rows": rows}, indent=1)),
+                       ("results.csv", render_csv(rows)), ("results.md", render_markdown(prov, rows))):
+        tmp = out_dir / f".{name}.tmp"
+        tmp.write_text(text)
+        tmp.replace(out_dir / name)
+
+
+def incomplete(prov: dict, rows: list[dict]) -> str | None:
+    """'incomplete: N of M cells' for a run that did not finish (stopped, killed), else None.
+    Runs from before the mark are taken as complete."""
+    total = prov.get("cells_total")
+    if total is None or prov.get("complete"):
+        return None
+    return f"incomplete: {len({r['cell'] for r in rows if 'cell' in r})} of {total} cells"

@@ -180,7 +180,7 @@ def timing_fields(timings: dict[str, Timing | str]) -> dict:
 
 
 def _progress(row: dict) -> str:
-    extra = row.get("reason", "")[:100] if row["status"] != "PASS" else \
+    extra = row.get("reason", "") if row["status"] != "PASS" else \
         (f"{row['median_us']:.1f} us" + (f", {row['gbps']:.0f} GB/s" if row.get("gbps") else "")
          if row.get("median_us") else "")
     return f"  {row['impl']:<22} {row['problem']:<58} {row['status']:<11} {extra}"

@@ -40,11 +40,17 @@ class ProblemError(ValueError):
     """An invalid problem or input. The message names the parameter and the rule it breaks."""
 
 
-def _require_int(name: str, value: Any, minimum: int) -> None:
+INT32_MAX = 2**31 - 1  # lengths, page sizes and head counts are int32 on the device (seq_lens,
+# the block table) and in every kernel's index arithmetic
+
+
+def _require_int(name: str, value: Any, minimum: int, maximum: int = INT32_MAX) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ProblemError(f"{name}={value!r}: must be an integer")
     if value < minimum:
         raise ProblemError(f"{name}={value}: must be >= {minimum}")
+    if value > maximum:
+        raise ProblemError(f"{name}={value}: must be <= {maximum} (int32, as kernels index it)")
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,7 @@ class DecodeProblem:
             if length < 1:
                 raise ProblemError(f"seq_lens[{b}]={length}: every sequence needs at least 1 KV "
                                    "token (decode attends over the cache plus the new token)")
+            _require_int(f"seq_lens[{b}]", length, 1)
         if self.layout not in LAYOUTS:
             raise ProblemError(f"layout={self.layout!r}: must be one of {LAYOUTS}")
         _require_int("page_size", self.page_size, 1)

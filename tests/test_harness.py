@@ -163,3 +163,61 @@ def test_a_backend_named_but_unavailable_stops_the_run_with_exit_3(tmp_path):
     assert {r["status"] for r in rows if r["backend"] == "cupy"} == {"UNAVAILABLE"}
     assert res.stdout.index("[cupy]") < res.stdout.index("[triton]")  # the order asked for
     assert harness("run", "--backends", "", "--no-timing").returncode == 2
+
+
+def _refused(tmp_path, *args, message):
+    """Exit status 2, one line naming the problem, and nothing written under tmp_path/w."""
+    res = harness("run", "--backends", "triton", "--problem", json.dumps(SMALL), "--no-timing", *args)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert not (tmp_path / "w").exists()
+
+
+def test_bad_paths_and_values_are_refused_before_any_work(tmp_path):
+    (tmp_path / "file").write_text("x")
+    _refused(tmp_path, "--out", str(tmp_path / "file"), message="exists and is not a folder")
+    _refused(tmp_path, "--out", str(tmp_path / "file" / "run"), message="is a file, not a folder")
+    _refused(tmp_path, "--out", str(tmp_path / "w"), "--save-cases", str(tmp_path / "file" / "c"),
+             message="--save-cases")
+    _refused(tmp_path, "--out", str(tmp_path / "w"), "--seed", str(2**70), message="--seed=")
+    for field, value in (("seq_lens", [2**40]), ("page_size", 2**40)):
+        res = harness("run", "--problem", json.dumps({**SMALL, field: value}), "--out", str(tmp_path / "w"))
+        assert res.returncode == 2 and "<= 2147483647" in res.stderr, res.stderr
+        assert not (tmp_path / "w").exists()
+
+
+def test_an_earlier_run_is_not_overwritten_unless_asked(tmp_path):
+    run = tmp_path / "run"
+    args = ("run", "--backends", "triton", "--variants", "paged", "--problem", json.dumps(SMALL),
+            "--no-timing", "--out", str(run))
+    assert harness(*args).returncode == 0
+    (run / "plots").mkdir()
+    before = (run / "rows.jsonl").read_text()
+    res = harness(*args)
+    assert res.returncode == 2 and "holds a run already" in res.stderr and "--overwrite" in res.stderr
+    assert (run / "rows.jsonl").read_text() == before
+    assert harness(*args, "--overwrite").returncode == 0
+    assert not (run / "plots").exists()  # the old run's plots do not stay beside the new rows
+
+
+def test_a_stopped_run_is_reported_incomplete(tmp_path):
+    import signal
+    import time
+
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backends", "triton",
+                             "--workloads", "cpu", "--out", str(run)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not ((run / "rows.jsonl").exists() and (run / "rows.jsonl").read_text().count("\n") >= 2):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out[-2000:] + err[-2000:]
+    assert "interrupted: incomplete:" in err
+    res = harness("report", str(run), "--no-plots")
+    assert res.returncode == 0 and "incomplete:" in res.stdout and "of 16 cells" in res.stdout, res.stdout[-500:]
+    assert "incomplete:" in (run / "results.md").read_text()
+    res = harness("compare", str(run), str(run))
+    assert "incomplete:" in res.stdout

@@ -182,3 +182,26 @@ def test_a_wide_side_by_side_table_is_cut_to_fit_the_terminal():
     shown = [name for part in parts for name in part.splitlines()[0].split() if name.startswith("backend-")]
     assert shown == [f"backend-{i}" for i in range(8)]  # each backend once, in order
     assert all(part.startswith("problem") for part in parts)
+
+
+def test_every_backend_and_variant_has_its_own_colour_and_marker():
+    from harness.report import style
+    from impls import registry
+
+    names = sorted({i.row_name(lay) for i in registry.all_impls() for lay in i.layouts})
+    styles = {(style(n)["color"], style(n)["marker"]) for n in names}
+    assert len(names) >= 11 and len(styles) == len(names)  # the old palette had 10 colours
+    assert style("cupy/dense") != style("triton/split-k")  # the pair the old palette drew alike
+    assert style("triton/paged") == style("triton/paged")  # stable
+
+
+def test_report_names_the_problems_no_plot_shows(tmp_path):
+    run = fake_run(tmp_path / "run")
+    rows = json.loads((run / "results.json").read_text())
+    lone = dict(rows["rows"][0])
+    lone["spec"] = {**lone["spec"], "name": "lonely", "seq_lens": [777]}
+    lone["problem"] = "lonely b1xs777"
+    rows["rows"].append(lone)
+    (run / "results.json").write_text(json.dumps(rows))
+    res = harness("report", str(run))
+    assert res.returncode == 0 and "not plotted (1 problem(s)" in res.stdout and "lonely b1xs777" in res.stdout
