@@ -205,3 +205,19 @@ def test_report_names_the_problems_no_plot_shows(tmp_path):
     (run / "results.json").write_text(json.dumps(rows))
     res = harness("report", str(run))
     assert res.returncode == 0 and "not plotted (1 problem(s)" in res.stdout and "lonely b1xs777" in res.stdout
+
+
+def test_report_on_a_folder_of_runs_writes_the_index(tmp_path):
+    for name, stamp in (("old", "2026-01-01T00:00"), ("new", "2026-02-01T00:00"), ("stopped", "2026-03-01T00:00")):
+        run = fake_run(tmp_path / "gpu" / name)
+        data = json.loads((run / "results.json").read_text())
+        data["provenance"].update(timestamp=stamp, cells_total=len(data["rows"]) + (5 if name == "stopped" else 0),
+                                  complete=name != "stopped")
+        (run / "results.json").write_text(json.dumps(data))
+    res = harness("report", str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    lines = {line.split("|")[1].strip(): line for line in (tmp_path / "INDEX.md").read_text().splitlines()
+             if line.startswith("| gpu/")}
+    assert "**current**" in lines["gpu/new"] and "superseded" in lines["gpu/old"]
+    assert "incomplete: " in lines["gpu/stopped"] and "**current**" not in lines["gpu/stopped"]
+    assert "plots" in lines["gpu/new"]  # a missing file is named
