@@ -318,6 +318,8 @@ def ranking_flips(old_rows: list[dict], new_rows: list[dict]) -> tuple[int, list
 
 def _with_interval(row: dict) -> str:
     lo, hi = results.interval(row)
+    if lo == hi or str(row.get("timing", "")).startswith("cpu"):
+        return f"{row['median_us']:.1f} (no interval)"
     return f"{row['median_us']:.1f} [{lo:.1f}-{hi:.1f}]"
 
 
