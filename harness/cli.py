@@ -23,7 +23,7 @@ from harness.runner import RunSpec, run_isolated, work, worker_main
 from harness.timing import MODES
 from impls import common, registry
 from specs import workloads
-from specs.problem import LAYOUTS, DecodeProblem, ProblemError
+from specs.problem import DTYPE_SHORT, LAYOUTS, DecodeProblem, ProblemError
 
 
 UNAVAILABLE_EXIT = 3  # a backend asked for by name cannot run on this machine
@@ -310,12 +310,14 @@ def cmd_list() -> int:
             continue
         status = f"unavailable: {why}" if why else f"available ({impl.backend.mode()})"
         missing = [f"no {lay}: {impl.no_kernel(lay)}" for lay in LAYOUTS if lay not in impl.layouts]
-        per_layout = bool(impl.caps.per_layout)  # head dims that differ between the layouts
-        dims = "; ".join((f"{lay}: " if per_layout else "") + _head_dims(impl.caps.on(lay))
-                         for lay in (sorted(impl.layouts) if per_layout else [min(impl.layouts)]))
+        per_layout = bool(impl.caps.per_layout)  # head dims that differ between the layouts: below
+        dims = "; ".join(f"head_dim {lay}: {_head_dims(impl.caps.on(lay))}" for lay in sorted(impl.layouts)) \
+            if per_layout else ""
         body.append((impl.backend.name, impl.algorithm, *cells, status.split(":")[0],
-                     ",".join(sorted(impl.caps.dtypes)), dims))
-        notes.append((impl.name, "; ".join(filter(None, [impl.summary, *missing, why and f"unavailable: {why}"]))))
+                     ",".join(DTYPE_SHORT[d] for d in sorted(impl.caps.dtypes)),
+                     "per layout" if per_layout else _head_dims(impl.caps.on(min(impl.layouts)))))
+        notes.append((impl.name, "; ".join(filter(None, [impl.summary, dims, *missing,
+                                                         why and f"unavailable: {why}"]))))
     width = results.terminal_width()
     print(results.columns(header, body))
     print()

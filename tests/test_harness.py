@@ -221,3 +221,10 @@ def test_a_stopped_run_is_reported_incomplete(tmp_path):
     assert "incomplete:" in (run / "results.md").read_text()
     res = harness("compare", str(run), str(run))
     assert "incomplete:" in res.stdout
+
+
+def test_help_and_list_fit_a_terminal():
+    res = harness("--help")
+    assert res.returncode == 0 and "_worker" not in res.stdout and "SUPPRESS" not in res.stdout
+    res = harness("list", env={"COLUMNS": "120"})
+    assert res.returncode == 0 and max(map(len, res.stdout.splitlines())) <= 120, res.stdout
