@@ -43,10 +43,14 @@ def sync(device: torch.device) -> None:
 
 
 def call(impl: Impl, launch: Launch, out: torch.Tensor, lse: torch.Tensor,
-         device: torch.device) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """One ``launch.run()``, synced, and what it computed in the spec's terms: (out, lse), the
-    library's own tensors when it allocates them, lse in natural log, None when not returned."""
-    produced = launch.run()
+         device: torch.device, run=None, produced=None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One ``launch.run()`` (or ``run()``: a graph replay, whose outputs are ``produced`` at
+    capture), synced, and what it computed in the spec's terms: (out, lse), the library's own
+    tensors when it allocates them, lse in natural log, None when not returned."""
+    if run is None:
+        produced = launch.run()
+    else:
+        run()
     if produced is not None:  # a library that allocates its own outputs
         out, lse = produced
     sync(device)
@@ -152,33 +156,66 @@ def assert_identical(impl: Impl, inputs: DecodeInputs, a: Run, b: Run, what: str
 
 
 # ---- timed calls --------------------------------------------------------------------------------
+RECHECK_SEED = 7_777_777  # the seeds of the query vectors drawn anew for the re-check
+
+
 @dataclass
 class InputSet:
-    """Inputs of one problem with their reference: the timer cycles through several."""
+    """Inputs of one problem with their reference: the timer cycles through several. The
+    re-check's query vectors and their references are drawn once per set and kept (a set is
+    shared by a backend's variants)."""
 
     inputs: DecodeInputs
     ref: Reference
+    rechecks: list = field(default_factory=list, repr=False)
+
+    def recheck_case(self, k: int) -> tuple[torch.Tensor, Reference]:
+        """The k-th q drawn anew for this set (same shape and dtype) and its reference."""
+        while len(self.rechecks) <= k:
+            q = self.inputs.q
+            g = torch.Generator(device=q.device).manual_seed(RECHECK_SEED + len(self.rechecks))
+            new_q = torch.randn(q.shape, generator=g, device=q.device).to(q.dtype)
+            kept = q.clone()
+            q.copy_(new_q)
+            try:
+                self.rechecks.append((new_q, reference(self.inputs)))
+            finally:
+                q.copy_(kept)
+        return self.rechecks[k]
 
 
-def time_and_recheck(impl: Impl, checked: Checked, inputs: DecodeInputs, extra: list[InputSet],
+def time_and_recheck(impl: Impl, checked: Checked, first: InputSet, extra: list[InputSet],
                      options: dict[str, Any] | None, timer) -> tuple[dict, str | None]:
-    """Time ``checked``'s launch (a passed check on ``inputs``) with ``timer``, cycling through
+    """Time ``checked``'s launch (a passed check on ``first``) with ``timer``, cycling through
     it and a launch prepared on each ``extra`` input set (other buffers, other values), so no
-    timed call repeats the one before it; then re-check every set: outputs NaN-poisoned, one
-    more call, compared with that set's reference. A kernel that memoises its result or works
-    only on its first call is timed at nearly nothing and caught here. Returns the timings and
-    None, or the timings and why the timed calls did not conform."""
-    sets = [(inputs, checked.ref, checked.run.launch, checked.run.buffers)]
+    timed call repeats the one before it on the same memory. Then re-check every set, for the
+    plain call and for the graph the timer replayed: q drawn anew in place (the same buffer,
+    other values), the outputs left holding the previous call's result (believable, and wrong
+    for the new q), one more call, compared with the new q's reference. A kernel that memoises
+    its result (by pointer or flag, copied back or not), works only on its first call, or works
+    only when its output looks poisoned, is caught. q is restored afterwards (the sets are
+    shared with the backend's other cells). Returns the timings and None, or the timings and
+    why the timed calls did not conform."""
+    sets = [(first, checked.run.launch, checked.run.buffers)]
     for s in extra:
         out, lse = s.inputs.new_outputs()
-        sets.append((s.inputs, s.ref, impl.prepare(s.inputs, out, lse, **(options or {})), (out, lse)))
-    timings = timer([launch.run for _, _, launch, _ in sets])
-    for n, (set_inputs, ref, launch, (out, lse)) in enumerate(sets):
-        out.fill_(float("nan"))
-        lse.fill_(float("nan"))
-        got_out, got_lse = call(impl, launch, out, lse, set_inputs.device)
-        c = compare(set_inputs.problem, got_out, got_lse, ref, lse_rounded_sum=launch.lse_rounded_sum)
-        if not c.passed:
-            return timings, (f"after timing, input set {n + 1} of {len(sets)} (outputs poisoned, "
-                             f"one more call) does not match the reference: {c.summary()}")
+        sets.append((s, impl.prepare(s.inputs, out, lse, **(options or {})), (out, lse)))
+    timings = timer([launch.run for _, launch, _ in sets])
+    graphs = getattr(timer, "graphs", None) or [None] * len(sets)
+    for n, ((input_set, launch, (out, lse)), graph) in enumerate(zip(sets, graphs)):
+        q = input_set.inputs.q
+        kept = q.clone()
+        try:
+            for k, how in enumerate(("call", "graph replay") if graph else ("call",)):
+                new_q, ref = input_set.recheck_case(k)
+                q.copy_(new_q)
+                run, produced = (graph[0].replay, graph[1]) if how == "graph replay" else (None, None)
+                got_out, got_lse = call(impl, launch, out, lse, q.device, run, produced)
+                c = compare(input_set.inputs.problem, got_out, got_lse, ref,
+                            lse_rounded_sum=launch.lse_rounded_sum)
+                if not c.passed:
+                    return timings, (f"after timing, input set {n + 1} of {len(sets)} with q drawn anew, "
+                                     f"one more {how}: does not match the reference: {c.summary()}")
+        finally:
+            q.copy_(kept)
     return timings, None

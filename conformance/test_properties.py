@@ -19,8 +19,8 @@ from hypothesis import example, given, reject, settings
 from hypothesis import strategies as st
 
 from conformance.checks import (ConformanceFailure, PropertyViolation, assert_agree,
-                                assert_conforms, assert_identical, fail, identical, run_impl,
-                                time_and_recheck)
+                                InputSet, assert_conforms, assert_identical, fail, identical,
+                                run_impl, time_and_recheck)
 from conformance.negative_controls import CONTROLS
 from conformance.strategies import fit, problems, seeds
 from harness.runner import extra_input_sets
@@ -260,7 +260,7 @@ TIMED_EXAMPLES = 4  # each example times the kernel: fewer than the other proper
 
 @functools.cache
 def _timer():
-    return GpuTimer(torch.device("cuda"), quick=True, modes=("cold",)) if torch.cuda.is_available() \
+    return GpuTimer(torch.device("cuda"), quick=True, modes=("cold", "graph")) if torch.cuda.is_available() \
         else CpuTimer()
 
 
@@ -273,7 +273,7 @@ def test_timed_calls_conform(impl, layout, problem, seed):
     problem = fit(problem, impl, layout)
     inputs = make_inputs(problem, seed)
     checked = assert_conforms(impl, inputs)
-    _, failure = time_and_recheck(impl, checked, inputs, extra_input_sets(problem, seed, inputs),
-                                  {}, _timer())
+    _, failure = time_and_recheck(impl, checked, InputSet(inputs, checked.ref),
+                                  extra_input_sets(problem, seed, inputs), {}, _timer())
     if failure:
         raise fail(failure, impl, inputs, kind=PropertyViolation)

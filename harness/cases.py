@@ -125,12 +125,16 @@ def save(root: Path, row_name: str, inputs: DecodeInputs, out: torch.Tensor,
     folder = problem_folder(root, p)
     folder.mkdir(parents=True, exist_ok=True)
     written = 0
-    meta = {"spec": p.to_dict(), "seed": inputs.seed, "dtype": p.dtype}
+    # the device too: CPU and CUDA generators draw other values from one seed
+    meta = {"spec": p.to_dict(), "seed": inputs.seed, "dtype": p.dtype, "device": inputs.device.type}
     try:
         have = _meta(folder / INPUTS) if (folder / INPUTS).exists() else None
     except ProblemError:
         have = None  # an older or broken folder: replaced
     if not have or {k: have.get(k) for k in meta} != meta:
+        for stale in folder.iterdir():  # other implementations' results on the old inputs
+            if stale.is_dir() and stale.name != INPUTS:
+                shutil.rmtree(stale, ignore_errors=True)
         owned = [(inputs.k_logical[b, :n], inputs.v_logical[b, :n]) for b, n in enumerate(p.seq_lens)]
         written += _write(folder / INPUTS, {
             "q": _bits(inputs.q), "k": _bits(torch.cat([k for k, _ in owned])),
@@ -184,6 +188,9 @@ def replay(root: Path) -> tuple[list[dict], int]:
             if path.name == INPUTS:
                 continue
             meta = _meta(path)
+            if meta.get("seed") != inputs.seed:
+                raise ProblemError(f"{path}: saved with seed {meta.get('seed')}, its inputs with seed "
+                                   f"{inputs.seed}: not one run's case; save again into an empty folder")
             out = _from_bits(np.load(path / "out.npy"), p.dtype).to(device)
             lse = torch.from_numpy(np.load(path / "lse.npy")).to(device) if (path / "lse.npy").exists() else None
             c = compare(p, out, lse, ref, lse_rounded_sum=meta.get("lse_rounded_sum", False))

@@ -204,9 +204,9 @@ def text_table(rows: Iterable[dict], width: int | None = None) -> str:
     header, body = _header(rows), [_table_row(r) for r in rows]
     keep = [i for i, name in enumerate(header) if name in KEPT or any(row[i] for row in body)]
     shed = []
-    for name in SHED_ORDER:
-        if width is None or _widest(columns([header[i] for i in keep],
-                                            [[row[i] for i in keep] for row in body])) <= width:
+    for name in SHED_ORDER:  # the last column (config / reason) is cut, not fitted
+        if width is None or _widest(columns([header[i] for i in keep[:-1]],
+                                            [[row[i] for i in keep[:-1]] for row in body])) <= width:
             break
         if header.index(name) in keep:
             keep.remove(header.index(name))

@@ -51,6 +51,7 @@ TIMING_SETS = 3  # input sets the timer cycles through on a GPU (2 on a CPU: int
 TIMING_SETS_CPU = 2
 TIMING_SET_MEMORY = 0.5  # ... as far as their inputs fit in this share of the free GPU memory
 SET_SEED_STRIDE = 1_000_003  # input set j draws with seed + j * this
+SET_TRANSIENT = 3  # a set's peak memory while drawn, over the bytes it keeps
 
 
 @dataclasses.dataclass
@@ -86,14 +87,20 @@ def extra_input_sets(problem: DecodeProblem, seed: int, first) -> list[InputSet]
     device = first.device
     count = TIMING_SETS if device.type == "cuda" else TIMING_SETS_CPU
     if device.type == "cuda":
-        tensors = {id(t): t for t in (first.q, first.k, first.v, first.k_logical, first.v_logical)}
-        footprint = sum(t.nbytes for t in tensors.values())
+        tensors = {id(t): t for t in (first.q, first.k, first.v, first.k_logical, first.v_logical)
+                   if t is not None}
+        # kept bytes, plus the float32 draw and the reference's float64 rows while it is made
+        footprint = SET_TRANSIENT * sum(t.nbytes for t in tensors.values())
         free = torch.cuda.mem_get_info(device)[0]
         count = min(count, 1 + int(TIMING_SET_MEMORY * free // max(footprint, 1)))
     sets = []
     for j in range(1, count):
-        inputs = make_inputs(problem, seed + j * SET_SEED_STRIDE, device)
-        ref = reference(inputs)
+        try:
+            inputs = make_inputs(problem, seed + j * SET_SEED_STRIDE, device)
+            ref = reference(inputs)
+        except torch.cuda.OutOfMemoryError:  # the estimate was short: time on the sets made
+            torch.cuda.empty_cache()
+            break
         if problem.layout == "paged":  # the kernels read the pool; the logical copy can go
             inputs = dataclasses.replace(inputs, k_logical=None, v_logical=None)
         sets.append(InputSet(inputs, ref))
@@ -101,7 +108,7 @@ def extra_input_sets(problem: DecodeProblem, seed: int, first) -> list[InputSet]
 
 
 def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: RunSpec, timer,
-             prov, extra_sets=lambda: []) -> dict:
+             prov, extra_sets=lambda: [], first_set: InputSet | None = None) -> dict:
     """One cell: check, then (PASS only) time on ``inputs`` and ``extra_sets()``, and check the
     timed calls. Never raises."""
     row = _base_row(cell, impl, problem, prov)
@@ -125,15 +132,19 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
                first_call_ms=round(checked.run.seconds * 1e3, 2), bytes=problem.bytes_moved)
     if spec.save_cases:
         start = time.perf_counter()
-        saved = cases.save(Path(spec.save_cases), row["impl"], inputs, checked.run.out, checked.run.lse,
-                           {"status": row["status"], "out_err_ratio": c.out_err_ratio,
-                            "lse_err_ratio": c.lse_err_ratio,
-                            "lse_rounded_sum": checked.run.launch.lse_rounded_sum})
-        row.update(saved_bytes=saved, save_s=round(time.perf_counter() - start, 3))
+        try:
+            saved = cases.save(Path(spec.save_cases), row["impl"], inputs, checked.run.out, checked.run.lse,
+                               {"status": row["status"], "out_err_ratio": c.out_err_ratio,
+                                "lse_err_ratio": c.lse_err_ratio,
+                                "lse_rounded_sum": checked.run.launch.lse_rounded_sum})
+            row.update(saved_bytes=saved, save_s=round(time.perf_counter() - start, 3))
+        except OSError as e:  # a full disk costs the saved case, not the cell's verdict
+            row["save_error"] = f"{type(e).__name__}: {e}"[:ERROR_TEXT_LIMIT]
     if c.passed and spec.timing:
+        first_set = first_set or InputSet(inputs, ref)
         try:
             sets = extra_sets()
-            timings, failure = time_and_recheck(impl, checked, inputs, sets, options, timer)
+            timings, failure = time_and_recheck(impl, checked, first_set, sets, options, timer)
             plan = checked.run.launch.plan
             plan_us = round(time_plan(plan).median, 1) if plan is not None else None
         except Exception as e:
@@ -222,13 +233,14 @@ def work(spec: RunSpec, prov: dict, worker: bool = False) -> None:
         inputs = make_inputs(problem, spec.seed, device)
         ref = reference(inputs)
         extra = functools.cache(functools.partial(extra_input_sets, problem, spec.seed, inputs))
+        first_set = InputSet(inputs, ref)  # its re-check draws are shared by the variants
         for cell, impl in runnable:
             if worker:
                 print(f"{CELL_MARK}{impl.row_name(problem.layout)} {problem.label()}", flush=True)
-            row = evaluate(cell, impl, problem, inputs, ref, spec, timer, prov, extra)
+            row = evaluate(cell, impl, problem, inputs, ref, spec, timer, prov, extra, first_set)
             results.append_row(rows_path, row)
             print(_progress(row), flush=True)
-        del inputs, ref, extra
+        del inputs, ref, extra, first_set
         gc.collect()
         if device.type == "cuda":
             torch.cuda.empty_cache()
@@ -246,6 +258,20 @@ def _spawn_worker(spec: RunSpec, prov: dict, spec_path: Path,
     selector.register(proc.stdout, selectors.EVENT_READ)
     last_output = time.monotonic()
     code: int | str | None = None
+    try:
+        code = _watch(proc, selector, progress, tail, last_output)
+    finally:  # Ctrl-C in the parent (or any error): the worker does not outlive it
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        selector.close()
+        spec_path.unlink(missing_ok=True)
+    return code, [line for line in tail if line.strip()]
+
+
+def _watch(proc, selector, progress: Progress, tail: deque, last_output: float) -> int | str:
+    """Echo the worker's lines until it ends (its exit code) or stays silent too long."""
+    code: int | str | None = None
     while code is None:
         if selector.select(timeout=5):
             line = proc.stdout.readline()
@@ -260,9 +286,7 @@ def _spawn_worker(spec: RunSpec, prov: dict, spec_path: Path,
             proc.kill()
             proc.wait()
             code = "silent"
-    selector.close()
-    spec_path.unlink(missing_ok=True)
-    return code, [line for line in tail if line.strip()]
+    return code
 
 
 def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str,

@@ -100,8 +100,10 @@ class GpuTimer:
 
     def __call__(self, runs) -> dict[str, Timing | str]:
         """Mode -> Timing, or the reason a mode has no figure, for one launch or a list of
-        launches timed in turn (one per input set)."""
+        launches timed in turn (one per input set). ``self.graphs`` then holds the graph mode's
+        (graph, what the captured call returned) per launch, for a check of the replays."""
         runs = _as_list(runs)
+        self.graphs = None
         for run in runs:
             for _ in range(WARMUP_CALLS):
                 run()
@@ -151,8 +153,9 @@ class GpuTimer:
         return self._repeat("cold", self._events(runs))
 
     def graph(self, runs) -> Timing:
-        graphs = [capture(run) for run in runs]
-        return self._repeat("graph", self._events([g.replay for g in graphs]))
+        # kept (with what each captured call returned) so the replays can be checked afterwards
+        self.graphs = [capture(run) for run in runs]
+        return self._repeat("graph", self._events([g.replay for g, _ in self.graphs]))
 
     def wall(self, runs) -> Timing:
         before = self._cold_l2()
@@ -216,8 +219,9 @@ class GraphUnsupported(Exception):
     """The call cannot be captured in a CUDA graph (host syncs, host-side work per call, ...)."""
 
 
-def capture(run: Callable[[], object]) -> "torch.cuda.CUDAGraph":
-    """One call captured in a CUDA graph (warmed up on a side stream first, as torch advises)."""
+def capture(run: Callable[[], object]) -> tuple["torch.cuda.CUDAGraph", object]:
+    """One call captured in a CUDA graph (warmed up on a side stream first, as torch advises),
+    and what the captured call returned (a library's outputs, which each replay rewrites)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     try:
@@ -227,11 +231,11 @@ def capture(run: Callable[[], object]) -> "torch.cuda.CUDAGraph":
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            run()
+            produced = run()
     except Exception as e:  # noqa: BLE001  (a library that cannot be captured is a finding)
         torch.cuda.synchronize()
         raise GraphUnsupported(f"capture failed: {type(e).__name__}: {str(e)[:200]}") from None
-    return graph
+    return graph, produced
 
 
 PLAN_REPS = 30  # host planning is microseconds: a fixed count, the median of it

@@ -1,7 +1,8 @@
 """The oracle: decode attention in float64, independent of every implementation.
 
-It reads only the logical cache's first ``seq_lens[b]`` rows of each sequence (never a layout,
-never the poison) and runs on the inputs' device (the GPU when there is one).
+It reads only the logical cache's first ``seq_lens[b]`` rows of each sequence (never the
+poison; a paged input set kept without its logical copy gives those rows through its table) and
+runs on the inputs' device (the GPU when there is one).
 
 Beside the result it returns, per output element, the softmax-weighted magnitude of V,
 ``sum_t p_t |v_t[d]|``: the scale of the roundings any kernel at the input precision must make
@@ -33,8 +34,13 @@ def reference(inputs: DecodeInputs) -> Reference:
     v_weight = torch.empty_like(out)
     for b, length in enumerate(p.seq_lens):
         q = inputs.q[b].view(Hkv, G, D)  # query head h = kv_head * G + g
-        k = inputs.k_logical[b, :length]  # [L, Hkv, D]
-        v = inputs.v_logical[b, :length]
+        if inputs.k_logical is not None:
+            k = inputs.k_logical[b, :length]  # [L, Hkv, D]
+            v = inputs.v_logical[b, :length]
+        else:  # a paged set kept without its logical copy: the owned rows through the table
+            t = torch.arange(length, device=dev)
+            pages = inputs.block_table[b, t // p.page_size].long()
+            k, v = inputs.k[pages, t % p.page_size], inputs.v[pages, t % p.page_size]
 
         s64 = torch.einsum("hgd,lhd->hgl", q.double(), k.double()) * p.scale
         lse64 = torch.logsumexp(s64, dim=-1)
