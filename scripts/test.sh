@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The tests: install what is missing, then the linter (ruff, configured in pyproject.toml), the
 # unit tests (tests/) and the conformance suite (conformance/). On a CPU the 'ci' hypothesis
-# profile applies (about 14 minutes on 2 cores); on a GPU the 'gpu' profile. Arguments go to pytest;
+# profile applies (about 20 minutes on 2 cores); on a GPU the 'gpu' profile. Arguments go to pytest;
 # --quick first: 3 drawn examples per property instead of 15 (a first look, not the CI run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
