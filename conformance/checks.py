@@ -8,6 +8,7 @@ import json
 import math
 import shlex
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,13 +176,21 @@ class InputSet:
             q = self.inputs.q
             g = torch.Generator(device=q.device).manual_seed(RECHECK_SEED + len(self.rechecks))
             new_q = torch.randn(q.shape, generator=g, device=q.device).to(q.dtype)
-            kept = q.clone()
-            q.copy_(new_q)
-            try:
+            with query_swapped(self.inputs, new_q):
                 self.rechecks.append((new_q, reference(self.inputs)))
-            finally:
-                q.copy_(kept)
         return self.rechecks[k]
+
+
+@contextmanager
+def query_swapped(inputs: DecodeInputs, new_q: torch.Tensor):
+    """``inputs.q`` holding ``new_q`` in place (same buffer) for the block, then restored: the
+    inputs are shared with other cells."""
+    kept = inputs.q.clone()
+    inputs.q.copy_(new_q)
+    try:
+        yield
+    finally:
+        inputs.q.copy_(kept)
 
 
 def time_and_recheck(impl: Impl, checked: Checked, first: InputSet, extra: list[InputSet],
@@ -203,19 +212,13 @@ def time_and_recheck(impl: Impl, checked: Checked, first: InputSet, extra: list[
     timings = timer([launch.run for _, launch, _ in sets])
     graphs = getattr(timer, "graphs", None) or [None] * len(sets)
     for n, ((input_set, launch, (out, lse)), graph) in enumerate(zip(sets, graphs)):
-        q = input_set.inputs.q
-        kept = q.clone()
-        try:
-            for k, how in enumerate(("call", "graph replay") if graph else ("call",)):
-                new_q, ref = input_set.recheck_case(k)
-                q.copy_(new_q)
-                run, produced = (graph[0].replay, graph[1]) if how == "graph replay" else (None, None)
-                got_out, got_lse = call(impl, launch, out, lse, q.device, run, produced)
-                c = compare(input_set.inputs.problem, got_out, got_lse, ref,
-                            lse_rounded_sum=launch.lse_rounded_sum)
-                if not c.passed:
-                    return timings, (f"after timing, input set {n + 1} of {len(sets)} with q drawn anew, "
-                                     f"one more {how}: does not match the reference: {c.summary()}")
-        finally:
-            q.copy_(kept)
+        for k, how in enumerate(("call", "graph replay") if graph else ("call",)):
+            new_q, ref = input_set.recheck_case(k)
+            run, produced = (graph[0].replay, graph[1]) if how == "graph replay" else (None, None)
+            with query_swapped(input_set.inputs, new_q):
+                got_out, got_lse = call(impl, launch, out, lse, new_q.device, run, produced)
+            c = compare(input_set.inputs.problem, got_out, got_lse, ref, lse_rounded_sum=launch.lse_rounded_sum)
+            if not c.passed:
+                return timings, (f"after timing, input set {n + 1} of {len(sets)} with q drawn anew, "
+                                 f"one more {how}: does not match the reference: {c.summary()}")
     return timings, None

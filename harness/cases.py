@@ -41,9 +41,14 @@ INPUTS = "inputs"  # the problem's folder of inputs; each implementation's has i
 META = "meta.json"
 
 
+def _file_name(text: str) -> str:
+    """``text`` with every run of characters a file name should not hold as one '_'."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)
+
+
 def problem_folder(root: Path, problem: DecodeProblem) -> Path:
     spec = json.dumps(problem.to_dict(), sort_keys=True)
-    label = re.sub(r"[^A-Za-z0-9._-]+", "_", problem.label())[:80]
+    label = _file_name(problem.label())[:80]
     return root / f"{label}-{hashlib.sha1(spec.encode()).hexdigest()[:10]}"
 
 
@@ -143,7 +148,7 @@ def save(root: Path, row_name: str, inputs: DecodeInputs, out: torch.Tensor,
     arrays = {"out": _bits(out)}
     if lse is not None:
         arrays["lse"] = lse.detach().float()
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", row_name.replace("/", "_"))
+    name = _file_name(row_name.replace("/", "_"))
     written += _write(folder / name, arrays, {"impl": row_name, "seed": inputs.seed, **run})
     return written
 

@@ -151,7 +151,7 @@ def cmd_run(args, argv) -> int:
     out_dir = args.out or Path("runs") / stamp
     _check_folder(out_dir, "--out")
     if args.save_cases:
-        _check_folder(args.save_cases, "--save-cases", run_folder=False)
+        _check_folder(args.save_cases, "--save-cases")
     leftovers = _run_files(out_dir)
     if leftovers and not args.overwrite:
         raise ProblemError(f"--out {out_dir}: holds a run already ({', '.join(sorted(p.name for p in leftovers)[:4])}"
@@ -222,7 +222,7 @@ def _run_files(folder: Path) -> list[Path]:
     return [p for p in folder.iterdir() if p.name in RUN_FILES or p.name.startswith(".worker-")]
 
 
-def _check_folder(path: Path, option: str, run_folder: bool = True) -> None:
+def _check_folder(path: Path, option: str) -> None:
     """``path`` can be made a folder and written (ProblemError naming ``option`` if not),
     checked before anything runs or is written."""
     if path.exists() and not path.is_dir():

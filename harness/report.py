@@ -202,7 +202,7 @@ def plot(rows: list[dict], folder: Path) -> tuple[list[Path], list[str]]:
     return written, missing
 
 
-RUN_FILES = ("results.md", "results.csv", "results.json", "plots")  # results.json holds the provenance
+USUAL_FILES = ("results.md", "results.csv", "results.json", "plots")  # results.json holds the provenance
 INDEX = "INDEX.md"
 
 
@@ -230,7 +230,7 @@ def index(root: Path) -> str:
                      "backends": _option(command, "--backends") or "all", "cells": len(rows),
                      "counts": results.summary_counts(rows),
                      "state": results.incomplete(prov, rows) or "complete",
-                     "missing": [f for f in RUN_FILES if not (path / f).exists()]})
+                     "missing": [f for f in USUAL_FILES if not (path / f).exists()]})
     newest = {}
     for r in runs:
         key = (r["gpu"], r["workloads"], r["backends"])

@@ -177,12 +177,21 @@ def _header(rows: list[dict]) -> list[str]:
     return header
 
 
+def _subset(header: list[str], body: list[list[str]], cols: list[int]) -> tuple[list[str], list[list[str]]]:
+    """The table cut down to the columns numbered ``cols``."""
+    return [header[i] for i in cols], [[row[i] for i in cols] for row in body]
+
+
+def _backend_table(rows: list[dict]) -> tuple[list[str], list[list[str]], list[int]]:
+    """A backend's table: header, body, and the columns worth showing (those with something
+    in them, and KEPT)."""
+    header, body = _header(rows), [_table_row(r) for r in rows]
+    return header, body, [i for i, name in enumerate(header) if name in KEPT or any(row[i] for row in body)]
+
+
 def markdown_table(rows: Iterable[dict]) -> str:
-    rows = list(rows)
-    body = [_table_row(r) for r in rows]
-    header = _header(rows)
-    keep = [i for i, name in enumerate(header) if name in KEPT or any(row[i] for row in body)]
-    return markdown([header[i] for i in keep], [[row[i] for i in keep] for row in body])
+    header, body, keep = _backend_table(list(rows))
+    return markdown(*_subset(header, body, keep))
 
 
 def columns(header, body) -> str:
@@ -200,18 +209,15 @@ def columns(header, body) -> str:
 def text_table(rows: Iterable[dict], width: int | None = None) -> str:
     """The backend's table as printed: columns with nothing in them left out, and, to fit
     ``width`` characters, the secondary ones (``SHED_ORDER``) too, with a line naming them."""
-    rows = list(rows)
-    header, body = _header(rows), [_table_row(r) for r in rows]
-    keep = [i for i, name in enumerate(header) if name in KEPT or any(row[i] for row in body)]
+    header, body, keep = _backend_table(list(rows))
     shed = []
     for name in SHED_ORDER:  # the last column (config / reason) is cut, not fitted
-        if width is None or _widest(columns([header[i] for i in keep[:-1]],
-                                            [[row[i] for i in keep[:-1]] for row in body])) <= width:
+        if width is None or _widest(columns(*_subset(header, body, keep[:-1]))) <= width:
             break
         if header.index(name) in keep:
             keep.remove(header.index(name))
             shed.append(name)
-    table = columns([header[i] for i in keep], [[row[i] for i in keep] for row in body])
+    table = columns(*_subset(header, body, keep))
     if width is not None:
         table = "\n".join(line[:width] for line in table.split("\n"))
     note = f"(left out to fit {width} columns: {', '.join(shed)}; results.md has every column)\n" if shed else ""
@@ -235,16 +241,14 @@ def terminal_width() -> int:
 def fit_columns(header: list[str], body: list[list[str]], width: int, fixed: int = 2) -> list[str]:
     """A table too wide for ``width`` cut into several, each with the first ``fixed`` columns
     and as many of the others as fit."""
-    def width_of(cols):
-        return _widest(columns([header[i] for i in cols], [[row[i] for i in cols] for row in body]))
     chunks, current = [], list(range(fixed))
     for i in range(fixed, len(header)):
-        if len(current) > fixed and width_of(current + [i]) > width:
+        if len(current) > fixed and _widest(columns(*_subset(header, body, current + [i]))) > width:
             chunks.append(current)
             current = list(range(fixed))
         current.append(i)
     chunks.append(current)
-    return [columns([header[i] for i in cols], [[row[i] for i in cols] for row in body]) for cols in chunks]
+    return [columns(*_subset(header, body, cols)) for cols in chunks]
 
 
 VARIANT_ORDER = {"dense": 0, "paged": 1, "split-k": 2}

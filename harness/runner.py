@@ -12,8 +12,8 @@ draws fresh seeded inputs (shared by all of the backend's variants for that prob
 float64 reference; runs once into poisoned outputs and compares (PASS / FAIL with the error
 figures, ERROR with the exception); times only a PASS, cycling through that input set and up to
 TIMING_SETS - 1 more (other seeds: other buffers, other values) where memory allows, then checks
-every set's output again (poisoned first, one more call): a kernel whose timed calls do not
-compute what its first call did is a FAIL, with no time.
+every set again (q drawn anew, one more call and one graph replay: ``time_and_recheck``): a
+kernel whose timed calls do not compute what its first call did is a FAIL, with no time.
 """
 
 from __future__ import annotations
@@ -256,10 +256,8 @@ def _spawn_worker(spec: RunSpec, prov: dict, spec_path: Path,
     tail: deque[str] = deque(maxlen=15)
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ)
-    last_output = time.monotonic()
-    code: int | str | None = None
     try:
-        code = _watch(proc, selector, progress, tail, last_output)
+        code = _watch(proc, selector, progress, tail)
     finally:  # Ctrl-C in the parent (or any error): the worker does not outlive it
         if proc.poll() is None:
             proc.kill()
@@ -269,8 +267,9 @@ def _spawn_worker(spec: RunSpec, prov: dict, spec_path: Path,
     return code, [line for line in tail if line.strip()]
 
 
-def _watch(proc, selector, progress: Progress, tail: deque, last_output: float) -> int | str:
+def _watch(proc, selector, progress: Progress, tail: deque) -> int | str:
     """Echo the worker's lines until it ends (its exit code) or stays silent too long."""
+    last_output = time.monotonic()
     code: int | str | None = None
     while code is None:
         if selector.select(timeout=5):

@@ -20,13 +20,19 @@ def _run(*args: str, env: dict) -> subprocess.CompletedProcess:
                           timeout=900, env={**os.environ, **env})
 
 
-def test_an_outside_backend_passes_the_whole_conformance_suite():
-    res = _run("-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider", "-k", "plugin-torch",
-               env={**PLUGIN, "DECODE_BENCH_EXAMPLES": "8"})
+def _suite(backend: str, plugins: dict) -> tuple[int, str]:
+    """The conformance suite on one plugin backend (8 drawn examples): tests passed, and the
+    summary line; a failing run fails the calling test."""
+    res = _run("-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider", "-k", backend,
+               env={**plugins, "DECODE_BENCH_EXAMPLES": "8"})
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
-    passed = int(re.search(r"(\d+) passed", res.stdout).group(1))
+    return int(re.search(r"(\d+) passed", res.stdout).group(1)), res.stdout.splitlines()[-1]
+
+
+def test_an_outside_backend_passes_the_whole_conformance_suite():
+    passed, summary = _suite("plugin-torch", PLUGIN)
     # every property on dense, paged and split-k, invalid inputs and split counts included
-    assert passed >= 50 and "skipped" not in res.stdout.splitlines()[-1], res.stdout[-2000:]
+    assert passed >= 50 and "skipped" not in summary, summary
 
 
 def test_an_outside_backend_runs_in_the_harness(tmp_path):
@@ -47,12 +53,9 @@ def test_an_out_only_kernel_with_stated_limits_passes_the_suite():
     """No LSE, one variant, a minimum head_dim, a GQA-group limit, a split-count limit and an
     ``Unsupported`` raised in prepare: the suite draws within the limits, judges out alone and
     treats the refusal as unsupported, not as a failure."""
-    res = _run("-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider", "-k", "plugin-out-only",
-               env={**OUT_ONLY, "DECODE_BENCH_EXAMPLES": "8"})
-    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
-    passed = int(re.search(r"(\d+) passed", res.stdout).group(1))
+    passed, summary = _suite("plugin-out-only", OUT_ONLY)
     # every property split-k runs (split invariance on out alone), invalid inputs included
-    assert passed >= 20 and "skipped" not in res.stdout.splitlines()[-1], res.stdout[-2000:]
+    assert passed >= 20 and "skipped" not in summary, summary
 
 
 def test_an_out_only_kernel_is_checked_and_timed_in_the_harness(tmp_path):
