@@ -68,8 +68,8 @@ def _staging() -> torch.Tensor:
 
 def _save_array(path: Path, t: torch.Tensor) -> int:
     """``t`` as a .npy file: numpy's header, then its bytes. A device tensor is copied through a
-    pinned buffer chunk by chunk (a pageable copy of a whole cache ran at 1.4 GB/s on the H100
-    machine, slower than its disk)."""
+    pinned buffer chunk by chunk: a pageable copy of a whole cache was slower than the disk
+    (results/nvidia-h100/2026-11-23-outside-kernels/README.md)."""
     dtype = torch.empty(0, dtype=t.dtype).numpy().dtype
     header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(t.shape)}
     data = t.reshape(-1).view(torch.uint8)
