@@ -3,7 +3,7 @@ backend's kernels on a few cells and print the fastest per cell. Every configura
 as the ``config`` launch option (each backend's ``pick_launch_config`` overrides) and checked
 against the reference first; a wrong one is reported, never chosen.
 
-    python scripts/sweep.py cupy|triton|numba [--quick] [--cells 0,2]
+    python scripts/sweep.py cupy|triton|numba|gluon [--quick] [--cells 0,2]
 """
 
 from __future__ import annotations
@@ -36,11 +36,19 @@ def _half_tpr(backend: str, problem) -> int:
     return max(1, pick_launch_config(problem).TPR // 2)
 
 
+def triton_pad(head_dim: int) -> int:
+    return 1 << (head_dim - 1).bit_length()
+
+
 def configs(backend: str, problem) -> list[dict]:
     """The launch configurations to try on ``problem`` (``config`` option values)."""
     if backend == "triton":
         return [dict(BLOCK_N=b, num_warps=w, num_stages=s)
                 for b, w, s in itertools.product((32, 64, 128), (4, 8), (2, 3, 4))]
+    if backend == "gluon":  # what fits a program's shared memory (227 KB)
+        return [dict(BLOCK_N=b, NUM_STAGES=s, num_warps=w)
+                for b, s, w in itertools.product((32, 64, 128), (2, 3, 4), (4, 8))
+                if 2 * s * b * triton_pad(problem.head_dim) * problem.itemsize <= 220 * 1024]
     if backend == "cupy":  # the tensor-core loop's ring (what fits a CTA), and the CUDA-core loop
         from impls.cupy._build import SMEM_PER_CTA, ring_smem_bytes
         return [dict(TENSOR_CORES=1, NUM_WARPS=w, STAGES=s, ITEMS_FIRST=f)
@@ -55,7 +63,7 @@ def configs(backend: str, problem) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("backend", choices=("cupy", "triton", "numba"))
+    parser.add_argument("backend", choices=("cupy", "triton", "numba", "gluon"))
     parser.add_argument("--cells", help="indices into CELLS, comma-separated (default: all)")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--all", action="store_true", help="print every configuration's time")
@@ -70,8 +78,9 @@ def main() -> None:
         ref = reference(inputs)
         timed = []
         for config in configs(args.backend, problem):
-            # the tensor-core sweep keeps the planner's split (it follows the ring's residency)
-            for splits in (SPLITS if variant == "split-k" and args.backend != "cupy" else (None,)):
+            # CuPy's and Gluon's sweeps keep the planner's split (it follows the ring's residency)
+            for splits in (SPLITS if variant == "split-k" and args.backend in ("triton", "numba")
+                           else (None,)):
                 opts = {"config": config, **({"num_splits": splits} if splits else {})}
                 try:
                     checked = check(impl, inputs, ref, opts)

@@ -1,0 +1,237 @@
+"""Gluon building blocks shared by the one-pass and split-K decode kernels.
+
+The kernels do what ``impls/triton/_common.py`` does (one program per (sequence or work item,
+KV head); the GQA group as one ``[BLOCK_H, HEAD_DIM_PAD]`` tile of >= 16 rows, so each K/V tile
+is read once per group and both products run on the tensor cores; online softmax in the log2
+domain), one level lower, with every choice Triton's compiler makes written out:
+
+- **An explicit cp.async ring.** K/V tiles are copied global -> shared with ``cp.async`` (16-byte
+  vectors, masked rows and dims zero-filled, no register round trip) into ``NUM_STAGES`` slots;
+  ``NUM_STAGES - 1`` tiles are in flight while one is consumed. Triton 3.6 does not multi-buffer
+  these loads (their range is a runtime [start, end) and, paged, their rows come through the
+  block table): it loads each tile to registers, then stores it to shared memory for ``mma``.
+- **Page-granular gathers, prefetched.** Paged rows are addressed through the block table; the
+  table entries of a tile are loaded one iteration before its copies are issued, so the table
+  read's latency never stalls the copy issue. Where the page size divides the tile or the tile
+  divides it (``PAGE_SIZE`` constexpr) the entry index is a shift, else a division by the
+  runtime ``page_size``.
+- **``mma_v2`` with explicit layouts.** Scores ``q K^T`` and ``P V`` on the m16n8k16 tensor-core
+  instruction, fragments read from a swizzled shared layout (``ldmatrix``), float32 accumulators;
+  ``wgmma`` would need 64 rows, four times the padded group.
+
+Both KV layouts are ``[page, row, kv_head, dim]`` tensors (strides ``stride_kp``, ``stride_kt``,
+``stride_kh``): paged, page = the block table's entry; dense, page = the sequence.
+"""
+
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
+
+from impls.common import LN2 as _LN2
+from impls.common import with_overrides
+from specs.problem import ProblemError
+
+LN2 = gl.constexpr(_LN2)
+COPY_BYTES = 16  # one cp.async vector: the widest the instruction copies
+
+
+@gluon.constexpr_function
+def tile_layout(head_dim_pad, element_bits, num_warps):
+    """Registers of a [rows, HEAD_DIM_PAD] tile's copies: 16-byte vectors, a warp's lanes along
+    the row first, so each row is read in whole 32-byte sectors."""
+    vec = COPY_BYTES * 8 // element_bits
+    lanes_d = min(32, head_dim_pad // vec)
+    return gl.BlockedLayout([1, vec], [32 // lanes_d, lanes_d], [num_warps, 1], [1, 0])
+
+
+@gluon.constexpr_function
+def smem_layout(element_bits):
+    """K/V slots: 16-byte chunks XOR-swizzled over 8 rows, so the 8 row addresses of an
+    ``ldmatrix`` fall in 8 different bank groups."""
+    return gl.SwizzledSharedLayout(COPY_BYTES * 8 // element_bits, 1, 8, order=[1, 0])
+
+
+@gluon.constexpr_function
+def mma_layout(num_warps):
+    """m16n8k16 accumulators, the warps side by side along the tile's columns (tokens for the
+    scores, head dims for the output): the group's 16 rows are all one MMA tile high."""
+    return gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[1, num_warps],
+                                     instr_shape=[16, 8])
+
+
+@gluon.jit
+def tile_rows(pid_b, tile_start, offs_n, end, block_table_ptr, stride_btb, page_size,
+              IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr):
+    """(page, row) of the tile's tokens ``tile_start + offs_n`` and which are < ``end``; paged
+    entries past the end are not read (page 0, masked)."""
+    tokens = tile_start + offs_n
+    mask_n = tokens < end
+    if IS_PAGED and PAGE_SIZE > 0:  # a compile-time page size: a constant division
+        page = gl.load(block_table_ptr + pid_b * stride_btb + tokens // PAGE_SIZE, mask=mask_n,
+                       other=0)
+        return page.to(gl.int64), (tokens % PAGE_SIZE).to(gl.int64), mask_n
+    elif IS_PAGED:
+        page = gl.load(block_table_ptr + pid_b * stride_btb + tokens // page_size, mask=mask_n,
+                       other=0)
+        return page.to(gl.int64), (tokens % page_size).to(gl.int64), mask_n
+    # int64: token x row stride overflows int32 past 2^31 elements (MHA at 512k tokens)
+    return pid_b.to(gl.int64) + gl.zeros_like(tokens).to(gl.int64), tokens.to(gl.int64), mask_n
+
+
+@gluon.jit
+def issue_tile(k_slot, v_slot, k_ptr, v_ptr, page, row, mask_n, kvh_off, offs_d, mask_d,
+               stride_kp, stride_kt):
+    """cp.async the tile's K and V rows into one ring slot (masked elements are zero-filled and
+    not read: no poisoned row or page is touched)."""
+    row_off = page * stride_kp + row * stride_kt + kvh_off
+    offs = row_off[:, None] + offs_d[None, :]
+    mask = mask_n[:, None] & mask_d[None, :]
+    async_copy.async_copy_global_to_shared(k_slot, k_ptr + offs, mask=mask)
+    async_copy.async_copy_global_to_shared(v_slot, v_ptr + offs, mask=mask)
+
+
+@gluon.jit
+def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, group_size,
+           stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale,
+           HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_H: gl.constexpr,
+           BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
+           NUM_STAGES: gl.constexpr):
+    """Attention of KV head ``pid_kvh``'s query group over tokens [start, end): (out, lse) in
+    the MMA layout for the ``BLOCK_H`` rows (rows >= group_size are padding), out normalised,
+    lse natural-log; an empty range gives 0 and -inf."""
+    dtype: gl.constexpr = k_ptr.dtype.element_ty
+    LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, dtype.primitive_bitwidth, gl.num_warps())
+    MMA: gl.constexpr = mma_layout(gl.num_warps())
+    K_WIDTH: gl.constexpr = 32 // dtype.primitive_bitwidth  # operand elements per 32-bit register
+    A_OP: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=K_WIDTH)
+    B_OP: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=K_WIDTH)
+    SMEM: gl.constexpr = smem_layout(dtype.primitive_bitwidth)
+    k_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM_PAD], SMEM)
+    v_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM_PAD], SMEM)
+
+    offs_n = gl.arange(0, BLOCK_N, gl.SliceLayout(1, LOAD))
+    offs_d = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, LOAD))
+    mask_d = offs_d < HEAD_DIM
+    kvh_off = pid_kvh.to(gl.int64) * stride_kh
+    num_tiles = gl.cdiv(end - start, BLOCK_N)
+
+    # Prologue: tiles 0 .. NUM_STAGES - 2 in flight (a tile past the range is fully masked: an
+    # empty copy group, which keeps the group count uniform), and the next tile's rows looked up.
+    for i in gl.static_range(NUM_STAGES - 1):
+        page, row, mask_n = tile_rows(pid_b, start + i * BLOCK_N, offs_n, end, block_table_ptr,
+                                      stride_btb, page_size, IS_PAGED, PAGE_SIZE)
+        issue_tile(k_ring.index(i), v_ring.index(i), k_ptr, v_ptr, page, row, mask_n, kvh_off,
+                   offs_d, mask_d, stride_kp, stride_kt)
+        async_copy.commit_group()
+    next_page, next_row, next_mask = tile_rows(pid_b, start + (NUM_STAGES - 1) * BLOCK_N, offs_n,
+                                               end, block_table_ptr, stride_btb, page_size,
+                                               IS_PAGED, PAGE_SIZE)
+
+    offs_h = gl.arange(0, BLOCK_H, gl.SliceLayout(1, LOAD))
+    heads = pid_kvh * group_size + offs_h
+    q = gl.load(q_ptr + pid_b * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
+                mask=(offs_h < group_size)[:, None] & mask_d[None, :], other=0.0)
+    q = gl.convert_layout(q, A_OP)
+    offs_s = gl.arange(0, BLOCK_N, gl.SliceLayout(0, MMA))  # the tile's tokens, score columns
+    m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, gl.SliceLayout(1, MMA))
+    l_i = gl.zeros([BLOCK_H], gl.float32, gl.SliceLayout(1, MMA))
+    acc = gl.zeros([BLOCK_H, HEAD_DIM_PAD], gl.float32, MMA)
+
+    for i in range(num_tiles):
+        # Tile i landed once at most NUM_STAGES - 2 newer copy groups are pending; the barrier
+        # makes every warp's copies visible and frees the slot read in the previous iteration.
+        async_copy.wait_group(NUM_STAGES - 2)
+        gl.thread_barrier()
+        refill = (i + NUM_STAGES - 1) % NUM_STAGES
+        issue_tile(k_ring.index(refill), v_ring.index(refill), k_ptr, v_ptr, next_page, next_row,
+                   next_mask, kvh_off, offs_d, mask_d, stride_kp, stride_kt)
+        async_copy.commit_group()
+        next_page, next_row, next_mask = tile_rows(pid_b, start + (i + NUM_STAGES) * BLOCK_N,
+                                                   offs_n, end, block_table_ptr, stride_btb,
+                                                   page_size, IS_PAGED, PAGE_SIZE)
+
+        slot = i % NUM_STAGES
+        k = k_ring.index(slot).permute([1, 0]).load(B_OP)  # K^T fragments
+        s = mma_v2(q, k, gl.zeros([BLOCK_H, BLOCK_N], gl.float32, MMA))
+        valid = (start + i * BLOCK_N + offs_s) < end
+        s = gl.where(valid[None, :], s * qk_scale, float("-inf"))
+        m_new = gl.maximum(m_i, gl.max(s, 1))
+        alpha = gl.exp2(m_i - m_new)
+        p = gl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + gl.sum(p, 1)
+        v = v_ring.index(slot).load(B_OP)
+        # P V in the input dtype on the tensor cores, float32 accumulation
+        acc = mma_v2(gl.convert_layout(p.to(dtype), A_OP), v, acc * alpha[:, None])
+        m_i = m_new
+    async_copy.wait_group(0)  # no copy outlives the program's shared memory
+
+    empty = l_i == 0.0
+    out = acc / gl.where(empty, 1.0, l_i)[:, None]
+    lse = gl.where(empty, float("-inf"), (m_i + gl.log2(gl.where(empty, 1.0, l_i))) * LN2)
+    return out, lse
+
+
+@gluon.jit
+def store_group(out_ptr, lse_ptr, out, lse, stride_oh, group_size, BLOCK_H: gl.constexpr,
+                HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr):
+    """Store the group's valid rows: row h of out at ``out_ptr + h * stride_oh``, its lse at
+    ``lse_ptr + h`` (both pointers already at the group's first row)."""
+    MMA: gl.constexpr = mma_layout(gl.num_warps())
+    offs_h = gl.arange(0, BLOCK_H, gl.SliceLayout(1, MMA))
+    offs_d = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, MMA))
+    mask_h = offs_h < group_size
+    gl.store(out_ptr + offs_h[:, None] * stride_oh + offs_d[None, :],
+             out.to(out_ptr.dtype.element_ty), mask=mask_h[:, None] & (offs_d < HEAD_DIM)[None, :])
+    gl.store(lse_ptr + offs_h, lse, mask=mask_h)
+
+
+# ---- launch configuration ----------------------------------------------------------------------
+MIN_BLOCK_H = 16  # mma_v2's m16 tile: the query group is padded up to it
+MAX_BLOCK_N = 128  # tokens per K/V tile at most
+# Bytes of K + V in flight per SM that keep HBM busy: one program alone streams 64 KB slots; where
+# several share an SM (a grid of several waves, or the split planner's items), each takes its
+# share, so more programs hide each other's softmax (scripts/sweep.py gluon; the results README).
+SM_SLOT_BYTES = 64 * 1024
+MAX_SHARERS = 4  # programs per SM the slot size is divided among (a 16 KB slot at most 4 ways)
+NUM_STAGES = 2  # ring slots: one tile in flight while one is consumed (deeper rings measured slower)
+NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faster
+SMEM_PER_SM = 228 * 1024  # Hopper's shared memory per SM (227 KB of it for one program)
+SCRATCH_BYTES = 4 * 1024  # the compiler's scratch beside the ring (layout conversions, reductions)
+REPORTED = ("BLOCK_N", "BLOCK_H", "PAGE_SIZE", "NUM_STAGES", "num_warps")  # Launch.config
+
+
+def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_SHARERS) -> dict:
+    """Compile-time shape of the kernels for ``problem`` (no device query), with ``sharers``
+    programs per SM (the one-pass grid's waves; the split planner fills SMs with the most);
+    ``config`` overrides the tunable ones (``BLOCK_N``, ``NUM_STAGES``, ``num_warps``)."""
+    head_dim_pad = triton.next_power_of_2(problem.head_dim)
+    slot = SM_SLOT_BYTES // min(max(1, sharers), MAX_SHARERS)
+    fit = slot // (2 * head_dim_pad * problem.itemsize)  # tokens in one slot's K + V
+    defaults = dict(
+        HEAD_DIM=problem.head_dim,
+        HEAD_DIM_PAD=head_dim_pad,
+        BLOCK_H=max(MIN_BLOCK_H, triton.next_power_of_2(problem.group_size)),
+        BLOCK_N=max(16, min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1))),
+        IS_PAGED=problem.layout == "paged",
+        NUM_STAGES=NUM_STAGES,
+        num_warps=NUM_WARPS,
+    )
+    cfg = with_overrides(defaults, config)
+    tile, stages = cfg["BLOCK_N"], cfg["NUM_STAGES"]
+    if tile not in (16, 32, 64, 128, 256) or not 2 <= stages <= 8 or cfg["num_warps"] not in (1, 2, 4, 8):
+        raise ProblemError(f"config: BLOCK_N={tile}, NUM_STAGES={stages}, num_warps="
+                           f"{cfg['num_warps']}: BLOCK_N must be a power of two in [16, 256] (the "
+                           "mma k and n steps), NUM_STAGES in [2, 8], num_warps 1, 2, 4 or 8")
+    ps = problem.page_size
+    per_page = cfg["IS_PAGED"] and (tile % ps == 0 or ps % tile == 0)
+    return {**cfg, "PAGE_SIZE": ps if per_page else 0}
+
+
+def resident_programs(cfg: dict, problem) -> int:
+    """Programs of the attention kernel one SM holds: its shared memory (the ring) decides, which
+    is what the split planner sizes its work items by."""
+    ring = 2 * cfg["NUM_STAGES"] * cfg["BLOCK_N"] * cfg["HEAD_DIM_PAD"] * problem.itemsize
+    by_smem = SMEM_PER_SM // (ring + SCRATCH_BYTES + 1024)  # + 1 KB the driver reserves per program
+    by_regs = 65536 // (32 * cfg["num_warps"] * 128)  # 64K registers, at most 128 per thread
+    return max(1, min(by_smem, by_regs))

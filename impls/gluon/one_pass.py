@@ -1,0 +1,57 @@
+"""Gluon one-pass decode, on the dense or the paged layout (``IS_PAGED``).
+
+Algorithm: grid (batch, num_kv_heads); each program streams its sequence's K/V tiles through a
+``NUM_STAGES``-slot cp.async ring in shared memory once, for all query heads of its GQA group at
+once (``_common.attend``: mma_v2 scores and P.V, online softmax), and writes the final ``out``
+and ``lse``. Paged: each tile's rows are gathered through the block table, its entries loaded
+one tile ahead. No workspace, no second kernel.
+Expected bottleneck: HBM bandwidth when batch x num_kv_heads fills the GPU; at small batch the
+grid is too small (8 programs at batch 1 for Llama-3-8B) and split-K is the answer.
+"""
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+from impls.common import LOG2E, cache_args, require_alignment, sm_count
+from impls.gluon._common import COPY_BYTES, REPORTED, attend, pick_launch_config, store_group
+from impls.registry import Launch
+
+
+# runtime ints that vary per problem are not specialised (fewer recompiles, same code)
+@gluon.jit(do_not_specialize=["page_size", "group_size"])
+def decode_kernel(
+    q_ptr, k_ptr, v_ptr, seq_lens_ptr, block_table_ptr, out_ptr, lse_ptr,
+    stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
+    stride_lb, page_size, group_size, qk_scale,
+    HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_H: gl.constexpr,
+    BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
+    NUM_STAGES: gl.constexpr,
+):
+    pid_b = gl.program_id(0)
+    pid_kvh = gl.program_id(1)
+    seq_len = gl.load(seq_lens_ptr + pid_b)
+    out, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, 0, seq_len,
+                      group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
+                      stride_btb, page_size, qk_scale, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N,
+                      IS_PAGED, PAGE_SIZE, NUM_STAGES)
+    head0 = pid_kvh * group_size
+    store_group(out_ptr + pid_b * stride_ob + head0 * stride_oh, lse_ptr + pid_b * stride_lb + head0,
+                out, lse, stride_oh, group_size, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
+
+
+def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
+    p = inputs.problem
+    waves = -(-p.batch * p.num_kv_heads // sm_count(inputs.device))  # programs per SM
+    cfg = pick_launch_config(p, config, sharers=waves)
+    require_alignment(inputs, COPY_BYTES)
+    q, k, v = inputs.q, inputs.k, inputs.v
+    table, stride_btb, page_size = cache_args(inputs)
+    grid = (p.batch, p.num_kv_heads)
+    args = (q, k, v, inputs.seq_lens, table, out, lse,
+            q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), stride_btb,
+            out.stride(0), out.stride(1), lse.stride(0), page_size, p.group_size, p.scale * LOG2E)
+
+    def run():
+        decode_kernel[grid](*args, **cfg)
+
+    return Launch(run, {key: cfg[key] for key in REPORTED})

@@ -1,0 +1,139 @@
+"""Gluon split-K decode (flash-decoding) over the balanced plan, on the dense or the paged layout.
+
+Algorithm: ``impls.plan`` cuts the batch into work items (a token range of one sequence, at most
+a chunk of whole tiles and pages; ``num_splits`` forces a uniform cut), as for the Triton
+backend. Stage 1, grid (num_kv_heads, num_items): the program of item ``pid_i`` runs
+``_common.attend`` (cp.async ring, mma_v2) over its range for its GQA group; an item that is a
+whole sequence writes the final ``out`` and ``lse``, a piece of a split one its normalised
+partial output (float32) and LSE to its workspace slot. Stage 2, grid (num_merges,
+num_q_heads), only when something was split: a Gluon combine kernel merges each split sequence
+over its own slots, out = sum_s exp(lse_s - lse) * out_s with lse = log(sum_s exp(lse_s)), in
+blocks of ``BLOCK_S`` slots so any count works.
+Why: at batch 1 the one-pass grid has num_kv_heads programs for 100+ SMs, and in a ragged batch
+the longest sequence sets the time; splitting fills the GPU and cuts the tail.
+Expected bottleneck: HBM bandwidth once the items cover the SMs; launch and merge overhead at
+short sequences.
+"""
+
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+from impls import plan as planner
+from impls.common import LOG2E, cache_args, require_alignment
+from impls.gluon._common import (COPY_BYTES, REPORTED, attend, pick_launch_config,
+                                 resident_programs, store_group)
+from impls.registry import Launch
+
+COMBINE_BLOCK_S = 32  # partials merged per step of the combine loop (any split count works)
+
+
+# runtime ints that vary per problem are not specialised (fewer recompiles, same code)
+@gluon.jit(do_not_specialize=["page_size", "group_size"])
+def split_kernel(
+    q_ptr, k_ptr, v_ptr, items_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr,
+    stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
+    stride_lb, stride_pos, stride_poh, stride_pls, page_size, group_size, qk_scale,
+    HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_H: gl.constexpr,
+    BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
+    NUM_STAGES: gl.constexpr,
+):
+    pid_kvh = gl.program_id(0)  # KV heads vary fastest: an item's programs start together, and
+    pid_i = gl.program_id(1)  # the items' longest-first order holds across the whole grid
+    item = items_ptr + pid_i * 4  # (sequence, start, end, partial slot or -1)
+    pid_b = gl.load(item)
+    start = gl.load(item + 1)
+    end = gl.load(item + 2)
+    slot = gl.load(item + 3)
+    out, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
+                      group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
+                      stride_btb, page_size, qk_scale, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N,
+                      IS_PAGED, PAGE_SIZE, NUM_STAGES)
+    head0 = pid_kvh * group_size
+    if slot < 0:  # a whole sequence: the final result
+        store_group(out_ptr + pid_b * stride_ob + head0 * stride_oh,
+                    lse_ptr + pid_b * stride_lb + head0, out, lse, stride_oh, group_size,
+                    BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
+    else:
+        store_group(part_out_ptr + slot * stride_pos + head0 * stride_poh,
+                    part_lse_ptr + slot * stride_pls + head0, out, lse, stride_poh, group_size,
+                    BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
+
+
+@gluon.jit
+def combine_kernel(
+    part_out_ptr, part_lse_ptr, merge_seqs_ptr, merge_indptr_ptr, out_ptr, lse_ptr,
+    stride_pos, stride_poh, stride_pls, stride_ob, stride_oh, stride_lb,
+    HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_S: gl.constexpr,
+):
+    # slots down the warps, a row's dims across the lanes: the sum over slots is one reduction
+    LAYOUT: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [gl.num_warps(), 1], [1, 0])
+    pid_m = gl.program_id(0)
+    pid_h = gl.program_id(1)
+    pid_b = gl.load(merge_seqs_ptr + pid_m)
+    first = gl.load(merge_indptr_ptr + pid_m)
+    last = gl.load(merge_indptr_ptr + pid_m + 1)  # this sequence's slots: [first, last)
+    offs_s = gl.arange(0, BLOCK_S, gl.SliceLayout(1, LAYOUT))
+    offs_d = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, LAYOUT))
+    mask_d = offs_d < HEAD_DIM
+    lse_base = part_lse_ptr + pid_h
+    out_base = part_out_ptr + pid_h * stride_poh
+    # pass 1: the largest partial LSE (finite: every item holds at least one token)
+    lse_max = gl.full([BLOCK_S], float("-inf"), gl.float32, gl.SliceLayout(1, LAYOUT))
+    for s0 in range(first, last, BLOCK_S):
+        slots = s0 + offs_s
+        lse_s = gl.load(lse_base + slots * stride_pls, mask=slots < last, other=float("-inf"))
+        lse_max = gl.maximum(lse_max, lse_s)
+    m = gl.max(lse_max, 0)
+    # pass 2: weights exp(lse_s - m), weighted sum of the partials
+    acc = gl.zeros([HEAD_DIM_PAD], gl.float32, gl.SliceLayout(0, LAYOUT))
+    w_sum = gl.zeros([BLOCK_S], gl.float32, gl.SliceLayout(1, LAYOUT))
+    for s0 in range(first, last, BLOCK_S):
+        slots = s0 + offs_s
+        mask_s = slots < last
+        w = gl.exp(gl.load(lse_base + slots * stride_pls, mask=mask_s, other=float("-inf")) - m)
+        part = gl.load(out_base + slots[:, None] * stride_pos + offs_d[None, :],
+                       mask=mask_s[:, None] & mask_d[None, :], other=0.0)
+        acc += gl.sum(part * w[:, None], 0)
+        w_sum += w
+    total = gl.sum(w_sum, 0)
+    gl.store(out_ptr + pid_b * stride_ob + pid_h * stride_oh + offs_d,
+             (acc / total).to(out_ptr.dtype.element_ty), mask=mask_d)
+    gl.store(lse_ptr + pid_b * stride_lb + pid_h, m + gl.log(total))
+
+
+def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
+    p = inputs.problem
+    cfg = pick_launch_config(p, config)
+    require_alignment(inputs, COPY_BYTES)
+
+    def make_plan():  # the batch's plan from the host lengths (per step in a serving loop)
+        return planner.for_launch(inputs, resident_programs(cfg, p), cfg["BLOCK_N"], num_splits,
+                                  whole_pages=cfg["PAGE_SIZE"] > 0)
+
+    split_plan = make_plan()
+    work = split_plan.tensors(inputs.device)
+    q, k, v = inputs.q, inputs.k, inputs.v
+    table, stride_btb, page_size = cache_args(inputs)
+    part_out, part_lse = planner.new_partials(split_plan, p, q.device)
+    part_strides = (part_out.stride(0), part_out.stride(1), part_lse.stride(0))
+    split_args = (q, k, v, work["items"], table, out, lse, part_out, part_lse,
+                  q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), stride_btb,
+                  out.stride(0), out.stride(1), lse.stride(0), *part_strides, page_size,
+                  p.group_size, p.scale * LOG2E)
+    combine_args = (part_out, part_lse, work["merge_seqs"], work["merge_indptr"], out, lse,
+                    *part_strides, out.stride(0), out.stride(1), lse.stride(0))
+    split_grid = (p.num_kv_heads, split_plan.num_items)
+    combine_grid = (split_plan.num_merges, p.num_q_heads)
+    combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=cfg["HEAD_DIM_PAD"],
+                       BLOCK_S=min(COMBINE_BLOCK_S, triton.next_power_of_2(split_plan.max_items_per_seq)),
+                       num_warps=cfg["num_warps"])
+
+    def run():
+        split_kernel[split_grid](*split_args, **cfg)
+        if split_plan.num_merges:
+            combine_kernel[combine_grid](*combine_args, **combine_cfg)
+
+    return Launch(run, {"num_items": split_plan.num_items, "chunk": split_plan.chunk,
+                        "merges": split_plan.num_merges, **{key: cfg[key] for key in REPORTED}},
+                  plan=lambda: make_plan().tensors(inputs.device))
