@@ -20,8 +20,8 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 from impls import plan as planner
-from impls.common import LOG2E, cache_args, require_alignment
-from impls.gluon._common import (COPY_BYTES, REPORTED, attend, pick_launch_config,
+from impls.common import LOG2E, cache_args, require_alignment, sm_count
+from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, REPORTED, attend, pick_launch_config,
                                  resident_programs, store_group)
 from impls.registry import Launch
 
@@ -104,14 +104,24 @@ def combine_kernel(
 
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     p = inputs.problem
-    cfg = pick_launch_config(p, config)
     require_alignment(inputs, COPY_BYTES)
 
-    def make_plan():  # the batch's plan from the host lengths (per step in a serving loop)
+    def plan_for(cfg):  # the batch's plan from the host lengths (per step in a serving loop)
         return planner.for_launch(inputs, resident_programs(cfg, p), cfg["BLOCK_N"], num_splits,
                                   whole_pages=cfg["PAGE_SIZE"] > 0)
 
-    split_plan = make_plan()
+    # Small slots for SMs shared by several items; where the plan leaves fewer programs per SM
+    # than that (a short batch), larger slots and a plan for them: fewer, longer tile steps.
+    cfg = pick_launch_config(p, config)
+    split_plan = plan_for(cfg)
+    sharers = -(-split_plan.num_items * p.num_kv_heads // sm_count(inputs.device))
+    if sharers < MAX_SHARERS:
+        cfg = pick_launch_config(p, config, sharers=sharers)
+        split_plan = plan_for(cfg)
+
+    def make_plan():
+        return plan_for(cfg)
+
     work = split_plan.tensors(inputs.device)
     q, k, v = inputs.q, inputs.k, inputs.v
     table, stride_btb, page_size = cache_args(inputs)
