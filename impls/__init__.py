@@ -1,14 +1,15 @@
 """Implementations of decode attention, one folder per DSL or vendor library.
 
-One vocabulary in every backend, kernels included (Triton, CUDA sources, Numba), so the versions
-of one algorithm read side by side:
+One vocabulary in every backend, kernels included (Triton, Gluon, CUDA sources, Numba), so the
+versions of one algorithm read side by side:
 
 =====================================  ===========================================================
 name                                   meaning
 =====================================  ===========================================================
 ``group_size``                         query heads per KV head (the GQA group; 1 is MHA)
-``BLOCK_H``                            query heads one program handles: Triton pads the group to
-                                       a tile of >= 16 rows, CuPy and Numba take blocks of <= 8
+``BLOCK_H``                            query heads one program handles: Triton and Gluon pad the
+                                       group to a tile of >= 16 rows, CuPy and Numba take blocks
+                                       of <= 8
 ``num_head_blocks``, ``pid_hb``        head blocks per KV head, and which one (Triton: always 1)
 ``head0``, ``n_heads``                 a program's first query head, the valid heads of its block
 ``pid_b``, ``pid_kvh``, ``pid_h``      program indices: sequence, KV head, the query head of a
@@ -20,7 +21,9 @@ name                                   meaning
 ``qk_scale``                           sm_scale * log2(e): scores come out in log2 units
 ``m_i``, ``l_i``, ``acc``              online-softmax state: running max, running sum, unnormalised
                                        output (float32)
-``BLOCK_N``                            tokens per K/V tile (Triton)
+``BLOCK_N``                            tokens per K/V tile (Triton, Gluon)
+``NUM_STAGES``                         slots of a K/V ring in shared memory (Gluon; Triton's
+                                       ``num_stages`` is its pipeliner's)
 ``TPR``, ``VEC``, ``VPT``, ``UNROLL``  CuPy/Numba thread mapping: threads per K/V row, elements per
                                        vector load (16 B CuPy, 8 B Numba), vectors per thread per
                                        row, rows per row group (``rg``) per loop step

@@ -22,8 +22,8 @@ The last term is fp16's (UNDERFLOW is ~1e-40 in bf16 and fp32): a probability be
 smallest normal (2^-14, relative to the maximum; a spiky softmax has hundreds of them) rounds with
 an absolute error up to UNDERFLOW = 2^-25, not a relative one; ``Z`` sums |v_t[d]| over those
 tokens, divided by the normaliser l (``specs.reference``). An output below 2^-14 is itself
-rounded absolutely, by up to UNDERFLOW: the ``1``. Without it, every fp16 kernel failed a spiky
-draw whose output is subnormal (Triton and Gluon alike, 2.8x the bound, on the H100).
+rounded absolutely, by up to UNDERFLOW: the ``1``. Without it, a correct fp16 kernel fails a
+spiky draw whose output is subnormal (tests/test_spec.py emulates one).
 
 The LSE (float32 from every backend) passes when
 

@@ -36,7 +36,7 @@ def test_vendor_cells_and_their_reasons():
         if not torch.cuda.is_available():
             assert impl.availability() == "no CUDA GPU", name
     assert not any(i.backend.vendor for i in registry.all_impls()
-                   if i.backend.name in ("triton", "cupy", "numba"))
+                   if i.backend.name in ("triton", "gluon", "cupy", "numba"))
 
 
 # ---- FA4: rows past the length in the last tile / page must be finite ------------------------
