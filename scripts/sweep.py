@@ -45,7 +45,7 @@ def configs(backend: str, problem) -> list[dict]:
     if backend == "triton":
         return [dict(BLOCK_N=b, num_warps=w, num_stages=s)
                 for b, w, s in itertools.product((32, 64, 128), (4, 8), (2, 3, 4))]
-    if backend == "gluon":  # what fits a program's shared memory (227 KB)
+    if backend == "gluon":  # rings of <= 220 KB: a program's 227 KB less the compiler's scratch
         return [dict(BLOCK_N=b, NUM_STAGES=s, num_warps=w)
                 for b, s, w in itertools.product((32, 64, 128), (2, 3, 4), (4, 8))
                 if 2 * s * b * triton_pad(problem.head_dim) * problem.itemsize <= 220 * 1024]

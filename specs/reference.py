@@ -26,8 +26,9 @@ class Reference:
     v_weight: torch.Tensor  # float64 [batch, num_q_heads, head_dim]: sum_t p_t |v_t[d]|
     # float64 [batch, num_q_heads, head_dim]: sum of |v_t[d]| / l over the tokens whose
     # unnormalised probability exp(s_t - max s) is below the dtype's smallest normal number, with
-    # l = sum_t exp(s_t - max s): a kernel rounding such a probability (it is no larger relative
-    # to a running max, and later rescaled by <= 1) errs by <= half the subnormal spacing
+    # l = sum_t exp(s_t - max s): only these can round absolutely in a kernel (relative to a
+    # running or per-split max a probability is no smaller), by <= half the subnormal spacing,
+    # then rescaled by <= 1
     v_subnormal: torch.Tensor
 
 

@@ -24,7 +24,7 @@ CAPS = Capabilities(
          "are copied in 16-byte cp.async vectors, so head_dim is a multiple of 8")
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.gluon.one_pass", CAPS, options=("config",),
-         summary="grid (batch, kv_heads); a 3-slot cp.async ring; paged: table entries "
+         summary="grid (batch, kv_heads); a 2-slot cp.async ring; paged: table entries "
                  "prefetched a tile ahead"),
     Impl(BACKEND, "split-k", "impls.gluon.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding over the balanced plan (impls.plan); split sequences write "
