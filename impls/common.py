@@ -72,6 +72,24 @@ def cache_args(inputs):
     return inputs.seq_lens.view(-1, 1), 0, 1
 
 
+def tile_kernel_args(inputs, out, lse, work=None, part_out=None, part_lse=None):
+    """The runtime arguments of the Triton and Gluon kernels, which share one signature: without
+    ``work``, the one-pass ``decode_kernel``'s; with a plan's ``work`` tensors and partials,
+    ``(split_kernel's, combine_kernel's)``."""
+    p, q, k, v = inputs.problem, inputs.q, inputs.k, inputs.v
+    table, stride_btb, page_size = cache_args(inputs)
+    strides = (q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), stride_btb,
+               out.stride(0), out.stride(1), lse.stride(0))
+    scalars = (page_size, p.group_size, p.scale * LOG2E)
+    if work is None:
+        return (q, k, v, inputs.seq_lens, table, out, lse, *strides, *scalars)
+    part_strides = (part_out.stride(0), part_out.stride(1), part_lse.stride(0))
+    return ((q, k, v, work["items"], table, out, lse, part_out, part_lse, *strides,
+             *part_strides, *scalars),
+            (part_out, part_lse, work["merge_seqs"], work["merge_indptr"], out, lse,
+             *part_strides, out.stride(0), out.stride(1), lse.stride(0)))
+
+
 # ---- memory and streams -------------------------------------------------------------------------
 def require_alignment(inputs, load_bytes: int) -> None:
     """Raise ``Unsupported`` when loads of ``load_bytes`` per thread cannot read q, k, v rows."""

@@ -12,7 +12,7 @@ grid is too small (8 programs at batch 1 for Llama-3-8B) and split-K is the answ
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from impls.common import LOG2E, cache_args, require_alignment, sm_count
+from impls.common import require_alignment, sm_count, tile_kernel_args
 from impls.gluon._common import COPY_BYTES, REPORTED, attend, pick_launch_config, store_group
 from impls.registry import Launch
 
@@ -44,12 +44,8 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     waves = -(-p.batch * p.num_kv_heads // sm_count(inputs.device))  # programs per SM
     cfg = pick_launch_config(p, config, sharers=waves)
     require_alignment(inputs, COPY_BYTES)
-    q, k, v = inputs.q, inputs.k, inputs.v
-    table, stride_btb, page_size = cache_args(inputs)
     grid = (p.batch, p.num_kv_heads)
-    args = (q, k, v, inputs.seq_lens, table, out, lse,
-            q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), stride_btb,
-            out.stride(0), out.stride(1), lse.stride(0), page_size, p.group_size, p.scale * LOG2E)
+    args = tile_kernel_args(inputs, out, lse)
 
     def run():
         decode_kernel[grid](*args, **cfg)

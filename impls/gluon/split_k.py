@@ -20,7 +20,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 from impls import plan as planner
-from impls.common import LOG2E, cache_args, require_alignment, sm_count
+from impls.common import require_alignment, sm_count, tile_kernel_args
 from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, REPORTED, attend, pick_launch_config,
                                  resident_programs, store_group)
 from impls.registry import Launch
@@ -123,16 +123,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
         return plan_for(cfg)
 
     work = split_plan.tensors(inputs.device)
-    q, k, v = inputs.q, inputs.k, inputs.v
-    table, stride_btb, page_size = cache_args(inputs)
-    part_out, part_lse = planner.new_partials(split_plan, p, q.device)
-    part_strides = (part_out.stride(0), part_out.stride(1), part_lse.stride(0))
-    split_args = (q, k, v, work["items"], table, out, lse, part_out, part_lse,
-                  q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), stride_btb,
-                  out.stride(0), out.stride(1), lse.stride(0), *part_strides, page_size,
-                  p.group_size, p.scale * LOG2E)
-    combine_args = (part_out, part_lse, work["merge_seqs"], work["merge_indptr"], out, lse,
-                    *part_strides, out.stride(0), out.stride(1), lse.stride(0))
+    part_out, part_lse = planner.new_partials(split_plan, p, inputs.device)
+    split_args, combine_args = tile_kernel_args(inputs, out, lse, work, part_out, part_lse)
     split_grid = (p.num_kv_heads, split_plan.num_items)
     combine_grid = (split_plan.num_merges, p.num_q_heads)
     combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=cfg["HEAD_DIM_PAD"],

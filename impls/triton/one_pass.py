@@ -14,7 +14,7 @@ pages add block-table reads and shorter contiguous runs.
 import triton
 import triton.language as tl
 
-from impls.common import LOG2E, cache_args
+from impls.common import tile_kernel_args
 from impls.registry import Launch
 from impls.triton._common import REPORTED, attend, pick_launch_config, store_group
 
@@ -44,12 +44,8 @@ def decode_kernel(
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     p = inputs.problem
     cfg = pick_launch_config(p, config)
-    q, k, v = inputs.q, inputs.k, inputs.v
-    table, stride_btb, page_size = cache_args(inputs)
     grid = (p.batch, p.num_kv_heads)
-    args = (q, k, v, inputs.seq_lens, table, out, lse,
-            q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), stride_btb,
-            out.stride(0), out.stride(1), lse.stride(0), page_size, p.group_size, p.scale * LOG2E)
+    args = tile_kernel_args(inputs, out, lse)
 
     def run():
         decode_kernel[grid](*args, **cfg)

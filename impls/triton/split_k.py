@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 from impls import plan as planner
-from impls.common import LOG2E, cache_args
+from impls.common import tile_kernel_args
 from impls.registry import Launch
 from impls.triton._common import REPORTED, attend, pick_launch_config, store_group
 
@@ -115,16 +115,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
 
     split_plan = make_plan()
     work = split_plan.tensors(inputs.device)
-    q, k, v = inputs.q, inputs.k, inputs.v
-    table, stride_btb, page_size = cache_args(inputs)
-    part_out, part_lse = planner.new_partials(split_plan, p, q.device)
-    part_strides = (part_out.stride(0), part_out.stride(1), part_lse.stride(0))
-    split_args = (q, k, v, work["items"], table, out, lse, part_out, part_lse,
-                  q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), stride_btb,
-                  out.stride(0), out.stride(1), lse.stride(0), *part_strides, page_size,
-                  p.group_size, p.scale * LOG2E)
-    combine_args = (part_out, part_lse, work["merge_seqs"], work["merge_indptr"], out, lse,
-                    *part_strides, out.stride(0), out.stride(1), lse.stride(0))
+    part_out, part_lse = planner.new_partials(split_plan, p, inputs.device)
+    split_args, combine_args = tile_kernel_args(inputs, out, lse, work, part_out, part_lse)
     split_grid = (p.num_kv_heads, split_plan.num_items)
     combine_grid = (split_plan.num_merges, p.num_q_heads)
     combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=cfg["HEAD_DIM_PAD"],
