@@ -1,7 +1,7 @@
 """Every Triton and Gluon kernel compiles for sm_90 (no GPU needed), the 16-bit attention kernels
-put both products on the tensor cores (mma in the PTX), and Gluon's copy K/V with cp.async, so a
-syntax, type or layout error is caught in CI rather than on the GPU (Gluon has no interpreter:
-this is all of it the CPU can check)."""
+put both products on the tensor cores (mma in the PTX), and Gluon's copy K/V by TMA (dense) or
+cp.async (gathered), so a syntax, type or layout error is caught in CI rather than on the GPU
+(Gluon has no interpreter: this is all of it the CPU can check)."""
 
 import os
 import subprocess
@@ -24,5 +24,13 @@ def test_all_kernels_compile_for_sm90(backend):
     assert names == {"decode_kernel", "split_kernel", "combine_kernel"}
     attention = [l for l in lines if not l.startswith("combine") and ("*bf16" in l or "*fp16" in l)]
     assert attention and all("mma=True" in l for l in attention), "\n".join(attention)
-    if backend == "gluon":  # the explicit ring: asynchronous copies in every attention kernel
-        assert all("cp.async=True" in l for l in attention), "\n".join(attention)
+    if backend == "gluon":  # the explicit ring: dense tiles by TMA, gathered ones by cp.async
+        tma = [l for l in attention if "'IS_PAGED': False" in l and "'DENSE_TMA': 1" in l]
+        gathered = [l for l in attention if l not in tma]
+        assert tma and all("tma=True" in l and "cp.async=False" in l for l in tma), "\n".join(tma)
+        assert gathered and all("cp.async=True" in l and "tma=False" in l for l in gathered), \
+            "\n".join(gathered)
+        # the per-row table lookups (a page size neither dividing nor divided by the tile) and a
+        # deeper ring compile too
+        assert any("'IS_PAGED': True" in l and "'PAGE_SIZE': 0" in l for l in attention)
+        assert any("'NUM_STAGES': 3" in l for l in attention)

@@ -6,12 +6,15 @@ launchers run on CPU tensors with ``JITFunction.run`` swapped for a recorder, so
 types and compile-time constants are exactly what a GPU launch passes; each distinct kernel
 specialisation is then compiled by Triton's own compiler for ``GPUTarget("cuda", 90, 32)``.
 Prints one line per kernel: name, constants, registers are unknown without a GPU, so the PTX's
-use of tensor-core ``mma`` is reported instead, and of ``cp.async`` (asynchronous copies).
+use of tensor-core ``mma`` is reported instead, of ``cp.async`` (asynchronous copies) and of
+TMA (``cp.async.bulk.tensor``).
 """
 
 import importlib
 import os
+import re
 import sys
+import types
 
 if os.environ.get("TRITON_INTERPRET") != "0":
     sys.exit("run with TRITON_INTERPRET=0 (compile, do not interpret)")
@@ -28,22 +31,38 @@ from specs.inputs import make_inputs  # noqa: E402
 from specs.problem import DecodeProblem  # noqa: E402
 
 HOPPER = GPUTarget("cuda", 90, 32)
+# Gluon's defaults, a deeper ring, and dense tiles by cp.async instead of TMA (the ablation)
+GLUON_CONFIGS = (None, {"NUM_STAGES": 3}, {"DENSE_TMA": 0})
+CP_ASYNC = re.compile(r"cp\.async\.c[ag]")  # cp.async.ca/.cg, not TMA's cp.async.bulk
 HOPPER_SMEM = 227 * 1024  # shared memory one block may use on sm_90
 captured = []
 
 
+class _StandIn:
+    """What a ``warmup`` returns to a launcher that sizes its plan by the compiled binary: without
+    a GPU the binary's registers are unknown, so the CUDA limit (255) stands in for them."""
+    n_regs = 255
+    metadata = types.SimpleNamespace(shared=HOPPER_SMEM)
+
+    def _init_handles(self):
+        pass
+
+
 def _record(self, *args, grid, warmup, **kwargs):
     captured.append((self, args, kwargs))
+    return _StandIn() if warmup else None
 
 
-def compile_all(problems, backend: str = "triton") -> list[str]:
+def compile_all(problems, backend: str = "triton", configs=(None,)) -> list[str]:
     JITFunction.run = _record
     for problem in problems:
         inputs = make_inputs(problem, seed=0, device="cpu")
         for impl in registry.all_impls():
             if impl.backend.name == backend and impl.unsupported(problem) is None:
-                out, lse = inputs.new_outputs()  # the module's own prepare: Gluon has no CPU mode
-                getattr(importlib.import_module(impl.module), impl.entry)(inputs, out, lse).run()
+                for config in configs:
+                    out, lse = inputs.new_outputs()  # the module's prepare: Gluon has no CPU mode
+                    prepare = getattr(importlib.import_module(impl.module), impl.entry)
+                    prepare(inputs, out, lse, **({"config": config} if config else {})).run()
     target_backend = make_backend(HOPPER)
     done, report = set(), []
     for fn, args, kwargs in captured:
@@ -64,7 +83,8 @@ def compile_all(problems, backend: str = "triton") -> list[str]:
         launch = {k: kwargs[k] for k in ("num_warps", "num_stages") if k in kwargs}
         dtype = next(t for t in signature.values() if t.startswith("*") and t != "*i32")
         report.append(f"{fn.__name__} {dtype} {named} {launch} shared={kernel.metadata.shared} "
-                      f"mma={'mma' in ptx} cp.async={'cp.async' in ptx}")
+                      f"mma={'mma' in ptx} cp.async={bool(CP_ASYNC.search(ptx))} "
+                      f"tma={'cp.async.bulk.tensor' in ptx}")
         assert kernel.metadata.shared <= HOPPER_SMEM, f"{fn.__name__} needs {kernel.metadata.shared} B"
     return report
 
@@ -74,7 +94,12 @@ def main() -> None:
                 for dtype in ("bfloat16", "float16", "float32") for layout in ("dense", "paged")]
     problems += [DecodeProblem(16, 4, head_dim, (300,), layout=layout)
                  for head_dim in (64, 96, 256) for layout in ("dense", "paged")]
-    for line in compile_all(problems, sys.argv[1] if len(sys.argv) > 1 else "triton"):
+    # a page size that neither divides the tile nor is divided by it: the per-row table lookups
+    problems += [DecodeProblem(32, 8, 128, (300, 70), layout="paged", page_size=12)]
+    # one long sequence on one KV head: split on the nominal 4 SMs of a CPU, the combine launched
+    problems += [DecodeProblem(8, 1, 128, (8192,), layout=layout) for layout in ("dense", "paged")]
+    backend = sys.argv[1] if len(sys.argv) > 1 else "triton"
+    for line in compile_all(problems, backend, GLUON_CONFIGS if backend == "gluon" else (None,)):
         print(line)
 
 

@@ -5,11 +5,15 @@ KV head); the GQA group as one ``[BLOCK_H, HEAD_DIM_PAD]`` tile of >= 16 rows, s
 is read once per group and both products run on the tensor cores; online softmax in the log2
 domain), one level lower, with every choice Triton's compiler makes written out:
 
-- **An explicit cp.async ring.** K/V tiles are copied global -> shared with ``cp.async`` (16-byte
-  vectors, masked rows and dims zero-filled, no register round trip) into ``NUM_STAGES`` slots;
-  ``NUM_STAGES - 1`` tiles are in flight while one is consumed. Triton 3.6 does not multi-buffer
-  these loads (their range is a runtime [start, end) and, paged, their rows come through the
-  block table): it loads each tile to registers, then stores it to shared memory for ``mma``.
+- **An explicit K/V ring in shared memory**, ``NUM_STAGES`` slots, ``NUM_STAGES - 1`` tiles in
+  flight while one is consumed. Dense: each K and V tile is one TMA bulk copy (a 4-d box of the
+  ``[batch, max_seq_len, Hkv, D]`` cache; zero fill past the cache and past ``HEAD_DIM``), its
+  arrival counted in bytes on the slot's mbarrier, so no thread computes a row address. Paged:
+  Hopper's TMA has no gather, so rows are copied with ``cp.async`` (16-byte vectors, masked rows
+  zero-filled) and the stages synchronised with ``wait_group``. Either way nothing passes through
+  registers. Triton 3.6 does not multi-buffer these loads (their range is a runtime
+  [start, end) and, paged, their rows come through the block table): it loads each tile to
+  registers, then stores it to shared memory for ``mma``.
 - **Page-granular gathers, prefetched.** Paged rows are addressed through the block table; the
   table entries of a tile are loaded one iteration before its copies are issued, so the table
   read's latency never stalls the copy issue. Where the page size divides the tile or the tile
@@ -19,14 +23,17 @@ domain), one level lower, with every choice Triton's compiler makes written out:
   instruction, fragments read from a swizzled shared layout (``ldmatrix``), float32 accumulators;
   ``wgmma`` would need 64 rows, four times the padded group.
 
-Both KV layouts are ``[page, row, kv_head, dim]`` tensors (strides ``stride_kp``, ``stride_kt``,
+The cp.async path reads both KV layouts as ``[page, row, kv_head, dim]`` tensors (strides ``stride_kp``, ``stride_kt``,
 ``stride_kh``): paged, page = the block table's entry; dense, page = the sequence.
 """
 
+import torch
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from impls.common import LN2 as _LN2
 from impls.common import with_overrides
@@ -34,6 +41,7 @@ from specs.problem import ProblemError
 
 LN2 = gl.constexpr(_LN2)
 COPY_BYTES = 16  # one cp.async vector: the widest the instruction copies
+TORCH_TO_GL = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 
 
 @gluon.constexpr_function
@@ -92,28 +100,46 @@ def issue_tile(k_slot, v_slot, k_ptr, v_ptr, page, row, mask_n, kvh_off, offs_d,
 
 
 @gluon.jit
-def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, group_size,
-           stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale,
-           HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_H: gl.constexpr,
-           BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
-           NUM_STAGES: gl.constexpr):
-    """Attention of KV head ``pid_kvh``'s query group over tokens [start, end): (out, lse) in
-    the MMA layout for the ``BLOCK_H`` rows (rows >= group_size are padding), out normalised,
-    lse natural-log; an empty range gives 0 and -inf."""
-    dtype: gl.constexpr = k_ptr.dtype.element_ty
-    LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, dtype.primitive_bitwidth, gl.num_warps())
+def softmax_step(q, k_tile, v_tile, tile_start, end, qk_scale, m_i, l_i, acc):
+    """One online-softmax step over a landed ``[BLOCK_N, HEAD_DIM_PAD]`` K/V tile in shared
+    memory whose first token is ``tile_start`` (tokens >= ``end`` are masked out of the scores;
+    their V rows must hold finite values): the updated (m_i, l_i, acc)."""
+    dtype: gl.constexpr = k_tile.dtype
     MMA: gl.constexpr = mma_layout(gl.num_warps())
     K_WIDTH: gl.constexpr = 32 // dtype.primitive_bitwidth  # operand elements per 32-bit register
     A_OP: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=K_WIDTH)
     B_OP: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=K_WIDTH)
+    BLOCK_H: gl.constexpr = q.shape[0]
+    BLOCK_N: gl.constexpr = k_tile.shape[0]
+    k = k_tile.permute([1, 0]).load(B_OP)  # K^T fragments (ldmatrix)
+    s = mma_v2(q, k, gl.zeros([BLOCK_H, BLOCK_N], gl.float32, MMA))
+    valid = (tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(0, MMA))) < end
+    s = gl.where(valid[None, :], s * qk_scale, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(s, 1))
+    alpha = gl.exp2(m_i - m_new)
+    p = gl.exp2(s - m_new[:, None])
+    l_i = l_i * alpha + gl.sum(p, 1)
+    v = v_tile.load(B_OP)
+    # P V in the input dtype on the tensor cores, float32 accumulation
+    acc = mma_v2(gl.convert_layout(p.to(dtype), A_OP), v, acc * alpha[:, None])
+    return m_new, l_i, acc
+
+
+@gluon.jit
+def stream_gathered(q, k_ptr, v_ptr, block_table_ptr, pid_b, kvh_off, start, end, stride_kp,
+                    stride_kt, stride_btb, page_size, qk_scale, m_i, l_i, acc,
+                    HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_N: gl.constexpr,
+                    IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr, NUM_STAGES: gl.constexpr):
+    """Tokens [start, end) through a ``NUM_STAGES``-slot cp.async ring, rows addressed one by
+    one (through the block table when paged): masked rows are zero-filled, never read."""
+    dtype: gl.constexpr = k_ptr.dtype.element_ty
+    LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, dtype.primitive_bitwidth, gl.num_warps())
     SMEM: gl.constexpr = smem_layout(dtype.primitive_bitwidth)
     k_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM_PAD], SMEM)
     v_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM_PAD], SMEM)
-
     offs_n = gl.arange(0, BLOCK_N, gl.SliceLayout(1, LOAD))
     offs_d = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, LOAD))
     mask_d = offs_d < HEAD_DIM
-    kvh_off = pid_kvh.to(gl.int64) * stride_kh
     num_tiles = gl.cdiv(end - start, BLOCK_N)
 
     # Prologue: tiles 0 .. NUM_STAGES - 2 in flight (a tile past the range is fully masked: an
@@ -127,17 +153,6 @@ def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, gro
     next_page, next_row, next_mask = tile_rows(pid_b, start + (NUM_STAGES - 1) * BLOCK_N, offs_n,
                                                end, block_table_ptr, stride_btb, page_size,
                                                IS_PAGED, PAGE_SIZE)
-
-    offs_h = gl.arange(0, BLOCK_H, gl.SliceLayout(1, LOAD))
-    heads = pid_kvh * group_size + offs_h
-    q = gl.load(q_ptr + pid_b * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
-                mask=(offs_h < group_size)[:, None] & mask_d[None, :], other=0.0)
-    q = gl.convert_layout(q, A_OP)
-    offs_s = gl.arange(0, BLOCK_N, gl.SliceLayout(0, MMA))  # the tile's tokens, score columns
-    m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, gl.SliceLayout(1, MMA))
-    l_i = gl.zeros([BLOCK_H], gl.float32, gl.SliceLayout(1, MMA))
-    acc = gl.zeros([BLOCK_H, HEAD_DIM_PAD], gl.float32, MMA)
-
     for i in range(num_tiles):
         # Tile i landed once at most NUM_STAGES - 2 newer copy groups are pending; the barrier
         # makes every warp's copies visible and frees the slot read in the previous iteration.
@@ -150,21 +165,100 @@ def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, gro
         next_page, next_row, next_mask = tile_rows(pid_b, start + (i + NUM_STAGES) * BLOCK_N,
                                                    offs_n, end, block_table_ptr, stride_btb,
                                                    page_size, IS_PAGED, PAGE_SIZE)
-
-        slot = i % NUM_STAGES
-        k = k_ring.index(slot).permute([1, 0]).load(B_OP)  # K^T fragments
-        s = mma_v2(q, k, gl.zeros([BLOCK_H, BLOCK_N], gl.float32, MMA))
-        valid = (start + i * BLOCK_N + offs_s) < end
-        s = gl.where(valid[None, :], s * qk_scale, float("-inf"))
-        m_new = gl.maximum(m_i, gl.max(s, 1))
-        alpha = gl.exp2(m_i - m_new)
-        p = gl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + gl.sum(p, 1)
-        v = v_ring.index(slot).load(B_OP)
-        # P V in the input dtype on the tensor cores, float32 accumulation
-        acc = mma_v2(gl.convert_layout(p.to(dtype), A_OP), v, acc * alpha[:, None])
-        m_i = m_new
+        stage = i % NUM_STAGES
+        m_i, l_i, acc = softmax_step(q, k_ring.index(stage), v_ring.index(stage),
+                                     start + i * BLOCK_N, end, qk_scale, m_i, l_i, acc)
     async_copy.wait_group(0)  # no copy outlives the program's shared memory
+    return m_i, l_i, acc
+
+
+@gluon.jit
+def stream_tma(q, k_desc, v_desc, pid_b, pid_kvh, start, end, qk_scale, m_i, l_i, acc,
+               NUM_STAGES: gl.constexpr):
+    """Tokens [start, end) of a dense cache through a ``NUM_STAGES``-slot ring filled by TMA:
+    one bulk copy per K and V tile (box ``[1, BLOCK_N, 1, HEAD_DIM_PAD]`` of the
+    ``[batch, max_seq_len, Hkv, D]`` descriptor; dims past ``HEAD_DIM`` and rows past the cache
+    are zero-filled), its arrival counted in bytes on the slot's mbarrier. A tile reaching past
+    ``end`` brings rows that may be poison: their V rows are zeroed in shared memory."""
+    dtype: gl.constexpr = k_desc.dtype
+    BLOCK_N: gl.constexpr = k_desc.block_shape[1]
+    HEAD_DIM_PAD: gl.constexpr = k_desc.block_shape[3]
+    TILE_BYTES: gl.constexpr = BLOCK_N * HEAD_DIM_PAD * dtype.primitive_bitwidth // 8
+    LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, dtype.primitive_bitwidth, gl.num_warps())
+    k_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + k_desc.block_shape, k_desc.layout)
+    v_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + v_desc.block_shape, v_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(ready.index(i), count=1)
+    fence_async_shared()  # the initialised barriers visible to the TMA unit before its first copy
+    num_tiles = gl.cdiv(end - start, BLOCK_N)
+
+    for i in gl.static_range(NUM_STAGES - 1):  # prologue: the first tiles in flight
+        issue_tma(k_desc, v_desc, k_ring.index(i), v_ring.index(i), ready.index(i), pid_b,
+                  start + i * BLOCK_N, pid_kvh, 2 * TILE_BYTES, i < num_tiles)
+    for i in range(num_tiles):
+        # The barrier frees the slot every warp read in the previous iteration for its refill.
+        gl.thread_barrier()
+        refill = (i + NUM_STAGES - 1) % NUM_STAGES
+        issue_tma(k_desc, v_desc, k_ring.index(refill), v_ring.index(refill), ready.index(refill),
+                  pid_b, start + (i + NUM_STAGES - 1) * BLOCK_N, pid_kvh, 2 * TILE_BYTES,
+                  i + NUM_STAGES - 1 < num_tiles)
+        stage = i % NUM_STAGES
+        mbarrier.wait(ready.index(stage), (i // NUM_STAGES) & 1)  # the slot's n-th fill landed
+        k_tile = k_ring.index(stage).reshape([BLOCK_N, HEAD_DIM_PAD])
+        v_tile = v_ring.index(stage).reshape([BLOCK_N, HEAD_DIM_PAD])
+        tile_start = start + i * BLOCK_N
+        if tile_start + BLOCK_N > end:  # the last tile: zero the V rows past the range
+            rows = tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(1, LOAD))
+            v_tile.store(gl.where((rows < end)[:, None], v_tile.load(LOAD), 0.0))
+            gl.thread_barrier()
+        m_i, l_i, acc = softmax_step(q, k_tile, v_tile, tile_start, end, qk_scale, m_i, l_i, acc)
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.invalidate(ready.index(i))
+    return m_i, l_i, acc
+
+
+@gluon.jit
+def issue_tma(k_desc, v_desc, k_slot, v_slot, bar, pid_b, tile_start, pid_kvh, nbytes, pred):
+    """Start the TMA copies of one K and one V tile into a ring slot, both counted on ``bar``."""
+    mbarrier.expect(bar, nbytes, pred=pred)
+    tma.async_copy_global_to_shared(k_desc, [pid_b, tile_start, pid_kvh, 0], bar, k_slot, pred=pred)
+    tma.async_copy_global_to_shared(v_desc, [pid_b, tile_start, pid_kvh, 0], bar, v_slot, pred=pred)
+
+
+@gluon.jit
+def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh, start, end,
+           group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb,
+           page_size, qk_scale, HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr,
+           BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr,
+           PAGE_SIZE: gl.constexpr, NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr):
+    """Attention of KV head ``pid_kvh``'s query group over tokens [start, end): (out, lse) in
+    the MMA layout for the ``BLOCK_H`` rows (rows >= group_size are padding), out normalised,
+    lse natural-log; an empty range gives 0 and -inf. Dense caches stream by TMA (``k_desc``,
+    ``v_desc``) unless ``DENSE_TMA`` is 0, paged ones by cp.async gathers (descriptors None)."""
+    dtype: gl.constexpr = k_ptr.dtype.element_ty
+    LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, dtype.primitive_bitwidth, gl.num_warps())
+    MMA: gl.constexpr = mma_layout(gl.num_warps())
+    A_OP: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA,
+                                             k_width=32 // dtype.primitive_bitwidth)
+    offs_h = gl.arange(0, BLOCK_H, gl.SliceLayout(1, LOAD))
+    offs_d = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, LOAD))
+    heads = pid_kvh * group_size + offs_h
+    q = gl.load(q_ptr + pid_b * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
+                mask=(offs_h < group_size)[:, None] & (offs_d < HEAD_DIM)[None, :], other=0.0)
+    q = gl.convert_layout(q, A_OP)
+    m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, gl.SliceLayout(1, MMA))
+    l_i = gl.zeros([BLOCK_H], gl.float32, gl.SliceLayout(1, MMA))
+    acc = gl.zeros([BLOCK_H, HEAD_DIM_PAD], gl.float32, MMA)
+    if IS_PAGED or not DENSE_TMA:
+        m_i, l_i, acc = stream_gathered(q, k_ptr, v_ptr, block_table_ptr, pid_b,
+                                        pid_kvh.to(gl.int64) * stride_kh, start, end, stride_kp,
+                                        stride_kt, stride_btb, page_size, qk_scale, m_i, l_i, acc,
+                                        HEAD_DIM, HEAD_DIM_PAD, BLOCK_N, IS_PAGED, PAGE_SIZE,
+                                        NUM_STAGES)
+    else:
+        m_i, l_i, acc = stream_tma(q, k_desc, v_desc, pid_b, pid_kvh, start, end, qk_scale, m_i,
+                                   l_i, acc, NUM_STAGES)
 
     empty = l_i == 0.0
     out = acc / gl.where(empty, 1.0, l_i)[:, None]
@@ -196,15 +290,18 @@ SM_SLOT_BYTES = 64 * 1024
 MAX_SHARERS = 4  # programs per SM the slot size is divided among (a 16 KB slot at most 4 ways)
 NUM_STAGES = 2  # ring slots: one tile in flight while one is consumed (deeper rings measured slower)
 NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faster
+DENSE_TMA = 1  # dense tiles by TMA (0: by cp.async, as paged ones; for ablations)
 SMEM_PER_SM = 228 * 1024  # Hopper's shared memory per SM (227 KB of it for one program)
-SCRATCH_BYTES = 4 * 1024  # the compiler's scratch beside the ring (layout conversions, reductions)
-REPORTED = ("BLOCK_N", "BLOCK_H", "PAGE_SIZE", "NUM_STAGES", "num_warps")  # Launch.config
+REGS_PER_SM = 65536  # Hopper's register file per SM, 32-bit registers
+MAX_WARPS_PER_SM = 64
+REPORTED = ("BLOCK_N", "BLOCK_H", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA", "num_warps")  # Launch.config
 
 
 def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_SHARERS) -> dict:
     """Compile-time shape of the kernels for ``problem`` (no device query), with ``sharers``
     programs per SM (the one-pass grid's waves; the split planner fills SMs with the most);
-    ``config`` overrides the tunable ones (``BLOCK_N``, ``NUM_STAGES``, ``num_warps``)."""
+    ``config`` overrides the tunable ones (``BLOCK_N``, ``NUM_STAGES``, ``DENSE_TMA``,
+    ``num_warps``)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     slot = SM_SLOT_BYTES // min(max(1, sharers), MAX_SHARERS)
     fit = slot // (2 * head_dim_pad * problem.itemsize)  # tokens in one slot's K + V
@@ -215,23 +312,41 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
         BLOCK_N=max(16, min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1))),
         IS_PAGED=problem.layout == "paged",
         NUM_STAGES=NUM_STAGES,
+        DENSE_TMA=DENSE_TMA,
         num_warps=NUM_WARPS,
     )
     cfg = with_overrides(defaults, config)
     tile, stages = cfg["BLOCK_N"], cfg["NUM_STAGES"]
-    if tile not in (16, 32, 64, 128, 256) or not 2 <= stages <= 8 or cfg["num_warps"] not in (1, 2, 4, 8):
-        raise ProblemError(f"config: BLOCK_N={tile}, NUM_STAGES={stages}, num_warps="
-                           f"{cfg['num_warps']}: BLOCK_N must be a power of two in [16, 256] (the "
-                           "mma k and n steps), NUM_STAGES in [2, 8], num_warps 1, 2, 4 or 8")
+    if tile not in (16, 32, 64, 128, 256) or not 2 <= stages <= 8 or \
+            cfg["num_warps"] not in (1, 2, 4, 8) or cfg["DENSE_TMA"] not in (0, 1):
+        raise ProblemError(f"config: BLOCK_N={tile}, NUM_STAGES={stages}, DENSE_TMA="
+                           f"{cfg['DENSE_TMA']}, num_warps={cfg['num_warps']}: BLOCK_N must be a "
+                           "power of two in [16, 256] (the mma k and n steps; a TMA box row is at "
+                           "most 256), NUM_STAGES in [2, 8], DENSE_TMA 0 or 1, num_warps 1, 2, 4 "
+                           "or 8")
     ps = problem.page_size
     per_page = cfg["IS_PAGED"] and (tile % ps == 0 or ps % tile == 0)
     return {**cfg, "PAGE_SIZE": ps if per_page else 0}
 
 
-def resident_programs(cfg: dict, problem) -> int:
-    """Programs of the attention kernel one SM holds: its shared memory (the ring) decides, which
-    is what the split planner sizes its work items by."""
-    ring = 2 * cfg["NUM_STAGES"] * cfg["BLOCK_N"] * cfg["HEAD_DIM_PAD"] * problem.itemsize
-    by_smem = SMEM_PER_SM // (ring + SCRATCH_BYTES + 1024)  # + 1 KB the driver reserves per program
-    by_regs = 65536 // (32 * cfg["num_warps"] * 128)  # 64K registers, at most 128 per thread
-    return max(1, min(by_smem, by_regs))
+def kv_descriptors(inputs, cfg: dict):
+    """The TMA descriptors of a dense K and V cache (``[batch, max_seq_len, Hkv, D]``, its own
+    strides; a box is one tile of one KV head), or ``(None, None)`` where tiles are gathered."""
+    if cfg["IS_PAGED"] or not cfg["DENSE_TMA"]:
+        return None, None
+    block = [1, cfg["BLOCK_N"], 1, cfg["HEAD_DIM_PAD"]]
+    layout = gl.NVMMASharedLayout.get_default_for(block, TORCH_TO_GL[inputs.k.dtype])
+    return tuple(TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
+                 for t in (inputs.k, inputs.v))
+
+
+def resident_programs(kernel, cfg: dict) -> int:
+    """Programs of a compiled attention kernel one SM holds, by the CUDA occupancy rules: its
+    registers (allocated per warp in 256s), its shared memory (+ 1 KB the driver reserves per
+    program) and the threads per SM; the split planner sizes its work items by it."""
+    kernel._init_handles()  # loads the binary: n_regs is known from then on
+    warps = cfg["num_warps"]
+    regs_per_warp = -(-kernel.n_regs * 32 // 256) * 256
+    by_regs = REGS_PER_SM // (regs_per_warp * warps)
+    by_smem = SMEM_PER_SM // (kernel.metadata.shared + 1024)
+    return max(1, min(by_regs, by_smem, MAX_WARPS_PER_SM // warps))

@@ -13,7 +13,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 from impls.common import require_alignment, sm_count, tile_kernel_args
-from impls.gluon._common import COPY_BYTES, REPORTED, attend, pick_launch_config, store_group
+from impls.gluon._common import COPY_BYTES, REPORTED, attend, kv_descriptors, pick_launch_config, store_group
 from impls.registry import Launch
 
 
@@ -22,18 +22,18 @@ from impls.registry import Launch
 def decode_kernel(
     q_ptr, k_ptr, v_ptr, seq_lens_ptr, block_table_ptr, out_ptr, lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
-    stride_lb, page_size, group_size, qk_scale,
+    stride_lb, page_size, group_size, qk_scale, k_desc, v_desc,
     HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_H: gl.constexpr,
     BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
-    NUM_STAGES: gl.constexpr,
+    NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr,
 ):
     pid_b = gl.program_id(0)
     pid_kvh = gl.program_id(1)
     seq_len = gl.load(seq_lens_ptr + pid_b)
-    out, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, 0, seq_len,
-                      group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
+    out, lse = attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh, 0,
+                      seq_len, group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
                       stride_btb, page_size, qk_scale, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N,
-                      IS_PAGED, PAGE_SIZE, NUM_STAGES)
+                      IS_PAGED, PAGE_SIZE, NUM_STAGES, DENSE_TMA)
     head0 = pid_kvh * group_size
     store_group(out_ptr + pid_b * stride_ob + head0 * stride_oh, lse_ptr + pid_b * stride_lb + head0,
                 out, lse, stride_oh, group_size, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
@@ -45,7 +45,7 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     cfg = pick_launch_config(p, config, sharers=waves)
     require_alignment(inputs, COPY_BYTES)
     grid = (p.batch, p.num_kv_heads)
-    args = tile_kernel_args(inputs, out, lse)
+    args = (*tile_kernel_args(inputs, out, lse), *kv_descriptors(inputs, cfg))
 
     def run():
         decode_kernel[grid](*args, **cfg)

@@ -21,8 +21,8 @@ from triton.experimental.gluon import language as gl
 
 from impls import plan as planner
 from impls.common import require_alignment, sm_count, tile_kernel_args
-from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, REPORTED, attend, pick_launch_config,
-                                 resident_programs, store_group)
+from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, REPORTED, attend, kv_descriptors,
+                                 pick_launch_config, resident_programs, store_group)
 from impls.registry import Launch
 
 COMBINE_BLOCK_S = 32  # partials merged per step of the combine loop (any split count works)
@@ -33,10 +33,10 @@ COMBINE_BLOCK_S = 32  # partials merged per step of the combine loop (any split 
 def split_kernel(
     q_ptr, k_ptr, v_ptr, items_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
-    stride_lb, stride_pos, stride_poh, stride_pls, page_size, group_size, qk_scale,
+    stride_lb, stride_pos, stride_poh, stride_pls, page_size, group_size, qk_scale, k_desc, v_desc,
     HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_H: gl.constexpr,
     BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
-    NUM_STAGES: gl.constexpr,
+    NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr,
 ):
     pid_kvh = gl.program_id(0)  # KV heads vary fastest: an item's programs start together, and
     pid_i = gl.program_id(1)  # the items' longest-first order holds across the whole grid
@@ -45,10 +45,10 @@ def split_kernel(
     start = gl.load(item + 1)
     end = gl.load(item + 2)
     slot = gl.load(item + 3)
-    out, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
-                      group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
+    out, lse = attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh, start,
+                      end, group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
                       stride_btb, page_size, qk_scale, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N,
-                      IS_PAGED, PAGE_SIZE, NUM_STAGES)
+                      IS_PAGED, PAGE_SIZE, NUM_STAGES, DENSE_TMA)
     head0 = pid_kvh * group_size
     if slot < 0:  # a whole sequence: the final result
         store_group(out_ptr + pid_b * stride_ob + head0 * stride_oh,
@@ -106,25 +106,33 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     p = inputs.problem
     require_alignment(inputs, COPY_BYTES)
 
-    def plan_for(cfg):  # the batch's plan from the host lengths (per step in a serving loop)
-        return planner.for_launch(inputs, resident_programs(cfg, p), cfg["BLOCK_N"], num_splits,
+    def plan_for(cfg, programs_per_sm):  # the batch's plan from the host lengths (every step)
+        return planner.for_launch(inputs, programs_per_sm, cfg["BLOCK_N"], num_splits,
                                   whole_pages=cfg["PAGE_SIZE"] > 0)
+
+    def kernel_args(cfg, split_plan):
+        part_out, part_lse = planner.new_partials(split_plan, p, inputs.device)
+        split_args, combine_args = tile_kernel_args(inputs, out, lse,
+                                                    split_plan.tensors(inputs.device), part_out,
+                                                    part_lse)
+        return (*split_args, *kv_descriptors(inputs, cfg)), combine_args
+
+    def compiled_residency(cfg):  # compiled for cfg (on a stand-in plan: the same argument types)
+        split_args, _ = kernel_args(cfg, planner.whole_sequences(p.seq_lens))
+        return resident_programs(split_kernel.warmup(*split_args, grid=(1,), **cfg), cfg)
 
     # Small slots for SMs shared by several items; where the plan leaves fewer programs per SM
     # than that (a short batch), larger slots and a plan for them: fewer, longer tile steps.
     cfg = pick_launch_config(p, config)
-    split_plan = plan_for(cfg)
+    resident = compiled_residency(cfg)
+    split_plan = plan_for(cfg, resident)
     sharers = -(-split_plan.num_items * p.num_kv_heads // sm_count(inputs.device))
     if sharers < MAX_SHARERS:
         cfg = pick_launch_config(p, config, sharers=sharers)
-        split_plan = plan_for(cfg)
+        resident = compiled_residency(cfg)
+        split_plan = plan_for(cfg, resident)
 
-    def make_plan():
-        return plan_for(cfg)
-
-    work = split_plan.tensors(inputs.device)
-    part_out, part_lse = planner.new_partials(split_plan, p, inputs.device)
-    split_args, combine_args = tile_kernel_args(inputs, out, lse, work, part_out, part_lse)
+    split_args, combine_args = kernel_args(cfg, split_plan)
     split_grid = (p.num_kv_heads, split_plan.num_items)
     combine_grid = (split_plan.num_merges, p.num_q_heads)
     combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=cfg["HEAD_DIM_PAD"],
@@ -137,5 +145,6 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
             combine_kernel[combine_grid](*combine_args, **combine_cfg)
 
     return Launch(run, {"num_items": split_plan.num_items, "chunk": split_plan.chunk,
-                        "merges": split_plan.num_merges, **{key: cfg[key] for key in REPORTED}},
-                  plan=lambda: make_plan().tensors(inputs.device))
+                        "merges": split_plan.num_merges, "resident": resident,
+                        **{key: cfg[key] for key in REPORTED}},
+                  plan=lambda: plan_for(cfg, resident).tensors(inputs.device))
