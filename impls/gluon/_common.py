@@ -290,7 +290,6 @@ SM_SLOT_BYTES = 64 * 1024
 MAX_SHARERS = 4  # programs per SM the slot size is divided among (a 16 KB slot at most 4 ways)
 NUM_STAGES = 2  # ring slots: one tile in flight while one is consumed (deeper rings measured slower)
 NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faster
-DENSE_TMA = 1  # dense tiles by TMA (0: by cp.async, as paged ones; for ablations)
 SMEM_PER_SM = 228 * 1024  # Hopper's shared memory per SM (227 KB of it for one program)
 REGS_PER_SM = 65536  # Hopper's register file per SM, 32-bit registers
 MAX_WARPS_PER_SM = 64
@@ -303,7 +302,8 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
     ``config`` overrides the tunable ones (``BLOCK_N``, ``NUM_STAGES``, ``DENSE_TMA``,
     ``num_warps``)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
-    slot = SM_SLOT_BYTES // min(max(1, sharers), MAX_SHARERS)
+    sharers = min(max(1, sharers), MAX_SHARERS)
+    slot = SM_SLOT_BYTES // sharers
     fit = slot // (2 * head_dim_pad * problem.itemsize)  # tokens in one slot's K + V
     defaults = dict(
         HEAD_DIM=problem.head_dim,
@@ -312,7 +312,9 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
         BLOCK_N=max(16, min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1))),
         IS_PAGED=problem.layout == "paged",
         NUM_STAGES=NUM_STAGES,
-        DENSE_TMA=DENSE_TMA,
+        # dense tiles by TMA, except in 16 KB slots: there the cp.async ring measured 1-2 % faster
+        # (64 x 2k-8k; the results README's profile says why)
+        DENSE_TMA=int(sharers < MAX_SHARERS),
         num_warps=NUM_WARPS,
     )
     cfg = with_overrides(defaults, config)
@@ -329,10 +331,14 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
     return {**cfg, "PAGE_SIZE": ps if per_page else 0}
 
 
+def uses_tma(cfg: dict) -> bool:
+    return not cfg["IS_PAGED"] and bool(cfg["DENSE_TMA"])
+
+
 def kv_descriptors(inputs, cfg: dict):
     """The TMA descriptors of a dense K and V cache (``[batch, max_seq_len, Hkv, D]``, its own
     strides; a box is one tile of one KV head), or ``(None, None)`` where tiles are gathered."""
-    if cfg["IS_PAGED"] or not cfg["DENSE_TMA"]:
+    if not uses_tma(cfg):
         return None, None
     block = [1, cfg["BLOCK_N"], 1, cfg["HEAD_DIM_PAD"]]
     layout = gl.NVMMASharedLayout.get_default_for(block, TORCH_TO_GL[inputs.k.dtype])

@@ -22,7 +22,8 @@ from triton.experimental.gluon import language as gl
 from impls import plan as planner
 from impls.common import require_alignment, sm_count, tile_kernel_args
 from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, REPORTED, attend, kv_descriptors,
-                                 pick_launch_config, resident_programs, store_group)
+                                 pick_launch_config, resident_programs, store_group,
+                                 uses_tma)
 from impls.registry import Launch
 
 COMBINE_BLOCK_S = 32  # partials merged per step of the combine loop (any split count works)
@@ -121,13 +122,17 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
         split_args, _ = kernel_args(cfg, planner.whole_sequences(p.seq_lens))
         return resident_programs(split_kernel.warmup(*split_args, grid=(1,), **cfg), cfg)
 
-    # Small slots for SMs shared by several items; where the plan leaves fewer programs per SM
-    # than that (a short batch), larger slots and a plan for them: fewer, longer tile steps.
-    cfg = pick_launch_config(p, config)
+    # TMA streams an SM's share of HBM with one program in 64 KB slots: the plan fills the SMs
+    # with the items of one resident program each. The cp.async ring wants several programs per
+    # SM to hide each other's softmax: small slots, or larger ones where the plan for them leaves
+    # fewer programs per SM (a short batch).
+    cfg = pick_launch_config(p, config, sharers=1)
+    if not uses_tma(cfg):
+        cfg = pick_launch_config(p, config)
     resident = compiled_residency(cfg)
     split_plan = plan_for(cfg, resident)
     sharers = -(-split_plan.num_items * p.num_kv_heads // sm_count(inputs.device))
-    if sharers < MAX_SHARERS:
+    if not uses_tma(cfg) and sharers < MAX_SHARERS:
         cfg = pick_launch_config(p, config, sharers=sharers)
         resident = compiled_residency(cfg)
         split_plan = plan_for(cfg, resident)
