@@ -1,7 +1,8 @@
 """One cell's launch of a variant, three times (compile, warm, profiled), for Nsight Compute:
     ncu -k regex:decode_kernel --launch-skip 2 --launch-count 1 \
         python3 ncu_cell.py gluon dense dense 64 8192 '{"DENSE_TMA": 0}'
-(backend, variant, layout, batch, seq_len, optional launch config as JSON)."""
+(backend, variant, layout, batch, seq_len, optional launch config as JSON); batch ``ragged16``
+or ``ragged64`` with any seq_len picks the ragged workload's batch of that size."""
 import json
 import sys
 
@@ -13,7 +14,11 @@ from specs.inputs import make_inputs
 
 backend, variant, layout, batch, seq = sys.argv[1:6]
 config = json.loads(sys.argv[6]) if len(sys.argv) > 6 else None
-problem = workloads.model_problem("llama3-8b", [int(seq)] * int(batch), layout)
+if batch.startswith("ragged"):
+    problem = next(p for p in workloads.named(["ragged"]) if p.layout == layout
+                   and p.batch == int(batch[len("ragged"):]))
+else:
+    problem = workloads.model_problem("llama3-8b", [int(seq)] * int(batch), layout)
 inputs = make_inputs(problem, 0)
 out, lse = inputs.new_outputs()
 launch = registry.get(f"{backend}/{variant}").prepare(inputs, out, lse,
