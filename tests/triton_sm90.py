@@ -31,8 +31,8 @@ from specs.inputs import make_inputs  # noqa: E402
 from specs.problem import DecodeProblem  # noqa: E402
 
 HOPPER = GPUTarget("cuda", 90, 32)
-# Gluon's defaults, a deeper ring, and dense tiles by cp.async instead of TMA (the ablation)
-GLUON_CONFIGS = (None, {"NUM_STAGES": 3}, {"DENSE_TMA": 0})
+# Gluon's defaults, a deeper ring, and every variant's dense tiles by TMA and by cp.async
+GLUON_CONFIGS = (None, {"NUM_STAGES": 3}, {"DENSE_TMA": 1}, {"DENSE_TMA": 0})
 CP_ASYNC = re.compile(r"cp\.async\.c[ag]")  # cp.async.ca/.cg, not TMA's cp.async.bulk
 HOPPER_SMEM = 227 * 1024  # shared memory one block may use on sm_90
 captured = []

@@ -296,8 +296,10 @@ MAX_WARPS_PER_SM = 64
 REPORTED = ("BLOCK_N", "BLOCK_H", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA", "num_warps")  # Launch.config
 
 
-def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_SHARERS) -> dict:
-    """Compile-time shape of the kernels for ``problem`` (no device query), with ``sharers``
+def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_SHARERS,
+                       tma: bool = False) -> dict:
+    """Compile-time shape of the kernels for ``problem`` (no device query), dense tiles by TMA
+    or not (``tma``: the launcher's choice, measured per variant), with ``sharers``
     programs per SM (the one-pass grid's waves; the split planner fills SMs with the most);
     ``config`` overrides the tunable ones (``BLOCK_N``, ``NUM_STAGES``, ``DENSE_TMA``,
     ``num_warps``)."""
@@ -312,9 +314,7 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
         BLOCK_N=max(16, min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1))),
         IS_PAGED=problem.layout == "paged",
         NUM_STAGES=NUM_STAGES,
-        # dense tiles by TMA, except in 16 KB slots: there the cp.async ring measured 1-2 % faster
-        # (64 x 2k-8k; the results README's profile says why)
-        DENSE_TMA=int(sharers < MAX_SHARERS),
+        DENSE_TMA=int(tma),
         num_warps=NUM_WARPS,
     )
     cfg = with_overrides(defaults, config)

@@ -1,10 +1,10 @@
 """Gluon one-pass decode, on the dense or the paged layout (``IS_PAGED``).
 
 Algorithm: grid (batch, num_kv_heads); each program streams its sequence's K/V tiles through a
-``NUM_STAGES``-slot cp.async ring in shared memory once, for all query heads of its GQA group at
-once (``_common.attend``: mma_v2 scores and P.V, online softmax), and writes the final ``out``
-and ``lse``. Paged: each tile's rows are gathered through the block table, its entries loaded
-one tile ahead. No workspace, no second kernel.
+``NUM_STAGES``-slot cp.async ring in shared memory once (``DENSE_TMA=1``: dense tiles by TMA),
+for all query heads of its GQA group at once (``_common.attend``: mma_v2 scores and P.V, online
+softmax), and writes the final ``out`` and ``lse``. Paged: each tile's rows are gathered
+through the block table, its entries loaded one tile ahead. No workspace, no second kernel.
 Expected bottleneck: HBM bandwidth when batch x num_kv_heads fills the GPU; at small batch the
 grid is too small (8 programs at batch 1 for Llama-3-8B) and split-K is the answer.
 """
@@ -42,7 +42,9 @@ def decode_kernel(
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     p = inputs.problem
     waves = -(-p.batch * p.num_kv_heads // sm_count(inputs.device))  # programs per SM
-    cfg = pick_launch_config(p, config, sharers=waves)
+    # whole sequences stream at least as fast through the cp.async ring as by TMA (dense 16 x 1k-32k,
+    # 64 x 2k-8k: results/nvidia-h100/2026-11-24-gluon-tma)
+    cfg = pick_launch_config(p, config, sharers=waves, tma=False)
     require_alignment(inputs, COPY_BYTES)
     grid = (p.batch, p.num_kv_heads)
     args = (*tile_kernel_args(inputs, out, lse), *kv_descriptors(inputs, cfg))

@@ -3,9 +3,10 @@
 Algorithm: ``impls.plan`` cuts the batch into work items (a token range of one sequence, at most
 a chunk of whole tiles and pages; ``num_splits`` forces a uniform cut), as for the Triton
 backend. Stage 1, grid (num_kv_heads, num_items): the program of item ``pid_i`` runs
-``_common.attend`` (cp.async ring, mma_v2) over its range for its GQA group; an item that is a
-whole sequence writes the final ``out`` and ``lse``, a piece of a split one its normalised
-partial output (float32) and LSE to its workspace slot. Stage 2, grid (num_merges,
+``_common.attend`` (a TMA ring for dense tiles, cp.async gathers for paged ones; mma_v2) over
+its range for its GQA group; an item that is a whole sequence writes the final ``out`` and
+``lse``, a piece of a split one its normalised partial output (float32) and LSE to its
+workspace slot. Stage 2, grid (num_merges,
 num_q_heads), only when something was split: a Gluon combine kernel merges each split sequence
 over its own slots, out = sum_s exp(lse_s - lse) * out_s with lse = log(sum_s exp(lse_s)), in
 blocks of ``BLOCK_S`` slots so any count works.
@@ -126,8 +127,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     # with the items of one resident program each. The cp.async ring wants several programs per
     # SM to hide each other's softmax: small slots, or larger ones where the plan for them leaves
     # fewer programs per SM (a short batch).
-    cfg = pick_launch_config(p, config, sharers=1)
-    if not uses_tma(cfg):
+    cfg = pick_launch_config(p, config, sharers=1, tma=True)
+    if not uses_tma(cfg):  # paged, or DENSE_TMA=0 asked for
         cfg = pick_launch_config(p, config)
     resident = compiled_residency(cfg)
     split_plan = plan_for(cfg, resident)
