@@ -6,8 +6,9 @@
 # On the device machine:
 #     DECODE_BENCH_COMMIT=<sha> OUT=<folder> bash results/nvidia-h100/2026-11-24-gluon-tma/run-committed.sh
 set -uo pipefail
-OUT=${OUT:-runs/gluon-tma-committed}
-mkdir -p "$OUT"
+FINAL=${OUT:-runs/gluon-tma-committed}
+OUT=$(mktemp -d)  # everything lands here, then one archive in $FINAL (the device returns 8 files)
+mkdir -p "$FINAL"
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=.
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
@@ -24,3 +25,4 @@ for tma in 0 1; do
 done
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/conformance.log" | tail -8
 sed -n '/== side by side ==/,$p' "$OUT/harness.log" | cut -c1-150
+tar czf "$FINAL/committed.tgz" -C "$OUT" . && echo "archive: $(du -h "$FINAL/committed.tgz" | cut -f1)"
