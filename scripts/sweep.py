@@ -46,12 +46,11 @@ def configs(backend: str, problem) -> list[dict]:
         return [dict(BLOCK_N=b, num_warps=w, num_stages=s)
                 for b, w, s in itertools.product((32, 64, 128), (4, 8), (2, 3, 4))]
     if backend == "gluon":  # rings of <= 220 KB: a program's 227 KB less the compiler's scratch;
-        # dense: TMA rings, then the cp.async ring at the default shape (what TMA buys)
-        tma = [{"DENSE_TMA": 1}] if problem.layout == "dense" else [{}]
-        return [dict(BLOCK_N=b, NUM_STAGES=s, num_warps=w, **t)
-                for b, s, w, t in itertools.product((32, 64, 128), (2, 3, 4), (4, 8), tma)
-                if 2 * s * b * triton_pad(problem.head_dim) * problem.itemsize <= 220 * 1024] + \
-            ([{"DENSE_TMA": 0}] if problem.layout == "dense" else [])
+        # dense tiles by both copy paths (paged ones are always gathered)
+        copies = [{"DENSE_TMA": 1}, {"DENSE_TMA": 0}] if problem.layout == "dense" else [{}]
+        return [dict(BLOCK_N=b, NUM_STAGES=s, num_warps=w, **c)
+                for b, s, w, c in itertools.product((32, 64, 128), (2, 3, 4), (4, 8), copies)
+                if 2 * s * b * triton_pad(problem.head_dim) * problem.itemsize <= 220 * 1024]
     if backend == "cupy":  # the tensor-core loop's ring (what fits a CTA), and the CUDA-core loop
         from impls.cupy._build import SMEM_PER_CTA, ring_smem_bytes
         return [dict(TENSOR_CORES=1, NUM_WARPS=w, STAGES=s, ITEMS_FIRST=f)

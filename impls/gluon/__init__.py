@@ -5,8 +5,8 @@ from impls.registry import Backend, Capabilities, Impl
 
 BACKEND = Backend(
     name="gluon",
-    summary="Gluon kernels: explicit K/V ring (TMA + mbarriers dense, cp.async gathers paged), "
-            "mma_v2 on the 16-row GQA tile",
+    summary="Gluon kernels: explicit K/V ring (cp.async; TMA + mbarriers for split-K's dense "
+            "tiles), mma_v2 on the 16-row GQA tile",
     requires=("triton.experimental.gluon",),
     compiles="Gluon JIT (Triton's compiler) on the first launch of each specialisation; cached "
              "on disk (TRITON_CACHE_DIR)",
@@ -25,9 +25,9 @@ CAPS = Capabilities(
          "are copied in 16-byte cp.async vectors, so head_dim is a multiple of 8")
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.gluon.one_pass", CAPS, options=("config",),
-         summary="grid (batch, kv_heads); a 2-slot ring, TMA dense, cp.async paged (table "
-                 "entries prefetched a tile ahead)"),
+         summary="grid (batch, kv_heads); a 2-slot cp.async ring (paged: table entries "
+                 "prefetched a tile ahead)"),
     Impl(BACKEND, "split-k", "impls.gluon.split_k", CAPS, options=("num_splits", "config"),
-         summary="flash-decoding over the balanced plan (impls.plan); split sequences write "
-                 "(out, lse) partials a Gluon kernel merges"),
+         summary="flash-decoding over the balanced plan (impls.plan); dense tiles by TMA; split "
+                 "sequences write (out, lse) partials a Gluon kernel merges"),
 ]

@@ -6,12 +6,13 @@ is read once per group and both products run on the tensor cores; online softmax
 domain), one level lower, with every choice Triton's compiler makes written out:
 
 - **An explicit K/V ring in shared memory**, ``NUM_STAGES`` slots, ``NUM_STAGES - 1`` tiles in
-  flight while one is consumed. Dense: each K and V tile is one TMA bulk copy (a 4-d box of the
-  ``[batch, max_seq_len, Hkv, D]`` cache; zero fill past the cache and past ``HEAD_DIM``), its
-  arrival counted in bytes on the slot's mbarrier, so no thread computes a row address. Paged:
-  Hopper's TMA has no gather, so rows are copied with ``cp.async`` (16-byte vectors, masked rows
-  zero-filled) and the stages synchronised with ``wait_group``. Either way nothing passes through
-  registers. Triton 3.6 does not multi-buffer these loads (their range is a runtime
+  flight while one is consumed, filled one of two ways (``DENSE_TMA``; the split-K launcher
+  picks TMA for dense tiles, the one-pass launcher cp.async). TMA: each K and V tile is one bulk
+  copy (a 4-d box of the ``[batch, max_seq_len, Hkv, D]`` cache; zero fill past the cache and
+  past ``HEAD_DIM``), its arrival counted in bytes on the slot's mbarrier, so no thread computes
+  a row address. cp.async (paged tiles always: Hopper's TMA has no gather): 16-byte vectors,
+  masked rows zero-filled, stages synchronised with ``wait_group``. Either way nothing passes
+  through registers. Triton 3.6 does not multi-buffer these loads (their range is a runtime
   [start, end) and, paged, their rows come through the block table): it loads each tile to
   registers, then stores it to shared memory for ``mma``.
 - **Page-granular gathers, prefetched.** Paged rows are addressed through the block table; the
@@ -197,7 +198,8 @@ def stream_tma(q, k_desc, v_desc, pid_b, pid_kvh, start, end, qk_scale, m_i, l_i
         issue_tma(k_desc, v_desc, k_ring.index(i), v_ring.index(i), ready.index(i), pid_b,
                   start + i * BLOCK_N, pid_kvh, 2 * TILE_BYTES, i < num_tiles)
     for i in range(num_tiles):
-        # The barrier frees the slot every warp read in the previous iteration for its refill.
+        # The barrier frees the slot every warp read in the previous iteration for its refill,
+        # and keeps its mbarrier from being re-armed before every warp has seen its last phase.
         gl.thread_barrier()
         refill = (i + NUM_STAGES - 1) % NUM_STAGES
         issue_tma(k_desc, v_desc, k_ring.index(refill), v_ring.index(refill), ready.index(refill),
@@ -293,6 +295,7 @@ NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faste
 SMEM_PER_SM = 228 * 1024  # Hopper's shared memory per SM (227 KB of it for one program)
 REGS_PER_SM = 65536  # Hopper's register file per SM, 32-bit registers
 MAX_WARPS_PER_SM = 64
+MAX_PROGRAMS_PER_SM = 32
 REPORTED = ("BLOCK_N", "BLOCK_H", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA", "num_warps")  # Launch.config
 
 
@@ -328,7 +331,9 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
                            "or 8")
     ps = problem.page_size
     per_page = cfg["IS_PAGED"] and (tile % ps == 0 or ps % tile == 0)
-    return {**cfg, "PAGE_SIZE": ps if per_page else 0}
+    # paged tiles are always gathered: report (and specialise on) what runs
+    return {**cfg, "PAGE_SIZE": ps if per_page else 0,
+            "DENSE_TMA": 0 if cfg["IS_PAGED"] else cfg["DENSE_TMA"]}
 
 
 def uses_tma(cfg: dict) -> bool:
@@ -348,11 +353,12 @@ def kv_descriptors(inputs, cfg: dict):
 
 def resident_programs(kernel, cfg: dict) -> int:
     """Programs of a compiled attention kernel one SM holds, by the CUDA occupancy rules: its
-    registers (allocated per warp in 256s), its shared memory (+ 1 KB the driver reserves per
-    program) and the threads per SM; the split planner sizes its work items by it."""
+    registers (allocated per warp in 256s, from each of the 4 sub-partitions' quarter of the
+    file), its shared memory (+ 1 KB the driver reserves per program), the warps and programs per
+    SM; the split planner sizes its work items by it."""
     kernel._init_handles()  # loads the binary: n_regs is known from then on
     warps = cfg["num_warps"]
     regs_per_warp = -(-kernel.n_regs * 32 // 256) * 256
-    by_regs = REGS_PER_SM // (regs_per_warp * warps)
+    by_regs = (REGS_PER_SM // 4 // regs_per_warp) * 4 // warps
     by_smem = SMEM_PER_SM // (kernel.metadata.shared + 1024)
-    return max(1, min(by_regs, by_smem, MAX_WARPS_PER_SM // warps))
+    return max(1, min(by_regs, by_smem, MAX_WARPS_PER_SM // warps, MAX_PROGRAMS_PER_SM))

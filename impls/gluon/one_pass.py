@@ -42,8 +42,8 @@ def decode_kernel(
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     p = inputs.problem
     waves = -(-p.batch * p.num_kv_heads // sm_count(inputs.device))  # programs per SM
-    # whole sequences stream at least as fast through the cp.async ring as by TMA (dense 16 x 1k-32k,
-    # 64 x 2k-8k: results/nvidia-h100/2026-11-24-gluon-tma)
+    # dense tiles by cp.async: for whole sequences TMA measured no faster on most cells (the
+    # results README of the TMA run)
     cfg = pick_launch_config(p, config, sharers=waves, tma=False)
     require_alignment(inputs, COPY_BYTES)
     grid = (p.batch, p.num_kv_heads)
