@@ -24,8 +24,9 @@ domain), one level lower, with every choice Triton's compiler makes written out:
   instruction, fragments read from a swizzled shared layout (``ldmatrix``), float32 accumulators;
   ``wgmma`` would need 64 rows, four times the padded group.
 
-The cp.async path reads both KV layouts as ``[page, row, kv_head, dim]`` tensors (strides ``stride_kp``, ``stride_kt``,
-``stride_kh``): paged, page = the block table's entry; dense, page = the sequence.
+The cp.async path reads both KV layouts as ``[page, row, kv_head, dim]`` tensors (strides
+``stride_kp``, ``stride_kt``, ``stride_kh``): paged, page = the block table's entry; dense,
+page = the sequence.
 """
 
 import torch
@@ -331,19 +332,15 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
                            "or 8")
     ps = problem.page_size
     per_page = cfg["IS_PAGED"] and (tile % ps == 0 or ps % tile == 0)
-    # paged tiles are always gathered: report (and specialise on) what runs
+    # paged tiles are always gathered: DENSE_TMA says what runs (reported, specialised on)
     return {**cfg, "PAGE_SIZE": ps if per_page else 0,
             "DENSE_TMA": 0 if cfg["IS_PAGED"] else cfg["DENSE_TMA"]}
-
-
-def uses_tma(cfg: dict) -> bool:
-    return not cfg["IS_PAGED"] and bool(cfg["DENSE_TMA"])
 
 
 def kv_descriptors(inputs, cfg: dict):
     """The TMA descriptors of a dense K and V cache (``[batch, max_seq_len, Hkv, D]``, its own
     strides; a box is one tile of one KV head), or ``(None, None)`` where tiles are gathered."""
-    if not uses_tma(cfg):
+    if not cfg["DENSE_TMA"]:
         return None, None
     block = [1, cfg["BLOCK_N"], 1, cfg["HEAD_DIM_PAD"]]
     layout = gl.NVMMASharedLayout.get_default_for(block, TORCH_TO_GL[inputs.k.dtype])

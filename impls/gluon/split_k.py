@@ -6,10 +6,10 @@ backend. Stage 1, grid (num_kv_heads, num_items): the program of item ``pid_i`` 
 ``_common.attend`` (a TMA ring for dense tiles, cp.async gathers for paged ones; mma_v2) over
 its range for its GQA group; an item that is a whole sequence writes the final ``out`` and
 ``lse``, a piece of a split one its normalised partial output (float32) and LSE to its
-workspace slot. Stage 2, grid (num_merges,
-num_q_heads), only when something was split: a Gluon combine kernel merges each split sequence
-over its own slots, out = sum_s exp(lse_s - lse) * out_s with lse = log(sum_s exp(lse_s)), in
-blocks of ``BLOCK_S`` slots so any count works.
+workspace slot. Stage 2, grid (num_merges, num_q_heads), only when something was split: a Gluon
+combine kernel merges each split sequence over its own slots,
+out = sum_s exp(lse_s - lse) * out_s with lse = log(sum_s exp(lse_s)), in blocks of ``BLOCK_S``
+slots so any count works.
 Why: at batch 1 the one-pass grid has num_kv_heads programs for 100+ SMs, and in a ragged batch
 the longest sequence sets the time; splitting fills the GPU and cuts the tail.
 Expected bottleneck: HBM bandwidth once the items cover the SMs; launch and merge overhead at
@@ -23,8 +23,7 @@ from triton.experimental.gluon import language as gl
 from impls import plan as planner
 from impls.common import require_alignment, sm_count, tile_kernel_args
 from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, REPORTED, attend, kv_descriptors,
-                                 pick_launch_config, resident_programs, store_group,
-                                 uses_tma)
+                                 pick_launch_config, resident_programs, store_group)
 from impls.registry import Launch
 
 COMBINE_BLOCK_S = 32  # partials merged per step of the combine loop (any split count works)
@@ -128,15 +127,16 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     # SM to hide each other's softmax: small slots, or larger ones where the plan for them leaves
     # fewer programs per SM (a short batch).
     cfg = pick_launch_config(p, config, sharers=1, tma=True)
-    if not uses_tma(cfg):  # paged, or DENSE_TMA=0 asked for
+    if not cfg["DENSE_TMA"]:  # paged, or DENSE_TMA=0 asked for
         cfg = pick_launch_config(p, config)
     resident = compiled_residency(cfg)
     split_plan = plan_for(cfg, resident)
-    sharers = -(-split_plan.num_items * p.num_kv_heads // sm_count(inputs.device))
-    if not uses_tma(cfg) and sharers < MAX_SHARERS:
-        cfg = pick_launch_config(p, config, sharers=sharers)
-        resident = compiled_residency(cfg)
-        split_plan = plan_for(cfg, resident)
+    if not cfg["DENSE_TMA"]:
+        sharers = -(-split_plan.num_items * p.num_kv_heads // sm_count(inputs.device))
+        if sharers < MAX_SHARERS:
+            cfg = pick_launch_config(p, config, sharers=sharers)
+            resident = compiled_residency(cfg)
+            split_plan = plan_for(cfg, resident)
 
     split_args, combine_args = kernel_args(cfg, split_plan)
     split_grid = (p.num_kv_heads, split_plan.num_items)
