@@ -27,6 +27,7 @@ processing-time-first, for a grid of more than one wave).
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -69,17 +70,46 @@ class SplitPlan:
     def max_items_per_seq(self) -> int:
         return int(np.diff(self.merge_indptr).max()) if self.num_merges else 1
 
-    def tensors(self, device: torch.device) -> dict[str, torch.Tensor]:
-        """The plan as device tensors, views of one buffer copied in one transfer (built in
-        ``prepare``, outside the timed call; a plan with no merge gets a placeholder the merge
-        kernel is never launched on)."""
-        merge_seqs = self.merge_seqs if self.num_merges else np.zeros(1, np.int32)
-        packed = torch.from_numpy(np.concatenate([self.items.ravel(), merge_seqs,
-                                                  self.merge_indptr])).to(device)
-        n_items, n_seqs = self.items.size, len(merge_seqs)
-        return {"items": packed[:n_items].view(-1, ITEM_FIELDS),
-                "merge_seqs": packed[n_items:n_items + n_seqs],
-                "merge_indptr": packed[n_items + n_seqs:]}
+
+class Workspace:
+    """A plan's device tensors, views of one int32 device buffer filled from a pinned host buffer
+    by one asynchronous copy (FlashInfer's ``plan()`` fills its workspace the same way). Made in
+    ``prepare`` for the launch's plan; ``load`` refills it with a new plan of no more items and
+    merges, as a serving loop's per-batch planning would, and returns the new tensors."""
+
+    def __init__(self, split_plan: SplitPlan, device: torch.device):
+        self.capacity = self._size(split_plan)
+        self.device_buffer = torch.empty(self.capacity, dtype=torch.int32, device=device)
+        cuda = device.type == "cuda"
+        self.host_buffer = torch.empty(self.capacity, dtype=torch.int32, pin_memory=cuda)
+        self.host = self.host_buffer.numpy()
+        self.copied = torch.cuda.Event() if cuda else None  # the last copy out of host_buffer
+        self.tensors = self.load(split_plan)
+
+    @staticmethod
+    def _size(split_plan: SplitPlan) -> int:
+        # a plan with no merge still gets a (never read) merge_seqs entry: valid pointers
+        return split_plan.items.size + max(1, split_plan.num_merges) + split_plan.num_merges + 1
+
+    def load(self, split_plan: SplitPlan) -> dict[str, torch.Tensor]:
+        """Copy ``split_plan`` to the device (stream-ordered after the launches before it);
+        ``items`` int32 [num_items, 4], ``merge_seqs`` [max(1, num_merges)], ``merge_indptr``."""
+        size = self._size(split_plan)
+        if size > self.capacity:
+            raise ValueError(f"a plan of {size} entries does not fit a workspace of {self.capacity}")
+        if self.copied is not None:
+            self.copied.synchronize()  # the host buffer is free again once its last copy is done
+        n_items, n_seqs = split_plan.items.size, max(1, split_plan.num_merges)
+        self.host[:n_items] = split_plan.items.ravel()
+        self.host[n_items:n_items + split_plan.num_merges] = split_plan.merge_seqs
+        self.host[n_items + n_seqs:size] = split_plan.merge_indptr
+        self.device_buffer[:size].copy_(self.host_buffer[:size], non_blocking=True)
+        if self.copied is not None:
+            self.copied.record()
+        buffer = self.device_buffer
+        return {"items": buffer[:n_items].view(-1, ITEM_FIELDS),
+                "merge_seqs": buffer[n_items:n_items + n_seqs],
+                "merge_indptr": buffer[n_items + n_seqs:size]}
 
 
 def whole_sequences(seq_lens) -> SplitPlan:
@@ -110,14 +140,20 @@ class Batch:
 
     def __init__(self, lens):
         self.array = np.asarray(lens, dtype=np.int64)
-        self.list = self.array.tolist() if len(self.array) <= self.SMALL else None
         self.total, self.longest = int(self.array.sum()), int(self.array.max())
+        self._ascending = None
 
     def num_items(self, chunk: int) -> int:
-        """Work items of the batch cut at ``chunk`` tokens (every sequence at least one)."""
-        if self.list is not None:
-            return sum(-(-n // chunk) for n in self.list)
-        return int((-(-self.array // chunk)).sum())
+        """Work items of the batch cut at ``chunk`` tokens (every sequence at least one): only
+        the sequences longer than the chunk add to the count, and in the search they are few."""
+        if self._ascending is None:
+            self._sorted = np.sort(self.array)
+            self._ascending = self._sorted.tolist()
+        n = len(self._ascending)
+        longer = n - bisect.bisect_right(self._ascending, chunk)
+        if longer <= self.SMALL:
+            return n + sum(-(-length // chunk) - 1 for length in self._ascending[n - longer:])
+        return n + int((-(-self._sorted[n - longer:] // chunk)).sum()) - longer
 
 
 def pick_chunk(lens, num_kv_heads: int, max_programs: int, granule: int,
@@ -133,9 +169,11 @@ def pick_chunk(lens, num_kv_heads: int, max_programs: int, granule: int,
     hi = whole // granule
     if lo >= hi:
         return whole
-    while lo < hi:  # the smallest chunk no shorter than the busy time (the terms cross there)
-        mid = (lo + hi) // 2
-        if mid * granule >= makespan(batch, mid * granule, num_kv_heads, max_programs):
+    per_item = OVERHEAD_TOKENS * num_kv_heads / max_programs
+    busy_floor = batch.total * num_kv_heads / max_programs
+    while lo < hi:  # the smallest chunk no shorter than the busy time (the terms cross there;
+        mid = (lo + hi) // 2  # below ``whole`` the longest item is the chunk itself)
+        if mid * granule >= busy_floor + batch.num_items(mid * granule) * per_item:
             hi = mid
         else:
             lo = mid + 1
@@ -151,19 +189,44 @@ def plan(seq_lens, num_kv_heads: int, max_programs: int, granule: int,
          num_splits: int | None = None, min_chunk: int = MIN_CHUNK) -> SplitPlan:
     """The plan for one batch (module docstring); ``num_splits`` forces a uniform cut."""
     batch = Batch(seq_lens)
-    lens = batch.array
     if num_splits is not None:
         chunk = round_up(-(-batch.longest // num_splits), granule)
     else:
         chunk = pick_chunk(batch, num_kv_heads, max_programs, granule, min_chunk)
-    per_seq = -(-lens // chunk)  # items of each sequence
-    split = per_seq > 1
-    merge_indptr = np.zeros(int(split.sum()) + 1, np.int32)
-    if len(merge_indptr) == 1:  # nothing split: one item per sequence, longest first
+    if batch.longest <= chunk:  # nothing split: one item per sequence, longest first
+        lens = batch.array
         order = np.argsort(-lens, kind="stable")
         items = np.empty((len(lens), ITEM_FIELDS), np.int32)
         items[:, 0], items[:, 1], items[:, 2], items[:, 3] = order, 0, lens[order], -1
-        return SplitPlan(chunk, items, np.zeros(0, np.int32), merge_indptr)
+        return SplitPlan(chunk, items, np.zeros(0, np.int32), np.zeros(1, np.int32))
+    if batch.num_items(chunk) <= Batch.SMALL:
+        return cut_in_python(batch.array.tolist(), chunk)
+    return cut_in_numpy(batch.array, chunk)
+
+
+def cut_in_python(lens: list[int], chunk: int) -> SplitPlan:
+    """The items and merges of a batch cut at ``chunk`` tokens, for a few items (numpy's per-call
+    overhead outweighs the work there); the same plan as ``cut_in_numpy``."""
+    items, merge_seqs, merge_indptr = [], [], [0]
+    for b, n in enumerate(lens):
+        if n <= chunk:
+            items.append((b, 0, n, -1))
+            continue
+        first = merge_indptr[-1]
+        starts = range(0, n, chunk)
+        items.extend((b, s, min(s + chunk, n), first + i) for i, s in enumerate(starts))
+        merge_seqs.append(b)
+        merge_indptr.append(first + len(starts))
+    items.sort(key=lambda item: item[1] - item[2])  # longest first (a stable sort)
+    return SplitPlan(chunk, np.array(items, np.int32), np.array(merge_seqs, np.int32),
+                     np.array(merge_indptr, np.int32))
+
+
+def cut_in_numpy(lens: np.ndarray, chunk: int) -> SplitPlan:
+    """``cut_in_python`` in array operations, for many items."""
+    per_seq = -(-lens // chunk)  # items of each sequence
+    split = per_seq > 1
+    merge_indptr = np.zeros(int(split.sum()) + 1, np.int32)
     seq = np.repeat(np.arange(len(lens)), per_seq)
     index = np.arange(len(seq)) - np.repeat(np.cumsum(per_seq) - per_seq, per_seq)
     np.cumsum(per_seq[split], out=merge_indptr[1:])

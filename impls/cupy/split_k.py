@@ -36,7 +36,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     require_alignment(inputs, LOAD_BYTES)
     split = get_kernel("split_k.cu", "split_kernel", defines)
     combine = get_kernel("split_k.cu", "combine_kernel", defines)
-    work = split_plan.tensors(inputs.device)
+    workspace = planner.Workspace(split_plan, inputs.device)
+    work = workspace.tensors
     q, k, v = inputs.q, inputs.k, inputs.v
     table, stride_btb, page_size = cache_args(inputs)
     part_out, part_lse = planner.new_partials(split_plan, p, q.device)
@@ -59,4 +60,4 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     return Launch(launcher(launches, defines),
                   {"num_items": split_plan.num_items, "chunk": split_plan.chunk,
                    "merges": split_plan.num_merges, **reported(defines)},
-                  plan=lambda: make_plan().tensors(inputs.device))
+                  plan=lambda: workspace.load(make_plan()))

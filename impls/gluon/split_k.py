@@ -112,14 +112,14 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                                   whole_pages=cfg["PAGE_SIZE"] > 0)
 
     def kernel_args(cfg, split_plan):
+        work = planner.Workspace(split_plan, inputs.device)
         part_out, part_lse = planner.new_partials(split_plan, p, inputs.device)
-        split_args, combine_args = tile_kernel_args(inputs, out, lse,
-                                                    split_plan.tensors(inputs.device), part_out,
+        split_args, combine_args = tile_kernel_args(inputs, out, lse, work.tensors, part_out,
                                                     part_lse)
-        return (*split_args, *kv_descriptors(inputs, cfg)), combine_args
+        return (*split_args, *kv_descriptors(inputs, cfg)), combine_args, work
 
     def compiled_residency(cfg):  # compiled for cfg (on a stand-in plan: the same argument types)
-        split_args, _ = kernel_args(cfg, planner.whole_sequences(p.seq_lens))
+        split_args, _, _ = kernel_args(cfg, planner.whole_sequences(p.seq_lens))
         return resident_programs(split_kernel.warmup(*split_args, grid=(1,), **cfg), cfg)
 
     # TMA streams an SM's share of HBM with one program in 64 KB slots: the plan fills the SMs
@@ -138,7 +138,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
             resident = compiled_residency(cfg)
             split_plan = plan_for(cfg, resident)
 
-    split_args, combine_args = kernel_args(cfg, split_plan)
+    split_args, combine_args, work = kernel_args(cfg, split_plan)
     split_grid = (p.num_kv_heads, split_plan.num_items)
     combine_grid = (split_plan.num_merges, p.num_q_heads)
     combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=cfg["HEAD_DIM_PAD"],
@@ -153,4 +153,4 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     return Launch(run, {"num_items": split_plan.num_items, "chunk": split_plan.chunk,
                         "merges": split_plan.num_merges, "resident": resident,
                         **{key: cfg[key] for key in REPORTED}},
-                  plan=lambda: plan_for(cfg, resident).tensors(inputs.device))
+                  plan=lambda: work.load(plan_for(cfg, resident)))

@@ -136,16 +136,17 @@ def launcher(launches):
 
 
 def launches_for(inputs, out: torch.Tensor, lse: torch.Tensor, split_plan: planner.SplitPlan,
-                 config: dict | None = None) -> tuple[list, dict]:
+                 config: dict | None = None) -> tuple[list, dict, planner.Workspace]:
     """Launches for one problem over ``split_plan``'s work items (the one-pass launcher's plan
     is one item per sequence): the attention kernel, then, if anything was split, the combine
-    kernel. Returns (launches, config to report)."""
+    kernel. Returns (launches, config to report, the plan's workspace)."""
     p = inputs.problem
     table, _, page_size = cache_args(inputs)
     q, k, v = (device_array(as_vectors(t)) for t in (inputs.q, inputs.k, inputs.v))
     c = pick_launch_config(p, config)
     decode_kernel, combine_kernel = build(c)
-    work = split_plan.tensors(inputs.q.device)
+    workspace = planner.Workspace(split_plan, inputs.q.device)
+    work = workspace.tensors
     part_out, part_lse = planner.new_partials(split_plan, p, inputs.q.device)
     out_, lse_, po, pl = (device_array(t) for t in (out, lse, part_out, part_lse))
     qk_scale = np.float32(p.scale * LOG2E)
@@ -158,7 +159,7 @@ def launches_for(inputs, out: torch.Tensor, lse: torch.Tensor, split_plan: plann
                          (po, pl, device_array(work["merge_seqs"]),
                           device_array(work["merge_indptr"]), out_, lse_)))
     # the workspace lives as long as the launches: numba's views keep their tensors referenced
-    return launches, reported(c)
+    return launches, reported(c), workspace
 
 
 REPORTED = ("BLOCK_H", "TPR", "UNROLL", "NUM_WARPS")  # what Launch.config records

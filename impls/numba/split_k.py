@@ -34,7 +34,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
 
     split_plan = make_plan()
     require_alignment(inputs, LOAD_BYTES)
-    launches, reported = launches_for(inputs, out, lse, split_plan, config)
+    launches, reported, workspace = launches_for(inputs, out, lse, split_plan, config)
     return Launch(launcher(launches), {**reported, "num_items": split_plan.num_items,
                                        "chunk": split_plan.chunk, "merges": split_plan.num_merges},
-                  plan=lambda: make_plan().tensors(inputs.q.device))
+                  plan=lambda: workspace.load(make_plan()))

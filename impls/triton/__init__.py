@@ -13,7 +13,7 @@ BACKEND = Backend(
     jit_cache_env=("TRITON_CACHE_DIR",),
     shown_config=("chunk", "num_items", "merges", "BLOCK_N"),
     read_probe="impls.triton.read_probe",
-    tunable=("BLOCK_N", "num_warps", "num_stages", "GATHER"),
+    tunable=("BLOCK_N", "num_warps", "num_stages", "GATHER", "MERGE"),
 )
 
 # Head dims are padded to a power of two inside the kernels (masked), up to 256.
@@ -23,5 +23,6 @@ IMPLS = [
          summary="grid (batch, kv_heads); paged: per-token page gather (any page size)"),
     Impl(BACKEND, "split-k", "impls.triton.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding over a balanced plan (impls.plan): work items of whole tiles, "
-                 "split sequences write (out, lse) partials a Triton kernel merges"),
+                 "split sequences write (out, lse) partials, merged by the last program of each "
+                 "(or by a kernel of its own: MERGE=kernel)"),
 ]

@@ -14,7 +14,8 @@ the token, row = token % page_size; dense, page = the sequence, row = the token.
 maps a tile's tokens to (page, row); the rest of the code is layout-blind. Where the page size
 divides the tile or the tile divides it (``PAGE_SIZE``, constexpr), a tile loads its table
 entries once per page (one entry for a tile inside a page); any other page size is gathered per
-token (``PAGE_SIZE`` 0, the runtime ``page_size``).
+token (``PAGE_SIZE`` 0, the runtime ``page_size``); either way a tile's entries are loaded one
+tile ahead, so the pipeliner streams paged K/V tiles through as many stages as dense ones.
 """
 
 import os
@@ -39,7 +40,7 @@ def kv_coords(pid_b, tile_start, offs_n, mask_n, end, block_table_ptr, stride_bt
         page = tl.load(table + offs_n // page_size, mask=mask_n, other=0)
         return page.to(tl.int64), offs_n % page_size
     elif IS_PAGED and PAGE_SIZE >= BLOCK_N:  # the tile lies inside one page: one entry
-        page = tl.load(table + tile_start // PAGE_SIZE)
+        page = tl.load(table + tile_start // PAGE_SIZE, mask=tile_start < end, other=0)
         return page.to(tl.int64) + tl.zeros_like(offs_n).to(tl.int64), offs_n % PAGE_SIZE
     elif IS_PAGED:  # BLOCK_N // PAGE_SIZE whole pages: one entry each, broadcast to their rows
         PAGES: tl.constexpr = BLOCK_N // PAGE_SIZE
@@ -75,11 +76,20 @@ def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh
     #11584), so there bf16 operands are upcast after rounding, which keeps the result exact.
     """
     mask_d = offs_d < HEAD_DIM
+    # the block-table entries of the next tile are loaded a tile ahead and carried in the loop:
+    # K/V addresses that do not wait on a load of their own iteration let Triton's pipeliner
+    # multi-buffer the paged K/V loads as it does the dense ones (else one stage, no overlap)
+    offs_next = start + tl.arange(0, BLOCK_N)
+    page_next, row_next = kv_coords(pid_b, start, offs_next, offs_next < end, end, block_table_ptr,
+                                    stride_btb, page_size, BLOCK_N, IS_PAGED, PAGE_SIZE)
     for tile_start in range(start, end, BLOCK_N):
         offs_n = tile_start + tl.arange(0, BLOCK_N)
         mask_n = offs_n < end
-        page, row = kv_coords(pid_b, tile_start, offs_n, mask_n, end, block_table_ptr,
-                              stride_btb, page_size, BLOCK_N, IS_PAGED, PAGE_SIZE)
+        page, row = page_next, row_next
+        offs_next = offs_n + BLOCK_N
+        page_next, row_next = kv_coords(pid_b, tile_start + BLOCK_N, offs_next, offs_next < end,
+                                        end, block_table_ptr, stride_btb, page_size, BLOCK_N,
+                                        IS_PAGED, PAGE_SIZE)
         kv_off = page * stride_kp + row * stride_kt + pid_kvh * stride_kh
         mask = mask_n[:, None] & mask_d[None, :]
         k = tl.load(k_ptr + kv_off[:, None] + offs_d[None, :], mask=mask, other=0.0)
@@ -165,7 +175,8 @@ def interpreting() -> bool:
 
 def pick_launch_config(problem, config: dict | None = None) -> dict:
     """Compile-time shape of the kernels for ``problem`` (no device query); ``config``
-    overrides the tunable ones (``BLOCK_N``, ``num_warps``, ``num_stages``)."""
+    overrides the tunable ones (``BLOCK_N``, ``num_warps``, ``num_stages``, ``GATHER``,
+    ``MERGE``; ``FUSED_MERGE`` is the split kernel's alone)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.itemsize)  # tokens in one stage's K+V
     paged = problem.layout == "paged"
@@ -178,6 +189,7 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
         UPCAST_DOT=interpreting() and problem.dtype == "bfloat16",
         IS_PAGED=paged,
         GATHER="page",
+        MERGE="fused",
         num_warps=NUM_WARPS,
         num_stages=NUM_STAGES,
     )
@@ -185,6 +197,10 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
     gather = cfg.pop("GATHER")  # a tunable, not a kernel parameter: it picks PAGE_SIZE
     if gather not in ("page", "token"):
         raise ProblemError(f"config: GATHER={gather!r}: must be 'page' or 'token'")
+    merge = cfg.pop("MERGE")  # split-K: in the split kernel's last program, or a kernel of its own
+    if merge not in ("fused", "kernel"):
+        raise ProblemError(f"config: MERGE={merge!r}: must be 'fused' or 'kernel'")
+    cfg["FUSED_MERGE"] = merge == "fused"
     ps, tile = problem.page_size, cfg["BLOCK_N"]
     per_page = paged and gather == "page" and (tile % ps == 0 or ps % tile == 0)
     return {**cfg, "PAGE_SIZE": ps if per_page else 0}

@@ -2,22 +2,24 @@
 
 Algorithm: ``impls.plan`` cuts the batch into work items (a token range of one sequence, at most
 a chunk of whole tiles and pages, sized so the items fill the GPU without one outlasting the
-rest; ``num_splits`` forces a uniform cut). Stage 1, grid (num_kv_heads, num_items): the program
-of item ``pid_i`` attends over its range for its GQA group; an item that is a whole sequence
-writes the final ``out`` and ``lse``, a piece of a split one writes its normalised partial output
-(float32) and its LSE to its slot of the workspace. Stage 2, grid (num_merges, num_q_heads), only
-when something was split: the combine kernel merges each split sequence over its own slots, out =
-sum_s exp(lse_s - lse) * out_s with lse = log(sum_s exp(lse_s)), in blocks of slots so any count
-works. The plan is made in ``prepare`` from the host lengths (outside the timed call; the
-launch's ``plan`` callable redoes it, for the harness to time).
+rest; ``num_splits`` forces a uniform cut). One kernel, grid (num_kv_heads, num_items): the
+program of item ``pid_i`` attends over its range for its GQA group; an item that is a whole
+sequence writes the final ``out`` and ``lse``, a piece of a split one writes its normalised
+partial output (float32) and its LSE to its slot of the workspace, then counts itself done on its
+(sequence, KV head)'s counter; the program that finishes last merges the sequence's partials,
+out = sum_s exp(lse_s - lse) * out_s with lse = log(sum_s exp(lse_s)). ``MERGE=kernel`` merges
+in a second kernel instead, grid (num_merges, num_q_heads), in blocks of slots (the ablation).
+The plan is made in ``prepare`` from the host lengths (outside the timed call; the launch's
+``plan`` callable redoes it into the same workspace, for the harness to time).
 Why: at batch 1 the one-pass grid has num_kv_heads programs for 100+ SMs, and in a ragged batch
 the longest sequence sets the time; splitting fills the GPU and cuts the tail. The cost is the
 partials' round trip (a slot x Hq x D floats per piece of a split sequence, tiny next to the
-cache) and a second launch.
+cache) and the merge at the end of the last piece (no second launch).
 Expected bottleneck: HBM bandwidth once the items cover the SMs; launch and merge overhead at
 short sequences.
 """
 
+import torch
 import triton
 import triton.language as tl
 
@@ -26,22 +28,22 @@ from impls.common import tile_kernel_args
 from impls.registry import Launch
 from impls.triton._common import REPORTED, attend, pick_launch_config, store_group
 
-# Programs of the split kernel resident per SM (Nsight Compute, results/nvidia-h200/2026-11-23-plan/):
-# dense, the multi-stage K/V buffers take the shared memory of one; paged, whose loads through the
-# block table the pipeliner does not multi-buffer, the registers allow two.
-RESIDENT_PROGRAMS = {"dense": 1, "paged": 2}
+# Programs of the split kernel resident per SM: on either layout the pipeliner's multi-stage K/V
+# buffers (139 KB at the default tile) take the shared memory of one.
+RESIDENT_PROGRAMS = 1
 COMBINE_BLOCK_S = 32  # partials merged per step of the combine loop (any split count works)
 
 
 # runtime ints that vary per problem are not specialised (fewer recompiles, same code)
-@triton.jit(do_not_specialize=["page_size", "group_size"])
+@triton.jit(do_not_specialize=["page_size", "group_size", "chunk", "num_kv_heads"])
 def split_kernel(
     q_ptr, k_ptr, v_ptr, items_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
     stride_lb, stride_pos, stride_poh, stride_pls, page_size, group_size, qk_scale,
+    seq_lens_ptr, counters_ptr, chunk, num_kv_heads,
     HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
     BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
-    UPCAST_DOT: tl.constexpr,
+    UPCAST_DOT: tl.constexpr, FUSED_MERGE: tl.constexpr,
 ):
     pid_kvh = tl.program_id(0)  # KV heads vary fastest: an item's programs start together, and
     pid_i = tl.program_id(1)  # the items' longest-first order holds across the whole grid
@@ -63,6 +65,49 @@ def split_kernel(
         store_group(part_out_ptr + slot * stride_pos + head0 * stride_poh,
                     part_lse_ptr + slot * stride_pls + head0, out, lse, stride_poh, 1, group_size,
                     BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
+        if FUSED_MERGE:  # the sequence's pieces are cut at ``chunk``: its slots follow from that
+            pieces = tl.cdiv(tl.load(seq_lens_ptr + pid_b), chunk)
+            merge_if_last(part_out_ptr + head0 * stride_poh, part_lse_ptr + head0,
+                          out_ptr + pid_b * stride_ob + head0 * stride_oh,
+                          lse_ptr + pid_b * stride_lb + head0,
+                          counters_ptr + pid_b * num_kv_heads + pid_kvh, slot - start // chunk,
+                          pieces, stride_pos, stride_poh, stride_pls, stride_oh, group_size,
+                          BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
+
+
+@triton.jit
+def merge_if_last(part_out_ptr, part_lse_ptr, out_ptr, lse_ptr, counter_ptr, first, pieces,
+                  stride_pos, stride_poh, stride_pls, stride_oh, group_size,
+                  BLOCK_H: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr):
+    """The merge of one KV head's group over a split sequence's ``pieces`` partials (slots
+    ``first`` on), done by the program that writes the last of them: the counter of finished
+    pieces is incremented once per program, with release ordering for the partial just written
+    and acquire ordering for the others' (the barrier first: every thread's stores are issued).
+    The last one resets the counter for the next launch, so no launch clears it."""
+    tl.debug_barrier()
+    if tl.atomic_add(counter_ptr, 1, sem="acq_rel", scope="gpu") == pieces - 1:
+        tl.store(counter_ptr, 0)
+        offs_h = tl.arange(0, BLOCK_H)
+        offs_d = tl.arange(0, HEAD_DIM_PAD)
+        mask_h = offs_h < group_size
+        mask = mask_h[:, None] & (offs_d < HEAD_DIM)[None, :]
+        m = tl.full([BLOCK_H], float("-inf"), tl.float32)
+        total = tl.zeros([BLOCK_H], tl.float32)
+        acc = tl.zeros([BLOCK_H, HEAD_DIM_PAD], tl.float32)
+        for s in range(first, first + pieces):  # online: out = sum_s exp(lse_s - lse) out_s
+            # .cg: from L2, where the other programs' partials are (never a stale L1 line)
+            lse_s = tl.load(part_lse_ptr + s * stride_pls + offs_h, mask=mask_h, other=0.0,
+                            cache_modifier=".cg")
+            part = tl.load(part_out_ptr + s * stride_pos + offs_h[:, None] * stride_poh
+                           + offs_d[None, :], mask=mask, other=0.0, cache_modifier=".cg")
+            m_new = tl.maximum(m, lse_s)
+            alpha = tl.exp(m - m_new)
+            w = tl.exp(lse_s - m_new)
+            acc = acc * alpha[:, None] + part * w[:, None]
+            total = total * alpha + w
+            m = m_new
+        store_group(out_ptr, lse_ptr, acc / total[:, None], m + tl.log(total), stride_oh, 1,
+                    group_size, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
 
 
 @triton.jit
@@ -110,13 +155,18 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     cfg = pick_launch_config(p, config)
 
     def make_plan():  # the batch's plan from the host lengths (per step in a serving loop)
-        return planner.for_launch(inputs, RESIDENT_PROGRAMS[p.layout], cfg["BLOCK_N"], num_splits,
+        return planner.for_launch(inputs, RESIDENT_PROGRAMS, cfg["BLOCK_N"], num_splits,
                                   whole_pages=cfg["PAGE_SIZE"] > 0)
 
     split_plan = make_plan()
-    work = split_plan.tensors(inputs.device)
+    work = planner.Workspace(split_plan, inputs.device)
     part_out, part_lse = planner.new_partials(split_plan, p, inputs.device)
-    split_args, combine_args = tile_kernel_args(inputs, out, lse, work, part_out, part_lse)
+    split_args, combine_args = tile_kernel_args(inputs, out, lse, work.tensors, part_out,
+                                                part_lse)
+    # finished pieces per (sequence, KV head) for the fused merge; zero between launches
+    counters = torch.zeros(p.batch, p.num_kv_heads, dtype=torch.int32, device=inputs.device)
+    split_args = (*split_args, inputs.seq_lens, counters, split_plan.chunk, p.num_kv_heads)
+    separate_merge = split_plan.num_merges and not cfg["FUSED_MERGE"]
     split_grid = (p.num_kv_heads, split_plan.num_items)
     combine_grid = (split_plan.num_merges, p.num_q_heads)
     combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=cfg["HEAD_DIM_PAD"],
@@ -125,9 +175,11 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
 
     def run():
         split_kernel[split_grid](*split_args, **cfg)
-        if split_plan.num_merges:
+        if separate_merge:
             combine_kernel[combine_grid](*combine_args, **combine_cfg)
 
     return Launch(run, {"num_items": split_plan.num_items, "chunk": split_plan.chunk,
-                        "merges": split_plan.num_merges, **{key: cfg[key] for key in REPORTED}},
-                  plan=lambda: make_plan().tensors(inputs.device))
+                        "merges": split_plan.num_merges,
+                        "merge": "fused" if cfg["FUSED_MERGE"] else "kernel",
+                        **{key: cfg[key] for key in REPORTED}},
+                  plan=lambda: work.load(make_plan()))
