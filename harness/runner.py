@@ -230,8 +230,24 @@ def work(spec: RunSpec, prov: dict, worker: bool = False) -> None:
                 announced.add((status, row["impl"]))
         if not runnable:
             continue
-        inputs = make_inputs(problem, spec.seed, device)
-        ref = reference(inputs)
+        try:
+            inputs = make_inputs(problem, spec.seed, device)
+            ref = reference(inputs)
+        except torch.cuda.OutOfMemoryError as e:  # the machine's limit, not a backend's failure
+            inputs = ref = None
+            gc.collect()
+            free = ""
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+                free = f" ({torch.cuda.mem_get_info(device)[0] / 2**30:.1f} GiB free)"
+            reason = (f"the problem's inputs and reference do not fit this GPU's memory{free}: "
+                      f"{str(e).splitlines()[0][:160]}")
+            for cell, impl in runnable:
+                row = {**_base_row(cell, impl, problem, prov), "status": "UNAVAILABLE",
+                       "reason": reason}
+                results.append_row(rows_path, row)
+                print(_progress(row), flush=True)
+            continue
         extra = functools.cache(functools.partial(extra_input_sets, problem, spec.seed, inputs))
         first_set = InputSet(inputs, ref)  # its re-check draws are shared by the variants
         for cell, impl in runnable:

@@ -84,6 +84,7 @@ class Workspace:
         self.host_buffer = torch.empty(self.capacity, dtype=torch.int32, pin_memory=cuda)
         self.host = self.host_buffer.numpy()
         self.copied = torch.cuda.Event() if cuda else None  # the last copy out of host_buffer
+        self._views = {}  # (items, merges) -> the tensors of a plan of that size
         self.tensors = self.load(split_plan)
 
     @staticmethod
@@ -103,13 +104,17 @@ class Workspace:
         self.host[:n_items] = split_plan.items.ravel()
         self.host[n_items:n_items + split_plan.num_merges] = split_plan.merge_seqs
         self.host[n_items + n_seqs:size] = split_plan.merge_indptr
-        self.device_buffer[:size].copy_(self.host_buffer[:size], non_blocking=True)
+        # the whole buffer (a few bytes more at most): one copy, no slicing per call
+        self.device_buffer.copy_(self.host_buffer, non_blocking=True)
         if self.copied is not None:
             self.copied.record()
-        buffer = self.device_buffer
-        return {"items": buffer[:n_items].view(-1, ITEM_FIELDS),
-                "merge_seqs": buffer[n_items:n_items + n_seqs],
-                "merge_indptr": buffer[n_items + n_seqs:size]}
+        key = (n_items, n_seqs)
+        if key not in self._views:
+            buffer = self.device_buffer
+            self._views[key] = {"items": buffer[:n_items].view(-1, ITEM_FIELDS),
+                                "merge_seqs": buffer[n_items:n_items + n_seqs],
+                                "merge_indptr": buffer[n_items + n_seqs:size]}
+        return self._views[key]
 
 
 def whole_sequences(seq_lens) -> SplitPlan:

@@ -228,3 +228,19 @@ def test_help_and_list_fit_a_terminal():
     assert res.returncode == 0 and "_worker" not in res.stdout and "SUPPRESS" not in res.stdout
     res = harness("list", env={"COLUMNS": "120"})
     assert res.returncode == 0 and max(map(len, res.stdout.splitlines())) <= 120, res.stdout
+
+
+def test_a_problem_too_large_for_the_machine_is_unavailable_and_the_run_goes_on(tmp_path):
+    """Inputs that do not fit the GPU's memory are the machine's limit: every cell of that
+    problem is UNAVAILABLE with the reason, and the next problem runs."""
+    problems = [{**SMALL, "seq_lens": [3]}, SMALL]
+    res = harness("run", "--backends", "triton", "--variants", "paged",
+                  *[a for p in problems for a in ("--problem", json.dumps(p))],
+                  "--no-timing", "--out", str(tmp_path / "run"),
+                  env={"DECODE_BENCH_PLUGINS": "tests.oversized_inputs"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
+    by_lens = {tuple(r["spec"]["seq_lens"]): r for r in rows}
+    assert by_lens[(3,)]["status"] == "UNAVAILABLE"
+    assert "do not fit this GPU's memory" in by_lens[(3,)]["reason"]
+    assert by_lens[(9, 33)]["status"] == "PASS"

@@ -33,6 +33,7 @@ from specs.problem import DecodeProblem  # noqa: E402
 HOPPER = GPUTarget("cuda", 90, 32)
 # Gluon's defaults, a deeper ring, and every variant's dense tiles by TMA and by cp.async
 GLUON_CONFIGS = (None, {"NUM_STAGES": 3}, {"DENSE_TMA": 1}, {"DENSE_TMA": 0})
+TRITON_CONFIGS = (None, {"MERGE": "kernel"})  # the split-K merge fused, and in its own kernel
 CP_ASYNC = re.compile(r"cp\.async\.c[ag]")  # cp.async.ca/.cg, not TMA's cp.async.bulk
 HOPPER_SMEM = 227 * 1024  # shared memory one block may use on sm_90
 captured = []
@@ -84,7 +85,8 @@ def compile_all(problems, backend: str = "triton", configs=(None,)) -> list[str]
         dtype = next(t for t in signature.values() if t.startswith("*") and t != "*i32")
         report.append(f"{fn.__name__} {dtype} {named} {launch} shared={kernel.metadata.shared} "
                       f"mma={'mma' in ptx} cp.async={bool(CP_ASYNC.search(ptx))} "
-                      f"tma={'cp.async.bulk.tensor' in ptx}")
+                      f"tma={'cp.async.bulk.tensor' in ptx} "
+                      f"acq_rel={'atom.global.gpu.acq_rel' in ptx}")
         assert kernel.metadata.shared <= HOPPER_SMEM, f"{fn.__name__} needs {kernel.metadata.shared} B"
     return report
 
@@ -99,7 +101,7 @@ def main() -> None:
     # one long sequence on one KV head: split on the nominal 4 SMs of a CPU, the combine launched
     problems += [DecodeProblem(8, 1, 128, (8192,), layout=layout) for layout in ("dense", "paged")]
     backend = sys.argv[1] if len(sys.argv) > 1 else "triton"
-    for line in compile_all(problems, backend, GLUON_CONFIGS if backend == "gluon" else (None,)):
+    for line in compile_all(problems, backend, GLUON_CONFIGS if backend == "gluon" else TRITON_CONFIGS):
         print(line)
 
 

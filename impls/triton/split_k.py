@@ -43,7 +43,7 @@ def split_kernel(
     seq_lens_ptr, counters_ptr, chunk, num_kv_heads,
     HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
     BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
-    UPCAST_DOT: tl.constexpr, FUSED_MERGE: tl.constexpr,
+    UPCAST_DOT: tl.constexpr, FUSED_MERGE: tl.constexpr, BLOCK_S: tl.constexpr,
 ):
     pid_kvh = tl.program_id(0)  # KV heads vary fastest: an item's programs start together, and
     pid_i = tl.program_id(1)  # the items' longest-first order holds across the whole grid
@@ -72,13 +72,13 @@ def split_kernel(
                           lse_ptr + pid_b * stride_lb + head0,
                           counters_ptr + pid_b * num_kv_heads + pid_kvh, slot - start // chunk,
                           pieces, stride_pos, stride_poh, stride_pls, stride_oh, group_size,
-                          BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
+                          HEAD_DIM, HEAD_DIM_PAD, BLOCK_S)
 
 
 @triton.jit
 def merge_if_last(part_out_ptr, part_lse_ptr, out_ptr, lse_ptr, counter_ptr, first, pieces,
                   stride_pos, stride_poh, stride_pls, stride_oh, group_size,
-                  BLOCK_H: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr):
+                  HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_S: tl.constexpr):
     """The merge of one KV head's group over a split sequence's ``pieces`` partials (slots
     ``first`` on), done by the program that writes the last of them: the counter of finished
     pieces is incremented once per program, with release ordering for the partial just written
@@ -87,27 +87,48 @@ def merge_if_last(part_out_ptr, part_lse_ptr, out_ptr, lse_ptr, counter_ptr, fir
     tl.debug_barrier()
     if tl.atomic_add(counter_ptr, 1, sem="acq_rel", scope="gpu") == pieces - 1:
         tl.store(counter_ptr, 0)
-        offs_h = tl.arange(0, BLOCK_H)
         offs_d = tl.arange(0, HEAD_DIM_PAD)
-        mask_h = offs_h < group_size
-        mask = mask_h[:, None] & (offs_d < HEAD_DIM)[None, :]
-        m = tl.full([BLOCK_H], float("-inf"), tl.float32)
-        total = tl.zeros([BLOCK_H], tl.float32)
-        acc = tl.zeros([BLOCK_H, HEAD_DIM_PAD], tl.float32)
-        for s in range(first, first + pieces):  # online: out = sum_s exp(lse_s - lse) out_s
-            # .cg: from L2, where the other programs' partials are (never a stale L1 line)
-            lse_s = tl.load(part_lse_ptr + s * stride_pls + offs_h, mask=mask_h, other=0.0,
-                            cache_modifier=".cg")
-            part = tl.load(part_out_ptr + s * stride_pos + offs_h[:, None] * stride_poh
-                           + offs_d[None, :], mask=mask, other=0.0, cache_modifier=".cg")
-            m_new = tl.maximum(m, lse_s)
-            alpha = tl.exp(m - m_new)
-            w = tl.exp(lse_s - m_new)
-            acc = acc * alpha[:, None] + part * w[:, None]
-            total = total * alpha + w
-            m = m_new
-        store_group(out_ptr, lse_ptr, acc / total[:, None], m + tl.log(total), stride_oh, 1,
-                    group_size, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
+        for h in range(group_size):
+            out, lse = merge_slots(part_out_ptr + h * stride_poh, part_lse_ptr + h, first,
+                                   first + pieces, stride_pos, stride_pls, HEAD_DIM,
+                                   HEAD_DIM_PAD, BLOCK_S)
+            tl.store(out_ptr + h * stride_oh + offs_d, out.to(out_ptr.dtype.element_ty),
+                     mask=offs_d < HEAD_DIM)
+            tl.store(lse_ptr + h, lse)
+
+
+@triton.jit
+def merge_slots(part_out_ptr, part_lse_ptr, first, last, stride_pos, stride_pls,
+                HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_S: tl.constexpr):
+    """One query head's partials over slots [first, last) merged: (out [HEAD_DIM_PAD], natural-
+    log lse), out = sum_s exp(lse_s - lse) * out_s, lse = log(sum_s exp(lse_s)), BLOCK_S slots
+    a step (any count works). Loads are .cg (from L2): in the fused merge the partials are
+    other programs' stores, and a line this SM read in an earlier launch must not be reused."""
+    offs_s = tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, HEAD_DIM_PAD)
+    mask_d = offs_d < HEAD_DIM
+    # pass 1: the largest partial LSE (finite: every item holds at least one token)
+    lse_max = tl.full([BLOCK_S], float("-inf"), tl.float32)
+    for s0 in range(first, last, BLOCK_S):
+        slots = s0 + offs_s
+        lse_s = tl.load(part_lse_ptr + slots * stride_pls, mask=slots < last, other=float("-inf"),
+                        cache_modifier=".cg")
+        lse_max = tl.maximum(lse_max, lse_s)
+    m = tl.max(lse_max, 0)
+    # pass 2: weights exp(lse_s - m), weighted sum of the partials
+    acc = tl.zeros([HEAD_DIM_PAD], tl.float32)
+    w_sum = tl.zeros([BLOCK_S], tl.float32)
+    for s0 in range(first, last, BLOCK_S):
+        slots = s0 + offs_s
+        mask_s = slots < last
+        w = tl.exp(tl.load(part_lse_ptr + slots * stride_pls, mask=mask_s, other=float("-inf"),
+                           cache_modifier=".cg") - m)
+        part = tl.load(part_out_ptr + slots[:, None] * stride_pos + offs_d[None, :],
+                       mask=mask_s[:, None] & mask_d[None, :], other=0.0, cache_modifier=".cg")
+        acc += tl.sum(part * w[:, None], 0)
+        w_sum += w
+    total = tl.sum(w_sum, 0)
+    return acc / total, m + tl.log(total)
 
 
 @triton.jit
@@ -121,33 +142,12 @@ def combine_kernel(
     pid_b = tl.load(merge_seqs_ptr + pid_m)
     first = tl.load(merge_indptr_ptr + pid_m)
     last = tl.load(merge_indptr_ptr + pid_m + 1)  # this sequence's slots: [first, last)
-    offs_s = tl.arange(0, BLOCK_S)
+    out, lse = merge_slots(part_out_ptr + pid_h * stride_poh, part_lse_ptr + pid_h, first, last,
+                           stride_pos, stride_pls, HEAD_DIM, HEAD_DIM_PAD, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM_PAD)
-    mask_d = offs_d < HEAD_DIM
-    lse_base = part_lse_ptr + pid_h
-    out_base = part_out_ptr + pid_h * stride_poh
-    # pass 1: the largest partial LSE (finite: every item holds at least one token)
-    lse_max = tl.full([BLOCK_S], float("-inf"), tl.float32)
-    for s0 in range(first, last, BLOCK_S):
-        slots = s0 + offs_s
-        lse_s = tl.load(lse_base + slots * stride_pls, mask=slots < last, other=float("-inf"))
-        lse_max = tl.maximum(lse_max, lse_s)
-    m = tl.max(lse_max, 0)
-    # pass 2: weights exp(lse_s - m), weighted sum of the partials
-    acc = tl.zeros([HEAD_DIM_PAD], tl.float32)
-    w_sum = tl.zeros([BLOCK_S], tl.float32)
-    for s0 in range(first, last, BLOCK_S):
-        slots = s0 + offs_s
-        mask_s = slots < last
-        w = tl.exp(tl.load(lse_base + slots * stride_pls, mask=mask_s, other=float("-inf")) - m)
-        part = tl.load(out_base + slots[:, None] * stride_pos + offs_d[None, :],
-                       mask=mask_s[:, None] & mask_d[None, :], other=0.0)
-        acc += tl.sum(part * w[:, None], 0)
-        w_sum += w
-    total = tl.sum(w_sum, 0)
     tl.store(out_ptr + pid_b * stride_ob + pid_h * stride_oh + offs_d,
-             (acc / total).to(out_ptr.dtype.element_ty), mask=mask_d)
-    tl.store(lse_ptr + pid_b * stride_lb + pid_h, m + tl.log(total))
+             out.to(out_ptr.dtype.element_ty), mask=offs_d < HEAD_DIM)
+    tl.store(lse_ptr + pid_b * stride_lb + pid_h, lse)
 
 
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
@@ -169,12 +169,12 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     separate_merge = split_plan.num_merges and not cfg["FUSED_MERGE"]
     split_grid = (p.num_kv_heads, split_plan.num_items)
     combine_grid = (split_plan.num_merges, p.num_q_heads)
+    block_s = min(COMBINE_BLOCK_S, triton.next_power_of_2(split_plan.max_items_per_seq))
     combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=cfg["HEAD_DIM_PAD"],
-                       BLOCK_S=min(COMBINE_BLOCK_S, triton.next_power_of_2(split_plan.max_items_per_seq)),
-                       num_warps=cfg["num_warps"])
+                       BLOCK_S=block_s, num_warps=cfg["num_warps"])
 
     def run():
-        split_kernel[split_grid](*split_args, **cfg)
+        split_kernel[split_grid](*split_args, **cfg, BLOCK_S=block_s)
         if separate_merge:
             combine_kernel[combine_grid](*combine_args, **combine_cfg)
 
