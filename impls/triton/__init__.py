@@ -23,6 +23,6 @@ IMPLS = [
          summary="grid (batch, kv_heads); paged: per-token page gather (any page size)"),
     Impl(BACKEND, "split-k", "impls.triton.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding over a balanced plan (impls.plan): work items of whole tiles, "
-                 "split sequences write (out, lse) partials, merged by the last program of each "
-                 "(or by a kernel of its own: MERGE=kernel)"),
+                 "split sequences write (out, lse) partials a Triton kernel merges (MERGE=fused: "
+                 "the last program of each sequence merges)"),
 ]

@@ -189,7 +189,9 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
         UPCAST_DOT=interpreting() and problem.dtype == "bfloat16",
         IS_PAGED=paged,
         GATHER="page",
-        MERGE="fused",
+        # the merge in a kernel of its own: measured faster at batch 1 than fused into the split
+        # kernel's last program (results/nvidia-h100/2026-11-24-plan/), the same elsewhere
+        MERGE="kernel",
         num_warps=NUM_WARPS,
         num_stages=NUM_STAGES,
     )

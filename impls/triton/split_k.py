@@ -5,16 +5,18 @@ a chunk of whole tiles and pages, sized so the items fill the GPU without one ou
 rest; ``num_splits`` forces a uniform cut). One kernel, grid (num_kv_heads, num_items): the
 program of item ``pid_i`` attends over its range for its GQA group; an item that is a whole
 sequence writes the final ``out`` and ``lse``, a piece of a split one writes its normalised
-partial output (float32) and its LSE to its slot of the workspace, then counts itself done on its
-(sequence, KV head)'s counter; the program that finishes last merges the sequence's partials,
-out = sum_s exp(lse_s - lse) * out_s with lse = log(sum_s exp(lse_s)). ``MERGE=kernel`` merges
-in a second kernel instead, grid (num_merges, num_q_heads), in blocks of slots (the ablation).
+partial output (float32) and its LSE to its slot of the workspace. The combine kernel, grid
+(num_merges, num_q_heads), merges each split sequence over its own slots, out = sum_s
+exp(lse_s - lse) * out_s with lse = log(sum_s exp(lse_s)), in blocks of slots. ``MERGE=fused``
+merges in the split kernel instead: each piece counts itself done on its (sequence, KV head)'s
+counter and the program that finishes last merges (one launch, but the merge of a group then
+runs in one program).
 The plan is made in ``prepare`` from the host lengths (outside the timed call; the launch's
 ``plan`` callable redoes it into the same workspace, for the harness to time).
 Why: at batch 1 the one-pass grid has num_kv_heads programs for 100+ SMs, and in a ragged batch
 the longest sequence sets the time; splitting fills the GPU and cuts the tail. The cost is the
 partials' round trip (a slot x Hq x D floats per piece of a split sequence, tiny next to the
-cache) and the merge at the end of the last piece (no second launch).
+cache) and a second launch (or, fused, a merge serialised in the last piece's program).
 Expected bottleneck: HBM bandwidth once the items cover the SMs; launch and merge overhead at
 short sequences.
 """
