@@ -106,3 +106,20 @@ def test_a_batch_that_fills_the_gpu_splits_only_its_tail():
 def test_negative_control_dropped_last_chunk_is_caught(seq_lens, granule):
     split_plan = drop_last_chunk_of_longest(planner.plan(seq_lens, 8, 132, granule), seq_lens)
     assert not coverage_errors(split_plan, seq_lens)
+
+
+@settings_
+@given(seq_lens=batches, kv_heads=st.sampled_from((1, 8)), max_programs=st.sampled_from((4, 132)),
+       granule=st.sampled_from(GRANULES), num_splits=st.none() | st.integers(1, 40))
+def test_python_and_numpy_paths_make_the_same_plan(seq_lens, kv_heads, max_programs, granule,
+                                                   num_splits):
+    """Small batches are planned in Python (numpy's per-call overhead), large ones in numpy: the
+    two give the same items, in the same order, and the same merges."""
+    from unittest import mock
+
+    fast = planner.plan(seq_lens, kv_heads, max_programs, granule, num_splits=num_splits)
+    with mock.patch.object(planner.Batch, "SMALL", 0), mock.patch.object(planner.Batch, "SMALL_ITEMS", 0):
+        arrays = planner.plan(seq_lens, kv_heads, max_programs, granule, num_splits=num_splits)
+    assert fast.chunk == arrays.chunk
+    for name in ("items", "merge_seqs", "merge_indptr"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(arrays, name), err_msg=name)

@@ -142,10 +142,15 @@ class Batch:
     """A batch's lengths, with what the chunk search asks of them many times."""
 
     SMALL = 48  # up to this many sequences a Python loop beats numpy's per-call overhead
+    SMALL_ITEMS = 96  # ... and up to this many work items (cut_in_python against cut_in_numpy)
 
     def __init__(self, lens):
         self.array = np.asarray(lens, dtype=np.int64)
-        self.total, self.longest = int(self.array.sum()), int(self.array.max())
+        self.list = self.array.tolist() if len(self.array) <= self.SMALL else None
+        if self.list is not None:
+            self.total, self.longest = sum(self.list), max(self.list)
+        else:
+            self.total, self.longest = int(self.array.sum()), int(self.array.max())
         self._ascending = None
 
     def num_items(self, chunk: int) -> int:
@@ -199,12 +204,16 @@ def plan(seq_lens, num_kv_heads: int, max_programs: int, granule: int,
     else:
         chunk = pick_chunk(batch, num_kv_heads, max_programs, granule, min_chunk)
     if batch.longest <= chunk:  # nothing split: one item per sequence, longest first
-        lens = batch.array
-        order = np.argsort(-lens, kind="stable")
-        items = np.empty((len(lens), ITEM_FIELDS), np.int32)
-        items[:, 0], items[:, 1], items[:, 2], items[:, 3] = order, 0, lens[order], -1
+        if batch.list is not None:  # (a stable sort, as argsort's below)
+            order = sorted(range(len(batch.list)), key=batch.list.__getitem__, reverse=True)
+            items = np.array([(b, 0, batch.list[b], -1) for b in order], np.int32)
+        else:
+            lens = batch.array
+            order = np.argsort(-lens, kind="stable")
+            items = np.empty((len(lens), ITEM_FIELDS), np.int32)
+            items[:, 0], items[:, 1], items[:, 2], items[:, 3] = order, 0, lens[order], -1
         return SplitPlan(chunk, items, np.zeros(0, np.int32), np.zeros(1, np.int32))
-    if batch.num_items(chunk) <= Batch.SMALL:
+    if batch.num_items(chunk) <= Batch.SMALL_ITEMS:
         return cut_in_python(batch.array.tolist(), chunk)
     return cut_in_numpy(batch.array, chunk)
 
@@ -260,18 +269,26 @@ def new_partials(split_plan: SplitPlan, problem, device: torch.device):
 MAX_ITEMS = 65535  # the kernels put work items on a CUDA grid's y dimension
 
 
+def host_lengths(inputs) -> np.ndarray:
+    """The batch's lengths as a host array, as a serving loop's scheduler holds them (made once
+    per launch, so the timed ``plan`` does not convert the problem's tuple every call)."""
+    return np.asarray(inputs.problem.seq_lens, dtype=np.int64)
+
+
 def for_launch(inputs, programs_per_sm: int, tile: int, num_splits: int | None,
-               head_blocks: int = 1, whole_pages: bool = False) -> SplitPlan:
+               head_blocks: int = 1, whole_pages: bool = False, seq_lens=None) -> SplitPlan:
     """The plan of one launch: a kernel with ``programs_per_sm`` programs resident per SM, items
     starting on whole ``tile``s (and pages, for a kernel that reads its block table per page),
     ``head_blocks`` programs per (item, KV head); ``num_splits`` checked and, when given, a
-    uniform cut. More items than a grid dimension holds is unsupported."""
+    uniform cut; ``seq_lens`` the host lengths (``host_lengths``; else the problem's). More items
+    than a grid dimension holds is unsupported."""
     p = inputs.problem
     if num_splits is not None:
         check_num_splits(num_splits)
     programs = max(1, sm_count(inputs.device) * programs_per_sm // head_blocks)
     granule = math.lcm(tile, p.page_size) if whole_pages and p.layout == "paged" else tile
-    split_plan = plan(p.seq_lens, p.num_kv_heads, programs, granule, num_splits=num_splits)
+    split_plan = plan(p.seq_lens if seq_lens is None else seq_lens, p.num_kv_heads, programs,
+                      granule, num_splits=num_splits)
     if split_plan.num_items > MAX_ITEMS:
         raise Unsupported(f"{split_plan.num_items} work items of {split_plan.chunk} tokens: more "
                           f"than the {MAX_ITEMS} a grid dimension holds (fewer num_splits)")

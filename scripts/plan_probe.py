@@ -50,7 +50,9 @@ def main() -> None:
           f"{'both med/min us':>16s} {'time_plan us':>12s}")
     for p in problems:
         inputs = _Inputs(p, device)
-        make = lambda: planner.for_launch(inputs, 1, 128, None, whole_pages=True)  # noqa: E731
+        lens = planner.host_lengths(inputs)
+        make = lambda: planner.for_launch(inputs, 1, 128, None, whole_pages=True,  # noqa: E731
+                                          seq_lens=lens)
         split_plan = make()
         work = planner.Workspace(split_plan, device)
         plan_t = _us(make, args.reps)

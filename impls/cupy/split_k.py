@@ -28,9 +28,11 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     p = inputs.problem
     defines = launch_config(inputs, config)
 
+    lens = planner.host_lengths(inputs)
+
     def make_plan():  # items start on whole loop steps (and pages)
         return planner.for_launch(inputs, resident_ctas(defines), step_tokens(defines), num_splits,
-                                  num_head_blocks(p, defines))
+                                  num_head_blocks(p, defines), seq_lens=lens)
 
     split_plan = make_plan()
     require_alignment(inputs, LOAD_BYTES)

@@ -107,9 +107,11 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     p = inputs.problem
     require_alignment(inputs, COPY_BYTES)
 
+    lens = planner.host_lengths(inputs)
+
     def plan_for(cfg, programs_per_sm):  # the batch's plan from the host lengths (every step)
         return planner.for_launch(inputs, programs_per_sm, cfg["BLOCK_N"], num_splits,
-                                  whole_pages=cfg["PAGE_SIZE"] > 0)
+                                  whole_pages=cfg["PAGE_SIZE"] > 0, seq_lens=lens)
 
     def kernel_args(cfg, split_plan):
         work = planner.Workspace(split_plan, inputs.device)

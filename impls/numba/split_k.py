@@ -28,9 +28,11 @@ RESIDENT_PROGRAMS = 2
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     step = pick_launch_config(inputs.problem, config).STEP
 
+    lens = planner.host_lengths(inputs)
+
     def make_plan():  # items start on whole loop steps (and pages)
         return planner.for_launch(inputs, RESIDENT_PROGRAMS, step, num_splits,
-                                  num_head_blocks(inputs.problem))
+                                  num_head_blocks(inputs.problem), seq_lens=lens)
 
     split_plan = make_plan()
     require_alignment(inputs, LOAD_BYTES)

@@ -165,6 +165,10 @@ MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V 
 TILE_PAIR_BYTES = 64 * 1024  # K + V tile of one pipeline stage: wider rows get fewer tokens
 NUM_WARPS = 4  # one warpgroup: enough to issue the tile loads of a memory-bound loop
 NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one is consumed
+# Paged grids of this many (sequence, KV head) programs and more (8+ waves on a 132-SM GPU) take
+# one stage less: the buffers then let three programs share an SM, which hides the gathered loads
+# at least as well as a deeper pipeline for one (sweep in results/nvidia-h100/2026-11-24-plan/)
+MANY_PROGRAMS = 1024
 REPORTED = ("BLOCK_N", "BLOCK_H", "PAGE_SIZE", "num_warps", "num_stages")  # Launch.config
 
 
@@ -180,6 +184,7 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.itemsize)  # tokens in one stage's K+V
     paged = problem.layout == "paged"
+    many = paged and problem.batch * problem.num_kv_heads >= MANY_PROGRAMS
     defaults = dict(
         HEAD_DIM=problem.head_dim,
         HEAD_DIM_PAD=head_dim_pad,
@@ -193,7 +198,7 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
         # kernel's last program (results/nvidia-h100/2026-11-24-plan/), the same elsewhere
         MERGE="kernel",
         num_warps=NUM_WARPS,
-        num_stages=NUM_STAGES,
+        num_stages=NUM_STAGES - 1 if many else NUM_STAGES,
     )
     cfg = with_overrides(defaults, config)
     gather = cfg.pop("GATHER")  # a tunable, not a kernel parameter: it picks PAGE_SIZE

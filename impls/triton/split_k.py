@@ -156,9 +156,11 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     p = inputs.problem
     cfg = pick_launch_config(p, config)
 
+    lens = planner.host_lengths(inputs)
+
     def make_plan():  # the batch's plan from the host lengths (per step in a serving loop)
         return planner.for_launch(inputs, RESIDENT_PROGRAMS, cfg["BLOCK_N"], num_splits,
-                                  whole_pages=cfg["PAGE_SIZE"] > 0)
+                                  whole_pages=cfg["PAGE_SIZE"] > 0, seq_lens=lens)
 
     split_plan = make_plan()
     work = planner.Workspace(split_plan, inputs.device)
