@@ -123,3 +123,20 @@ def test_python_and_numpy_paths_make_the_same_plan(seq_lens, kv_heads, max_progr
     assert fast.chunk == arrays.chunk
     for name in ("items", "merge_seqs", "merge_indptr"):
         np.testing.assert_array_equal(getattr(fast, name), getattr(arrays, name), err_msg=name)
+
+
+@settings_
+@given(seq_lens=batches, kv_heads=st.sampled_from((1, 8)), max_programs=st.sampled_from((4, 132)),
+       granule=st.sampled_from(GRANULES), num_splits=st.none() | st.integers(1, 40))
+def test_a_split_sequences_slots_follow_its_pieces(seq_lens, kv_heads, max_programs, granule,
+                                                   num_splits):
+    """Piece ``start // chunk`` of a split sequence writes slot ``indptr[m] + start // chunk``,
+    and the sequence has ``ceil(length / chunk)`` slots: what a merge that finds a sequence's
+    partials from its own piece (Triton's MERGE=fused) relies on."""
+    split_plan = planner.plan(seq_lens, kv_heads, max_programs, granule, num_splits=num_splits)
+    first = dict(zip(split_plan.merge_seqs.tolist(), split_plan.merge_indptr[:-1].tolist()))
+    count = dict(zip(split_plan.merge_seqs.tolist(), np.diff(split_plan.merge_indptr).tolist()))
+    for b, start, _, slot in split_plan.items.tolist():
+        if slot >= 0:
+            assert slot == first[b] + start // split_plan.chunk
+            assert count[b] == -(-seq_lens[b] // split_plan.chunk)

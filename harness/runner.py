@@ -230,10 +230,13 @@ def work(spec: RunSpec, prov: dict, worker: bool = False) -> None:
                 announced.add((status, row["impl"]))
         if not runnable:
             continue
+        inputs = ref = out_of_memory = None
         try:
             inputs = make_inputs(problem, spec.seed, device)
             ref = reference(inputs)
         except torch.cuda.OutOfMemoryError as e:  # the machine's limit, not a backend's failure
+            out_of_memory = str(e).splitlines()[0][:160]
+        if out_of_memory is not None:  # out of the except: its traceback holds the tensors
             inputs = ref = None
             gc.collect()
             free = ""
@@ -241,7 +244,7 @@ def work(spec: RunSpec, prov: dict, worker: bool = False) -> None:
                 torch.cuda.empty_cache()
                 free = f" ({torch.cuda.mem_get_info(device)[0] / 2**30:.1f} GiB free)"
             reason = (f"the problem's inputs and reference do not fit this GPU's memory{free}: "
-                      f"{str(e).splitlines()[0][:160]}")
+                      f"{out_of_memory}")
             for cell, impl in runnable:
                 row = {**_base_row(cell, impl, problem, prov), "status": "UNAVAILABLE",
                        "reason": reason}

@@ -75,7 +75,8 @@ class Workspace:
     """A plan's device tensors, views of one int32 device buffer filled from a pinned host buffer
     by one asynchronous copy (FlashInfer's ``plan()`` fills its workspace the same way). Made in
     ``prepare`` for the launch's plan; ``load`` refills it with a new plan of no more items and
-    merges, as a serving loop's per-batch planning would, and returns the new tensors."""
+    merges, as a serving loop's per-batch planning would, and returns the new tensors. (A launch
+    keeps the grid of the plan it was prepared with: the harness reloads that same plan.)"""
 
     def __init__(self, split_plan: SplitPlan, device: torch.device):
         self.capacity = self._size(split_plan)
@@ -108,7 +109,7 @@ class Workspace:
         self.device_buffer.copy_(self.host_buffer, non_blocking=True)
         if self.copied is not None:
             self.copied.record()
-        key = (n_items, n_seqs)
+        key = (n_items, split_plan.num_merges)
         if key not in self._views:
             buffer = self.device_buffer
             self._views[key] = {"items": buffer[:n_items].view(-1, ITEM_FIELDS),

@@ -4,6 +4,7 @@ refuses, per-layout capabilities, and the backend facts the harness reads from d
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -219,3 +220,15 @@ def test_interpreter_backends_without_the_bf16_workaround_draw_no_bf16_on_the_cp
     assert declared.mode_unsupported(problem) is None
     impl = Impl(plain, "one-pass", "tests.plugin_backend", Capabilities(frozenset({"dense"})))
     assert fit(problem, impl).dtype == "float16"
+
+
+@pytest.mark.parametrize("config,message", [
+    ({"MERGE": "atomic"}, "MERGE='atomic': must be 'fused' or 'kernel'"),
+    ({"GATHER": "row"}, "GATHER='row': must be 'page' or 'token'"),
+])
+def test_triton_config_values_it_cannot_take_are_refused(config, message):
+    pytest.importorskip("triton")
+    from impls.triton._common import pick_launch_config
+    problem = DecodeProblem(32, 8, 128, (300,), layout="paged")
+    with pytest.raises(ProblemError, match=re.escape(message)):
+        pick_launch_config(problem, config)

@@ -4,6 +4,7 @@ cp.async (gathered), so a syntax, type or layout error is caught in CI rather th
 (Gluon has no interpreter: this is all of it the CPU can check)."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,14 @@ def test_all_kernels_compile_for_sm90(backend):
     if backend == "triton":  # the fused merge counts finished pieces with acquire-release atomics
         fused = [l for l in lines if l.startswith("split_kernel") and "'FUSED_MERGE': True" in l]
         assert fused and all("acq_rel=True" in l for l in fused), "\n".join(fused)
+        # paged tiles are pipelined as deep as dense ones (block-table entries a tile ahead): the
+        # same shared memory as the dense kernel of the same shape, whatever the page size
+        shared = {}
+        for line in attention:
+            shape = re.sub(r"'(IS_PAGED|PAGE_SIZE|FUSED_MERGE)': [^,}]+", "", line.split(" shared=")[0])
+            shared.setdefault(shape, {})["'IS_PAGED': True" in line] = int(re.search(r"shared=(\d+)", line)[1])
+        pairs = [(shape, s) for shape, s in shared.items() if len(s) == 2]
+        assert pairs and all(s[True] >= s[False] for _, s in pairs), pairs
     if backend == "gluon":  # the explicit ring: dense tiles by TMA, gathered ones by cp.async
         tma = [l for l in attention if "'IS_PAGED': False" in l and "'DENSE_TMA': 1" in l]
         gathered = [l for l in attention if l not in tma]
