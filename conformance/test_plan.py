@@ -132,7 +132,7 @@ def test_a_split_sequences_slots_follow_its_pieces(seq_lens, kv_heads, max_progr
                                                    num_splits):
     """Piece ``start // chunk`` of a split sequence writes slot ``indptr[m] + start // chunk``,
     and the sequence has ``ceil(length / chunk)`` slots: what a merge that finds a sequence's
-    partials from its own piece (Triton's MERGE=fused) relies on."""
+    partials from its own piece (one fused into the split kernel) relies on."""
     split_plan = planner.plan(seq_lens, kv_heads, max_programs, granule, num_splits=num_splits)
     first = dict(zip(split_plan.merge_seqs.tolist(), split_plan.merge_indptr[:-1].tolist()))
     count = dict(zip(split_plan.merge_seqs.tolist(), np.diff(split_plan.merge_indptr).tolist()))

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Re-pack .gpu-wheels/ (made by ../shared/gpu/wheels.sh, 56 MiB folders) into folders small enough
+# Re-pack .gpu-wheels/ (made by the workplace's wheels.sh, 56 MiB folders) into folders small enough
 # to travel beside this tree: a device call carries 64 MiB in all, the tracked tree included, so
 # the folders get what the tree leaves (or $1 MiB). Same file names and install.sh (last folder),
 # so the transfers go as wheels.sh prints them, one folder per call, in order.
 #     bash scripts/repack_wheels.sh [MiB]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -d .gpu-wheels ] || { echo "no .gpu-wheels: run ../shared/gpu/wheels.sh first" >&2; exit 2; }
+[ -d .gpu-wheels ] || { echo "no .gpu-wheels: pack the wheels first (wheels.sh)" >&2; exit 2; }
 tree=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
 mib=${1:-$(( (64 * 1024 * 1024 - tree) / 1024 / 1024 - 2 ))}
 [ "$mib" -ge 4 ] || { echo "the tree ($tree bytes) leaves no room for wheels" >&2; exit 2; }
