@@ -7,7 +7,7 @@ development tool, not part of the harness):
 Problems: the ``cpu`` workload (every shape class: GQA 1-8, head_dim 64-256, page sizes 1 and 16,
 ragged lengths, fp16/bf16/fp32) plus head_dim 80 on 12-token pages; each implementation at its
 default launch configuration and, for CuPy, on its CUDA-core loop too; split-K also with a forced
-split so the merge kernel runs. Each output is checked against the reference, so a kernel the
+split so the merge kernel runs (for CuPy, also merged in the split kernel: MERGE=fused). Each output is checked against the reference, so a kernel the
 sanitizer passes but that computes garbage still fails here. Exit code 1 on any mismatch.
 """
 
@@ -39,6 +39,8 @@ def option_sets(impl, problem) -> list[dict]:
         from impls.cupy._build import tensor_cores_fit
         if tensor_cores_fit(problem):
             configs.append({"TENSOR_CORES": 0})
+        if "num_splits" in impl.options:  # both merges of split-K: its own kernel, or fused
+            configs += [{**(c or {}), "MERGE": "fused"} for c in configs]
     splits = (None, 3) if "num_splits" in impl.options else (None,)
     return [{**({"config": c} if c else {}), **({"num_splits": s} if s else {})}
             for c in configs for s in splits]

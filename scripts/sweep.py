@@ -3,13 +3,18 @@ backend's kernels on a few cells and print the fastest per cell. Every configura
 as the ``config`` launch option (each backend's ``pick_launch_config`` overrides) and checked
 against the reference first; a wrong one is reported, never chosen.
 
-    python scripts/sweep.py cupy|triton|numba|gluon [--quick] [--cells 0,2]
+    python scripts/sweep.py cupy|triton|numba|gluon [--quick] [--cells 0,2] [--grid]
+        [--configs JSON-list]
+
+``--grid`` sweeps the one-pass kernels on every grid cell of 16 sequences or more (dense and
+paged; batch 1 is split-K's) instead of CELLS; ``--configs`` tries only the given configurations.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import sys
 from pathlib import Path
 
@@ -27,6 +32,8 @@ from specs.reference import reference  # noqa: E402
 
 CELLS = [(1, 32768, "split-k"), (16, 4096, "split-k"), (16, 4096, "dense"), (64, 2048, "dense"),
          (64, 8192, "dense"), (64, 2048, "paged"), (128, 4096, "split-k")]
+GRID_CELLS = [(b, s, v) for b in (16, 64, 128) for s in (1024, 2048, 4096, 8192)
+              for v in ("dense", "paged")] + [(16, 32768, "dense"), (16, 32768, "paged")]
 SPLITS = (None, 16, 32, 64, 128)  # split-k: the policy's pick, then forced counts
 
 
@@ -69,9 +76,12 @@ def main() -> None:
     parser.add_argument("--cells", help="indices into CELLS, comma-separated (default: all)")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--all", action="store_true", help="print every configuration's time")
+    parser.add_argument("--grid", action="store_true", help="every grid cell of batch >= 16")
+    parser.add_argument("--configs", type=json.loads, help="JSON list of configurations to try")
     args = parser.parse_args()
     timer = GpuTimer(torch.device("cuda"), quick=args.quick, modes=("cold",))
-    cells = [CELLS[int(i)] for i in args.cells.split(",")] if args.cells else CELLS
+    cells = GRID_CELLS if args.grid else CELLS
+    cells = [cells[int(i)] for i in args.cells.split(",")] if args.cells else cells
     for batch, seq, variant in cells:
         layout = "paged" if variant == "paged" else "dense"
         problem = workloads.model_problem("llama3-8b", [seq] * batch, layout)
@@ -79,7 +89,7 @@ def main() -> None:
         inputs = make_inputs(problem, 0)
         ref = reference(inputs)
         timed = []
-        for config in configs(args.backend, problem):
+        for config in args.configs or configs(args.backend, problem):
             # CuPy's and Gluon's sweeps keep the planner's split (it follows the ring's residency)
             for splits in (SPLITS if variant == "split-k" and args.backend in ("triton", "numba")
                            else (None,)):

@@ -40,13 +40,16 @@ def _loops(problem):
 def _cases():
     for p in PROBLEMS:
         for loop, config in _loops(p):
-            for src in ("one_pass.cu", "split_k.cu"):
-                yield pytest.param(src, p, config, id=f"{src}-{p.label()}-{loop}")
+            for src, fused in (("one_pass.cu", None), ("split_k.cu", 0), ("split_k.cu", 1)):
+                merge = "" if fused is None else ("-fused" if fused else "-kernel")
+                yield pytest.param(src, p, config, fused, id=f"{src}-{p.label()}-{loop}{merge}")
 
 
-@pytest.mark.parametrize("src,problem,config", list(_cases()))
-def test_cupy_kernel_compiles_for_sm90(src, problem, config, tmp_path):
+@pytest.mark.parametrize("src,problem,config,fused", list(_cases()))
+def test_cupy_kernel_compiles_for_sm90(src, problem, config, fused, tmp_path):
     defines = _build.pick_launch_config(problem, config)
+    if fused is not None:  # the split kernels, with either merge (split_k.merge_define)
+        defines["FUSED_MERGE"] = fused
     cmd = [NVCC, "-arch=sm_90", "-std=c++17", "-use_fast_math", "-cubin", "-Xptxas", "-v",
            "-o", str(tmp_path / "k.cubin"), *(f"-D{k}={v}" for k, v in defines.items()),
            str(_build.HERE / src)]

@@ -9,8 +9,9 @@ BACKEND = Backend(
     compiles="NVRTC on the first use of each kernel specialisation; cached on disk (CUPY_CACHE_DIR)",
     packages=("cupy-cuda13x", "cupy-cuda12x"),
     jit_cache_env=("CUPY_CACHE_DIR",),
-    shown_config=("chunk", "num_items", "merges", "TENSOR_CORES", "TPR"),
-    tunable=("TENSOR_CORES", "STAGES", "NUM_WARPS", "ITEMS_FIRST", "TPR", "UNROLL", "PREFETCH"),
+    shown_config=("chunk", "num_items", "merges", "merge", "TENSOR_CORES", "TPR"),
+    tunable=("TENSOR_CORES", "STAGES", "NUM_WARPS", "ITEMS_FIRST", "TPR", "UNROLL", "PREFETCH",
+             "MERGE"),
 )
 
 # 16-byte vector loads: head_dim a multiple of 8 (16-bit) elements; up to 256. Tensor cores
@@ -23,5 +24,6 @@ IMPLS = [
                  "(fp16/bf16), else 16 B loads and FMAs; paged: per-row page lookup"),
     Impl(BACKEND, "split-k", "impls.cupy.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding over a balanced plan (impls.plan), the one-pass loop per work "
-                 "item; split sequences write (out, lse) partials a CUDA kernel merges"),
+                 "item; split sequences write (out, lse) partials that a combine kernel merges "
+                 "(or, MERGE=fused, the last piece's CTA)"),
 ]

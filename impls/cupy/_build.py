@@ -59,6 +59,8 @@ def pick_launch_config(problem, config: dict | None = None) -> dict[str, int]:
     """-D values for ``problem`` (pure); ``config`` overrides the tunable ones (``TENSOR_CORES``,
     ``STAGES``, ``NUM_WARPS``; the CUDA-core loop's ``TPR``, ``UNROLL``, ``PREFETCH``), a
     ``ProblemError`` when they cannot work."""
+    if "MERGE" in (config or {}):  # split_k.merge_define takes it out for the split kernels
+        raise ProblemError("config: MERGE chooses how split-K merges its pieces; one-pass has none")
     tensor_cores = tensor_cores_fit(problem)
     num_warps = NUM_WARPS
     if tensor_cores and (config or {}).get("TENSOR_CORES", 1):  # the most warps whose rings fit
@@ -134,7 +136,8 @@ def cuda_core_config(problem, tuned: dict) -> dict[str, int]:
     check_thread_mapping(tpr, unroll, num_warps)
     if tuned["PREFETCH"] not in (0, 1):
         raise ProblemError(f"config: PREFETCH={tuned['PREFETCH']}: must be 0 or 1")
-    if num_warps * block_h * problem.head_dim * 4 > SMEM_LIMIT:
+    # (+16: the fused split-K merge's flag shares the static shared memory)
+    if num_warps * block_h * problem.head_dim * 4 + 16 > SMEM_LIMIT:
         raise ProblemError(f"config: {num_warps} warps x {block_h} heads x head_dim "
                            f"{problem.head_dim} floats exceed the shared memory of the merge")
     return dict(BLOCK_H=block_h, TENSOR_CORES=0, VEC=vec, TPR=tpr, VPT=vpt, NUM_WARPS=num_warps,

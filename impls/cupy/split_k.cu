@@ -4,13 +4,96 @@
 // pid_i = (sequence, start, end, slot) attends over [start, end); a whole sequence (slot -1)
 // writes the final out and lse, a piece of a split one its normalised partial (float) and LSE to
 // part_out [slots, Hq, D] / part_lse [slots, Hq].
-// Stage 2, grid (Hq, num_merges): combine_kernel merges each split sequence over its own slots,
-// weights exp(lse_s - max lse).
+// Stage 2, one of two ways (FUSED_MERGE): combine_kernel, grid (Hq / NUM_WARPS, num_merges), merges
+// each split sequence over its own slots, a warp per query head; or, fused, the CTA that writes a
+// (sequence, head block)'s last partial merges them itself (merge_if_last), so there is no second
+// launch. Weights exp(lse_s - max lse) either way (merge_slots).
 #include "decode_common.cuh"
 #if TENSOR_CORES
 #include "tensor_cores.cuh"
 #else
 #include "cuda_cores.cuh"
+#endif
+
+#define MERGE_VECS (HEAD_DIM / 4)  // float4s per row of a partial (rows are 16-byte multiples)
+#define MERGE_VECS_PER_LANE ((MERGE_VECS + 31) / 32)
+
+// One query head's partials over slots [first, last) merged by one warp: lanes over slots for the
+// LSE (32 loads in flight, not a chain of them), then lanes over float4s of the head dim, each
+// slot's weight broadcast by a shuffle. Loads are .cg (from L2): in the fused merge the partials
+// are other CTAs' stores, which this SM's L1 must not answer.
+__device__ __forceinline__ void merge_slots(const float* __restrict__ part_out,
+                                            const float* __restrict__ part_lse, int first,
+                                            int last, long long slot_stride, int lse_stride,
+                                            scalar_t* __restrict__ out, float* __restrict__ lse) {
+    const int lane = threadIdx.x & 31;
+    float big = NEG_INF;  // finite in the end: every item holds at least one token
+    for (int s = first + lane; s < last; s += 32) big = fmaxf(big, __ldcg(part_lse + s * lse_stride));
+#pragma unroll
+    for (int o = 16; o; o >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, o));
+    float w_sum = 0.f;
+    float4 acc[MERGE_VECS_PER_LANE];
+#pragma unroll
+    for (int j = 0; j < MERGE_VECS_PER_LANE; ++j) acc[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int s0 = first; s0 < last; s0 += 32) {
+        const float w = s0 + lane < last ? __expf(__ldcg(part_lse + (s0 + lane) * lse_stride) - big) : 0.f;
+        w_sum += w;
+        const int n = min(32, last - s0);
+#pragma unroll 4
+        for (int i = 0; i < n; ++i) {
+            const float w_i = __shfl_sync(0xffffffffu, w, i);
+            const float4* row = reinterpret_cast<const float4*>(part_out + (s0 + i) * slot_stride);
+#pragma unroll
+            for (int j = 0; j < MERGE_VECS_PER_LANE; ++j) {
+                const int c = lane + 32 * j;
+                if (c < MERGE_VECS) {
+                    const float4 p = __ldcg(row + c);
+                    acc[j].x += w_i * p.x, acc[j].y += w_i * p.y, acc[j].z += w_i * p.z, acc[j].w += w_i * p.w;
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int o = 16; o; o >>= 1) w_sum += __shfl_xor_sync(0xffffffffu, w_sum, o);
+    const float inv = 1.f / w_sum;
+#pragma unroll
+    for (int j = 0; j < MERGE_VECS_PER_LANE; ++j) {
+        const int c = lane + 32 * j;
+        if (c < MERGE_VECS) {
+            store_value(out + 4 * c, acc[j].x * inv);
+            store_value(out + 4 * c + 1, acc[j].y * inv);
+            store_value(out + 4 * c + 2, acc[j].z * inv);
+            store_value(out + 4 * c + 3, acc[j].w * inv);
+        }
+    }
+    if (lane == 0) *lse = big + __logf(w_sum);
+}
+
+#if FUSED_MERGE
+// The fused merge: every CTA of a split sequence's head block counts its partial done; the one that
+// counts last merges the block's heads over all the sequence's slots (a warp per head) and resets
+// the counter for the next launch. The fence makes each thread's partial stores visible GPU-wide
+// before the count (release); the acquire-release add orders the last CTA's loads after the others'.
+__device__ __forceinline__ void merge_if_last(const float* part_out, const float* part_lse,
+                                              int* counter, int first, int pieces,
+                                              long long slot_stride, int lse_stride,
+                                              scalar_t* out, long long stride_oh, float* lse,
+                                              int n_heads) {
+    __shared__ int is_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int done;
+        asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;\n" : "=r"(done) : "l"(counter) : "memory");
+        is_last = done == pieces - 1;
+        if (is_last) *counter = 0;  // every other piece has counted: nothing else touches it
+    }
+    __syncthreads();
+    if (!is_last) return;
+    for (int h = threadIdx.x >> 5; h < n_heads; h += NUM_WARPS)
+        merge_slots(part_out + h * HEAD_DIM, part_lse + h, first, first + pieces, slot_stride,
+                    lse_stride, out + h * stride_oh, lse + h);
+}
 #endif
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS) split_kernel(
@@ -21,7 +104,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS) split_kernel(
     float* __restrict__ part_lse_ptr, long long stride_qb, long long stride_qh,
     long long stride_kp, long long stride_kt, long long stride_kh, long long stride_btb,
     long long stride_ob, long long stride_oh, long long stride_lb, int page_size,
-    int group_size, int num_head_blocks, int num_q_heads, float qk_scale) {
+    int group_size, int num_head_blocks, int num_q_heads, float qk_scale,
+    const int* __restrict__ seq_lens_ptr, int* __restrict__ counters_ptr, int chunk) {
     const int pid_kvh = HEADS_AXIS / num_head_blocks;
     const int pid_hb = HEADS_AXIS % num_head_blocks;
     const int* item = items_ptr + 4 * ITEMS_AXIS;  // (sequence, start, end, partial slot or -1)
@@ -37,28 +121,30 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS) split_kernel(
                           : Dest{nullptr, part_out_ptr + row * HEAD_DIM, HEAD_DIM,
                                  part_lse_ptr + row},
                  n_heads);
+#if FUSED_MERGE
+    // the pieces of a split sequence are cut at multiples of chunk, in slot order from its first
+    if (slot >= 0)
+        merge_if_last(part_out_ptr + (long long)head0 * HEAD_DIM, part_lse_ptr + head0,
+                      counters_ptr + pid_b * (num_q_heads / group_size * num_head_blocks) + HEADS_AXIS,
+                      slot - start / chunk, (seq_lens_ptr[pid_b] + chunk - 1) / chunk,
+                      (long long)num_q_heads * HEAD_DIM, num_q_heads,
+                      out_ptr + pid_b * stride_ob + head0 * stride_oh, stride_oh,
+                      lse_ptr + pid_b * stride_lb + head0, n_heads);
+#endif
 }
 
+// Grid (ceil(Hq / NUM_WARPS), num_merges): warp w of CTA (x, m) merges query head
+// x * NUM_WARPS + w of split sequence merge_seqs[m] over its slots [indptr[m], indptr[m + 1]).
 extern "C" __global__ void __launch_bounds__(NUM_THREADS) combine_kernel(
     const float* __restrict__ part_out_ptr, const float* __restrict__ part_lse_ptr,
     const int* __restrict__ merge_seqs_ptr, const int* __restrict__ merge_indptr_ptr,
     scalar_t* __restrict__ out_ptr, float* __restrict__ lse_ptr, long long stride_ob,
-    long long stride_oh, long long stride_lb) {
-    const int pid_h = blockIdx.x;
-    const int num_q_heads = gridDim.x;
+    long long stride_oh, long long stride_lb, int num_q_heads) {
+    const int pid_h = blockIdx.x * NUM_WARPS + (threadIdx.x >> 5);
+    if (pid_h >= num_q_heads) return;
     const int pid_b = merge_seqs_ptr[blockIdx.y];
-    const int first = merge_indptr_ptr[blockIdx.y], last = merge_indptr_ptr[blockIdx.y + 1];
-    const float* lse_s = part_lse_ptr + pid_h;  // slot s at lse_s[s * num_q_heads]
-    const float* part = part_out_ptr + (long long)pid_h * HEAD_DIM;
-    const long long slot_stride = (long long)num_q_heads * HEAD_DIM;
-    float big = NEG_INF;
-    for (int s = first; s < last; ++s) big = fmaxf(big, lse_s[s * num_q_heads]);  // items are not empty
-    float w_sum = 0.f;
-    for (int s = first; s < last; ++s) w_sum += __expf(lse_s[s * num_q_heads] - big);
-    for (int d = threadIdx.x; d < HEAD_DIM; d += NUM_THREADS) {
-        float o = 0.f;
-        for (int s = first; s < last; ++s) o += __expf(lse_s[s * num_q_heads] - big) * part[s * slot_stride + d];
-        store_value(out_ptr + pid_b * stride_ob + pid_h * stride_oh + d, o / w_sum);
-    }
-    if (threadIdx.x == 0) lse_ptr[pid_b * stride_lb + pid_h] = big + __logf(w_sum);
+    merge_slots(part_out_ptr + (long long)pid_h * HEAD_DIM, part_lse_ptr + pid_h,
+                merge_indptr_ptr[blockIdx.y], merge_indptr_ptr[blockIdx.y + 1],
+                (long long)num_q_heads * HEAD_DIM, num_q_heads,
+                out_ptr + pid_b * stride_ob + pid_h * stride_oh, lse_ptr + pid_b * stride_lb + pid_h);
 }

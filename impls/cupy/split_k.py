@@ -7,14 +7,17 @@ loop steps and pages, sized so the items fill the GPU without one outlasting the
 each CTA runs the one-pass kernel's loop over its item; a whole sequence writes the final out and
 lse, a piece of a split one a normalised float32 partial and its LSE. Stage 2, grid (num_q_heads,
 num_merges), only when something was split: ``combine_kernel`` merges each split sequence over its
-own slots, weighted by exp(lse_s - max lse). Works on both layouts (IS_PAGED).
+own slots, weighted by exp(lse_s - max lse), a warp per query head. ``MERGE=fused`` merges in the
+split kernel instead: the CTA that writes a (sequence, head block)'s last partial, counted by an
+atomic it resets, merges them (one launch). Works on both layouts (IS_PAGED).
 Why: fills the SMs at small batch and cuts a ragged batch's tail; costs the partials' round trip
-(tiny next to the cache) and a second launch.
+(tiny next to the cache) and a second launch (or, fused, a merge at the end of the last piece).
 Expected bottleneck: HBM bandwidth once there are a few CTAs per SM; launch overhead of the two
 kernels at short sequences.
 """
 
 import numpy as np
+import torch
 
 from impls import plan as planner
 from impls.common import LOG2E, cache_args, require_alignment
@@ -22,11 +25,26 @@ from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, grid, launc
                                launcher, num_head_blocks, reported, resident_ctas, step_tokens,
                                view)
 from impls.registry import Launch
+from specs.problem import ProblemError
+
+MERGES = ("kernel", "fused")  # where split sequences are merged: a kernel of its own, or the split kernel
+MERGE = "kernel"
+
+
+def merge_define(config: dict | None) -> tuple[dict | None, int]:
+    """``config`` without ``MERGE`` (the launch parameters of both algorithms), and the split
+    kernel's FUSED_MERGE for it."""
+    config = dict(config or {})
+    merge = config.pop("MERGE", MERGE)
+    if merge not in MERGES:
+        raise ProblemError(f"config: MERGE={merge!r}: must be one of {MERGES}")
+    return config, int(merge == "fused")
 
 
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     p = inputs.problem
-    defines = launch_config(inputs, config)
+    config, fused = merge_define(config)
+    defines = {**launch_config(inputs, config), "FUSED_MERGE": fused}
 
     lens = planner.host_lengths(inputs)
 
@@ -43,23 +61,29 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     q, k, v = inputs.q, inputs.k, inputs.v
     table, stride_btb, page_size = cache_args(inputs)
     part_out, part_lse = planner.new_partials(split_plan, p, q.device)
+    head_blocks = p.num_kv_heads * num_head_blocks(p, defines)
+    # finished pieces per (sequence, head block) for the fused merge, zero between launches (the
+    # last piece resets its counter); one unused int otherwise
+    counters = torch.zeros(p.batch * head_blocks if fused else 1, dtype=torch.int32,
+                           device=q.device)
     i64, i32 = np.int64, np.int32
     split_args = (view(q), view(k), view(v), view(work["items"]), view(table), view(out), view(lse),
                   view(part_out), view(part_lse), i64(q.stride(0)), i64(q.stride(1)),
                   i64(k.stride(0)), i64(k.stride(1)), i64(k.stride(2)), i64(stride_btb),
                   i64(out.stride(0)), i64(out.stride(1)), i64(lse.stride(0)), i32(page_size),
                   i32(p.group_size), i32(num_head_blocks(p, defines)), i32(p.num_q_heads),
-                  np.float32(p.scale * LOG2E))
+                  np.float32(p.scale * LOG2E), view(inputs.seq_lens), view(counters),
+                  i32(split_plan.chunk))
     combine_args = (view(part_out), view(part_lse), view(work["merge_seqs"]),
                     view(work["merge_indptr"]), view(out), view(lse), i64(out.stride(0)),
-                    i64(out.stride(1)), i64(lse.stride(0)))
-    head_blocks = p.num_kv_heads * num_head_blocks(p, defines)
+                    i64(out.stride(1)), i64(lse.stride(0)), i32(p.num_q_heads))
     launches = [(split, grid(defines, head_blocks, split_plan.num_items), split_args,
                  dynamic_smem(defines))]
-    if split_plan.num_merges:
-        launches.append((combine, (p.num_q_heads, split_plan.num_merges), combine_args, 0))
+    if split_plan.num_merges and not fused:  # a warp per query head
+        launches.append((combine, (-(-p.num_q_heads // defines["NUM_WARPS"]),
+                                   split_plan.num_merges), combine_args, 0))
 
     return Launch(launcher(launches, defines),
                   {"num_items": split_plan.num_items, "chunk": split_plan.chunk,
-                   "merges": split_plan.num_merges, **reported(defines)},
+                   "merges": split_plan.num_merges, "merge": MERGES[fused], **reported(defines)},
                   plan=lambda: workspace.load(make_plan()))
