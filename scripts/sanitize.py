@@ -6,7 +6,7 @@ development tool, not part of the harness):
 
 Problems: the ``cpu`` workload (every shape class: GQA 1-8, head_dim 64-256, page sizes 1 and 16,
 ragged lengths, fp16/bf16/fp32) plus head_dim 80 on 12-token pages; each implementation at its
-default launch configuration and, for CuPy, on its CUDA-core loop too; split-K also with a forced
+default launch configuration and, for CuPy, on its CUDA-core loop and 2-warp rings too; split-K also with a forced
 split so the merge kernel runs (for CuPy, also merged in the split kernel: MERGE=fused). Each output is checked against the reference, so a kernel the
 sanitizer passes but that computes garbage still fails here. Exit code 1 on any mismatch.
 """
@@ -37,8 +37,8 @@ def option_sets(impl, problem) -> list[dict]:
     configs = [None]
     if impl.backend.name == "cupy":
         from impls.cupy._build import tensor_cores_fit
-        if tensor_cores_fit(problem):
-            configs.append({"TENSOR_CORES": 0})
+        if tensor_cores_fit(problem):  # the CUDA-core loop, and the small rings of many-CTA grids
+            configs += [{"TENSOR_CORES": 0}, {"NUM_WARPS": 2, "STAGES": 2}]
         if "num_splits" in impl.options:  # both merges of split-K: its own kernel, or fused
             configs += [{**(c or {}), "MERGE": "fused"} for c in configs]
     splits = (None, 3) if "num_splits" in impl.options else (None,)

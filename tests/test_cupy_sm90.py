@@ -26,6 +26,8 @@ PROBLEMS += [DecodeProblem(hq, hkv, d, (100,), dtype=dtype) for hq, hkv, d, dtyp
     (64, 2, 128, "float16"),  # GQA 32: two tensor-core head blocks
     (32, 8, 72, "bfloat16"),  # head_dim 72: not a multiple of the mma's k (CUDA cores)
 ]]
+PROBLEMS += [DecodeProblem(32, 8, 128, (100,) * 64, layout="paged"),  # rings of 2 warps x 2 stages
+             DecodeProblem(64, 8, 80, (100,) * 16, layout="paged", page_size=12)]  # 8 x 2, 2 blocks
 
 
 def _loops(problem):
@@ -48,7 +50,7 @@ def _cases():
 @pytest.mark.parametrize("src,problem,config,fused", list(_cases()))
 def test_cupy_kernel_compiles_for_sm90(src, problem, config, fused, tmp_path):
     defines = _build.pick_launch_config(problem, config)
-    if fused is not None:  # the split kernels, with either merge (split_k.merge_define)
+    if fused is not None:  # the split kernels, with either merge (_build.split_merge)
         defines["FUSED_MERGE"] = fused
     cmd = [NVCC, "-arch=sm_90", "-std=c++17", "-use_fast_math", "-cubin", "-Xptxas", "-v",
            "-o", str(tmp_path / "k.cubin"), *(f"-D{k}={v}" for k, v in defines.items()),

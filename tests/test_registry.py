@@ -232,3 +232,22 @@ def test_triton_config_values_it_cannot_take_are_refused(config, message):
     problem = DecodeProblem(32, 8, 128, (300,), layout="paged")
     with pytest.raises(ProblemError, match=re.escape(message)):
         pick_launch_config(problem, config)
+
+
+def test_cupy_ring_shape_follows_the_grid():
+    """The tensor-core ring by CTAs per SM: 8 warps up to two a SM (2 stages paged, 3 dense),
+    2 warps x 2 stages while those all fit at once, 8 x 3 beyond; a config's keys win."""
+    from impls.cupy._build import pick_launch_config
+
+    def shape(batch, layout="dense", config=None, num_sms=132):
+        d = pick_launch_config(DecodeProblem(32, 8, 128, (1000,) * batch, layout=layout), config,
+                               num_sms)
+        return d["NUM_WARPS"], d["STAGES"]
+
+    assert shape(1) == shape(16) == shape(33) == (8, 3)
+    assert shape(1, "paged") == shape(16, "paged") == (8, 2)
+    assert shape(34) == shape(64, "paged") == shape(99) == (2, 2)  # 6 of 37 KB a SM
+    assert shape(100) == shape(128, "paged") == (8, 3)
+    assert shape(64, num_sms=264) == (8, 3)  # the GPU's SMs count
+    assert shape(64, config={"NUM_WARPS": 8, "STAGES": 3}) == (8, 3)
+    assert shape(64, config={"STAGES": 3}) == (2, 3)

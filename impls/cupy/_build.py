@@ -35,11 +35,11 @@ ITEMS_FIRST = 0  # grid (head blocks, items); 1: (items, head blocks)
 # The tensor-core loop (tensor_cores.cuh)
 MMA_ROWS = 16  # query heads per CTA: the M rows of mma.m16n8k16 (a smaller group is zero-padded)
 MMA_DTYPES = ("float16", "bfloat16")  # fp32 stays on CUDA cores (tf32 would miss the tolerance)
-# Each warp's ring: 3 buffers of 16 tokens (two in flight while one is computed), 8 warps a CTA:
-# the least worst of 2-8 warps x 2-4 stages over the sweep cells
-# (results/nvidia-h100/2026-11-23-cupy-tc/sweep.log); 4 warps where 8 do not fit (head_dim 256)
+# Each warp's ring: STAGES buffers of 16 tokens, NUM_WARPS warps a CTA, by the grid's CTAs per SM
+# (ring_shape); 3 x 8 where no rule applies, 4 warps where 8 do not fit (head_dim 256)
 STAGES = 3
-MMA_WARPS = (8, 4)
+MMA_WARPS = (8, 4, 2)
+NUM_SMS = 132  # H100 / H200 SXM: what the pure pick_launch_config assumes (launchers pass the GPU's)
 SMEM_PER_SM = 228 * 1024  # sm_90's shared memory per SM (what bounds the tensor-core CTAs)
 SMEM_PER_CTA = 227 * 1024  # the most dynamic shared memory one CTA may have on sm_90
 SMEM_RESERVED = 1024  # per CTA, taken by the system on sm_90
@@ -55,20 +55,39 @@ def tensor_cores_fit(problem) -> bool:
     return problem.dtype in MMA_DTYPES and problem.head_dim % 16 == 0
 
 
-def pick_launch_config(problem, config: dict | None = None) -> dict[str, int]:
-    """-D values for ``problem`` (pure); ``config`` overrides the tunable ones (``TENSOR_CORES``,
-    ``STAGES``, ``NUM_WARPS``; the CUDA-core loop's ``TPR``, ``UNROLL``, ``PREFETCH``), a
-    ``ProblemError`` when they cannot work."""
-    if "MERGE" in (config or {}):  # split_k.merge_define takes it out for the split kernels
-        raise ProblemError("config: MERGE chooses how split-K merges its pieces; one-pass has none")
+def ring_shape(problem, num_sms: int = NUM_SMS) -> tuple[int, int]:
+    """The tensor-core loop's default (NUM_WARPS, STAGES) for ``problem``, by the one-pass grid's
+    CTAs per SM (the grid sweep of results/nvidia-h100/2026-11-24-cupy-merge/): up to 2, 8 warps
+    (one CTA must carry an SM's share of the bandwidth), 2 stages on paged K/V and 3 dense; more,
+    up to what fits of 2-warp x 2-stage CTAs, those, so the whole grid is resident from the start
+    (no second wave); beyond that 8 x 3, whose tail is the shortest."""
+    ctas = problem.batch * problem.num_kv_heads * common.num_head_blocks(problem, MMA_ROWS)
+    small = SMEM_PER_SM // (ring_smem_bytes(problem.head_dim, 2, 2) + SMEM_RESERVED)
+    if ctas <= 2 * num_sms:
+        return 8, 2 if problem.layout == "paged" else 3
+    if ctas <= small * num_sms:
+        return 2, 2
+    return 8, 3
+
+
+def pick_launch_config(problem, config: dict | None = None,
+                       num_sms: int = NUM_SMS) -> dict[str, int]:
+    """-D values for ``problem`` on a GPU of ``num_sms`` SMs (pure); ``config`` overrides the
+    tunable ones (``TENSOR_CORES``, ``STAGES``, ``NUM_WARPS``; the CUDA-core loop's ``TPR``,
+    ``UNROLL``, ``PREFETCH``), a ``ProblemError`` when they cannot work."""
+    if "MERGE" in (config or {}):  # the launchers take it out first (split_merge)
+        raise ProblemError("config: MERGE chooses how split-K merges its pieces, not a -D value")
     tensor_cores = tensor_cores_fit(problem)
     num_warps = NUM_WARPS
-    if tensor_cores and (config or {}).get("TENSOR_CORES", 1):  # the most warps whose rings fit
-        stages = (config or {}).get("STAGES", STAGES)
-        num_warps = next((w for w in MMA_WARPS if isinstance(stages, int) and
+    stages = STAGES
+    if tensor_cores and (config or {}).get("TENSOR_CORES", 1):
+        shape_warps, stages = ring_shape(problem, num_sms)
+        stages = (config or {}).get("STAGES", stages)
+        # the rule's warps, or the most below them whose rings fit
+        num_warps = next((w for w in MMA_WARPS if w <= shape_warps and isinstance(stages, int) and
                           ring_smem_bytes(problem.head_dim, w, stages) <= SMEM_PER_CTA),
                          MMA_WARPS[-1])  # none fits: tensor_core_config says so
-    tuned = with_overrides(dict(TENSOR_CORES=int(tensor_cores), STAGES=STAGES,
+    tuned = with_overrides(dict(TENSOR_CORES=int(tensor_cores), STAGES=stages,
                                 NUM_WARPS=num_warps, TPR=None, UNROLL=None, PREFETCH=PREFETCH,
                                 ITEMS_FIRST=ITEMS_FIRST), config)
     if tuned["ITEMS_FIRST"] not in (0, 1):
@@ -88,6 +107,21 @@ def pick_launch_config(problem, config: dict | None = None) -> dict[str, int]:
     if tuned["TENSOR_CORES"]:
         return {**base, **tensor_core_config(problem, tuned)}
     return {**base, **cuda_core_config(problem, tuned)}
+
+
+# where split-K merges split sequences: a kernel of its own, or the split kernel
+MERGES = ("kernel", "fused")
+
+
+def split_merge(config: dict | None) -> tuple[dict, str | None]:
+    """``config`` without ``MERGE`` and the merge it asks for (None: split-K's plan chooses).
+    One-pass takes the key too and has nothing to merge, so a run's ``--config`` may set it for
+    the whole backend."""
+    config = dict(config or {})
+    merge = config.pop("MERGE", None)
+    if merge is not None and merge not in MERGES:
+        raise ProblemError(f"config: MERGE={merge!r}: must be one of {MERGES}")
+    return config, merge
 
 
 def tensor_core_config(problem, tuned: dict) -> dict[str, int]:
@@ -158,7 +192,8 @@ def launch_config(inputs, config: dict | None = None) -> dict[str, int]:
     sm_80), so another GPU gets ``Unsupported``, before anything is built."""
     import torch
 
-    defines = pick_launch_config(inputs.problem, config)
+    num_sms = common.sm_count(inputs.device) if inputs.device.type == "cuda" else NUM_SMS
+    defines = pick_launch_config(inputs.problem, config, num_sms)
     if defines["TENSOR_CORES"] and inputs.device.type == "cuda" and \
             torch.cuda.get_device_capability(inputs.device) < (9, 0):
         raise Unsupported("the tensor-core loop is built for sm_90 and later (its shared-memory "

@@ -15,14 +15,14 @@ import numpy as np
 
 from impls.common import LOG2E, cache_args, require_alignment
 from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, grid, launch_config,
-                               launcher, num_head_blocks, reported, view)
+                               launcher, num_head_blocks, reported, split_merge, view)
 from impls.registry import Launch
 
 
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     p = inputs.problem
     require_alignment(inputs, LOAD_BYTES)
-    defines = launch_config(inputs, config)
+    defines = launch_config(inputs, split_merge(config)[0])
     kernel = get_kernel("one_pass.cu", "decode_kernel", defines)
     q, k, v = inputs.q, inputs.k, inputs.v
     table, stride_btb, page_size = cache_args(inputs)

@@ -21,30 +21,25 @@ import torch
 
 from impls import plan as planner
 from impls.common import LOG2E, cache_args, require_alignment
-from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, grid, launch_config,
-                               launcher, num_head_blocks, reported, resident_ctas, step_tokens,
-                               view)
+from impls.cupy._build import (LOAD_BYTES, MERGES, dynamic_smem, get_kernel, grid,
+                               launch_config, launcher, num_head_blocks, reported, resident_ctas,
+                               split_merge, step_tokens, view)
 from impls.registry import Launch
-from specs.problem import ProblemError
 
-MERGES = ("kernel", "fused")  # where split sequences are merged: a kernel of its own, or the split kernel
-MERGE = "kernel"
+# The fused merge up to chunks of this many tokens, where a second launch is a large share of a
+# short item's time; beyond them the combine kernel measured faster
+# (results/nvidia-h100/2026-11-24-cupy-merge/)
+FUSED_MAX_CHUNK = 512
 
 
-def merge_define(config: dict | None) -> tuple[dict | None, int]:
-    """``config`` without ``MERGE`` (the launch parameters of both algorithms), and the split
-    kernel's FUSED_MERGE for it."""
-    config = dict(config or {})
-    merge = config.pop("MERGE", MERGE)
-    if merge not in MERGES:
-        raise ProblemError(f"config: MERGE={merge!r}: must be one of {MERGES}")
-    return config, int(merge == "fused")
+def pick_merge(split_plan: planner.SplitPlan) -> str:
+    return "fused" if split_plan.num_merges and split_plan.chunk <= FUSED_MAX_CHUNK else "kernel"
 
 
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     p = inputs.problem
-    config, fused = merge_define(config)
-    defines = {**launch_config(inputs, config), "FUSED_MERGE": fused}
+    config, merge = split_merge(config)
+    defines = launch_config(inputs, config)
 
     lens = planner.host_lengths(inputs)
 
@@ -53,6 +48,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                                   num_head_blocks(p, defines), seq_lens=lens)
 
     split_plan = make_plan()
+    fused = (merge or pick_merge(split_plan)) == "fused"
+    defines["FUSED_MERGE"] = int(fused)
     require_alignment(inputs, LOAD_BYTES)
     split = get_kernel("split_k.cu", "split_kernel", defines)
     combine = get_kernel("split_k.cu", "combine_kernel", defines)
