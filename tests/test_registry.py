@@ -236,7 +236,8 @@ def test_triton_config_values_it_cannot_take_are_refused(config, message):
 
 def test_cupy_ring_shape_follows_the_grid():
     """The tensor-core ring by CTAs per SM: 8 warps up to two a SM (2 stages paged, 3 dense),
-    2 warps x 2 stages while those all fit at once, 8 x 3 beyond; a config's keys win."""
+    2 warps x 2 stages while those all fit at once and the lengths are near uniform, 8 x 3
+    beyond; a config's keys win."""
     from impls.cupy._build import pick_launch_config
 
     def shape(batch, layout="dense", config=None, num_sms=132):
@@ -249,5 +250,7 @@ def test_cupy_ring_shape_follows_the_grid():
     assert shape(34) == shape(64, "paged") == shape(99) == (2, 2)  # 6 of 37 KB a SM
     assert shape(100) == shape(128, "paged") == (8, 3)
     assert shape(64, num_sms=264) == (8, 3)  # the GPU's SMs count
+    ragged = DecodeProblem(32, 8, 128, (18000,) + (3000,) * 63)  # its long sequence is the tail
+    assert pick_launch_config(ragged)["NUM_WARPS"] == 8
     assert shape(64, config={"NUM_WARPS": 8, "STAGES": 3}) == (8, 3)
     assert shape(64, config={"STAGES": 3}) == (2, 3)

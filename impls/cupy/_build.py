@@ -60,12 +60,14 @@ def ring_shape(problem, num_sms: int = NUM_SMS) -> tuple[int, int]:
     CTAs per SM (the grid sweep of results/nvidia-h100/2026-11-24-cupy-merge/): up to 2, 8 warps
     (one CTA must carry an SM's share of the bandwidth), 2 stages on paged K/V and 3 dense; more,
     up to what fits of 2-warp x 2-stage CTAs, those, so the whole grid is resident from the start
-    (no second wave); beyond that 8 x 3, whose tail is the shortest."""
+    (no second wave), if the lengths are near uniform (a 2-warp CTA streams a long sequence, the
+    tail of a ragged batch, at a fraction of an SM's bandwidth); else 8 x 3."""
     ctas = problem.batch * problem.num_kv_heads * common.num_head_blocks(problem, MMA_ROWS)
     small = SMEM_PER_SM // (ring_smem_bytes(problem.head_dim, 2, 2) + SMEM_RESERVED)
+    near_uniform = max(problem.seq_lens) * problem.batch <= 1.25 * sum(problem.seq_lens)
     if ctas <= 2 * num_sms:
         return 8, 2 if problem.layout == "paged" else 3
-    if ctas <= small * num_sms:
+    if ctas <= small * num_sms and near_uniform:
         return 2, 2
     return 8, 3
 
