@@ -6,9 +6,10 @@ development tool, not part of the harness):
 
 Problems: the ``cpu`` workload (every shape class: GQA 1-8, head_dim 64-256, page sizes 1 and 16,
 ragged lengths, fp16/bf16/fp32) plus head_dim 80 on 12-token pages; each implementation at its
-default launch configuration and, for CuPy, on its CUDA-core loop and 2-warp rings too; split-K also with a forced
-split so the merge kernel runs (for CuPy, also merged in the split kernel: MERGE=fused). Each output is checked against the reference, so a kernel the
-sanitizer passes but that computes garbage still fails here. Exit code 1 on any mismatch.
+default launch configuration and, for CuPy, on its CUDA-core loop and 2-warp rings too; split-K
+also with a forced split so the merge kernel runs (for CuPy, also merged in the split kernel:
+MERGE=fused). Each output is checked against the reference, so a kernel the sanitizer passes but
+that computes garbage still fails here. Exit code 1 on any mismatch.
 """
 
 from __future__ import annotations
