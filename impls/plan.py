@@ -131,12 +131,13 @@ def round_up(n: int, granule: int) -> int:
     return -(-n // granule) * granule
 
 
-def makespan(lens, chunk: int, num_kv_heads: int, max_programs: int) -> float:
-    """The estimate the chunk minimises (tokens per program; module docstring); ``lens`` a
-    sequence of lengths or a ``Batch``."""
+def makespan(lens, chunk: int, num_kv_heads: int, max_programs: int,
+             overhead: int = OVERHEAD_TOKENS) -> float:
+    """The estimate the chunk minimises (tokens per program; module docstring, ``overhead`` an
+    item's fixed cost); ``lens`` a sequence of lengths or a ``Batch``."""
     batch = lens if isinstance(lens, Batch) else Batch(lens)
     return max(min(chunk, batch.longest),
-               (batch.total + batch.num_items(chunk) * OVERHEAD_TOKENS) * num_kv_heads / max_programs)
+               (batch.total + batch.num_items(chunk) * overhead) * num_kv_heads / max_programs)
 
 
 class Batch:
@@ -168,19 +169,19 @@ class Batch:
 
 
 def pick_chunk(lens, num_kv_heads: int, max_programs: int, granule: int,
-               min_chunk: int = MIN_CHUNK) -> int:
+               min_chunk: int = MIN_CHUNK, overhead: int = OVERHEAD_TOKENS) -> int:
     """The chunk (a multiple of ``granule``, at least ``min_chunk``) of least ``makespan``; the
     longest sequence whole when splitting cannot shorten the batch."""
     batch = lens if isinstance(lens, Batch) else Batch(lens)
     whole = round_up(batch.longest, granule)
     # each sequence is at least one item: the busy time is at least this, and no chunk below it
     # can be the crossing point of the two terms of the estimate
-    floor = (batch.total + len(batch.array) * OVERHEAD_TOKENS) * num_kv_heads / max_programs
+    floor = (batch.total + len(batch.array) * overhead) * num_kv_heads / max_programs
     lo = max(1, -(-min_chunk // granule), int(floor // granule))
     hi = whole // granule
     if lo >= hi:
         return whole
-    per_item = OVERHEAD_TOKENS * num_kv_heads / max_programs
+    per_item = overhead * num_kv_heads / max_programs
     busy_floor = batch.total * num_kv_heads / max_programs
     while lo < hi:  # the smallest chunk no shorter than the busy time (the terms cross there;
         mid = (lo + hi) // 2  # below ``whole`` the longest item is the chunk itself)
@@ -190,20 +191,22 @@ def pick_chunk(lens, num_kv_heads: int, max_programs: int, granule: int,
             lo = mid + 1
     best = lo * granule
     before = best - granule  # below the crossing the busy time rules: compare
-    if before >= min_chunk and makespan(batch, before, num_kv_heads, max_programs) < \
-            makespan(batch, best, num_kv_heads, max_programs):
+    if before >= min_chunk and makespan(batch, before, num_kv_heads, max_programs, overhead) < \
+            makespan(batch, best, num_kv_heads, max_programs, overhead):
         best = before
     return best
 
 
 def plan(seq_lens, num_kv_heads: int, max_programs: int, granule: int,
-         num_splits: int | None = None, min_chunk: int = MIN_CHUNK) -> SplitPlan:
-    """The plan for one batch (module docstring); ``num_splits`` forces a uniform cut."""
+         num_splits: int | None = None, min_chunk: int = MIN_CHUNK,
+         overhead: int = OVERHEAD_TOKENS) -> SplitPlan:
+    """The plan for one batch (module docstring); ``num_splits`` forces a uniform cut;
+    ``min_chunk`` and ``overhead`` a kernel's own smallest chunk and per-item cost."""
     batch = Batch(seq_lens)
     if num_splits is not None:
         chunk = round_up(-(-batch.longest // num_splits), granule)
     else:
-        chunk = pick_chunk(batch, num_kv_heads, max_programs, granule, min_chunk)
+        chunk = pick_chunk(batch, num_kv_heads, max_programs, granule, min_chunk, overhead)
     if batch.longest <= chunk:  # nothing split: one item per sequence, longest first
         if batch.list is not None:  # (a stable sort, as argsort's below)
             order = sorted(range(len(batch.list)), key=batch.list.__getitem__, reverse=True)
@@ -277,11 +280,13 @@ def host_lengths(inputs) -> np.ndarray:
 
 
 def for_launch(inputs, programs_per_sm: int, tile: int, num_splits: int | None,
-               head_blocks: int = 1, whole_pages: bool = False, seq_lens=None) -> SplitPlan:
+               head_blocks: int = 1, whole_pages: bool = False, seq_lens=None,
+               min_chunk: int = MIN_CHUNK, overhead: int = OVERHEAD_TOKENS) -> SplitPlan:
     """The plan of one launch: a kernel with ``programs_per_sm`` programs resident per SM, items
     starting on whole ``tile``s (and pages, for a kernel that reads its block table per page),
     ``head_blocks`` programs per (item, KV head); ``num_splits`` checked and, when given, a
-    uniform cut; ``seq_lens`` the host lengths (``host_lengths``; else the problem's). More items
+    uniform cut; ``seq_lens`` the host lengths (``host_lengths``; else the problem's);
+    ``min_chunk``, ``overhead``: the kernel's own, where they differ from the defaults. More items
     than a grid dimension holds is unsupported."""
     p = inputs.problem
     if num_splits is not None:
@@ -289,7 +294,7 @@ def for_launch(inputs, programs_per_sm: int, tile: int, num_splits: int | None,
     programs = max(1, sm_count(inputs.device) * programs_per_sm // head_blocks)
     granule = math.lcm(tile, p.page_size) if whole_pages and p.layout == "paged" else tile
     split_plan = plan(p.seq_lens if seq_lens is None else seq_lens, p.num_kv_heads, programs,
-                      granule, num_splits=num_splits)
+                      granule, num_splits=num_splits, min_chunk=min_chunk, overhead=overhead)
     if split_plan.num_items > MAX_ITEMS:
         raise Unsupported(f"{split_plan.num_items} work items of {split_plan.chunk} tokens: more "
                           f"than the {MAX_ITEMS} a grid dimension holds (fewer num_splits)")

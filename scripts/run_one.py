@@ -1,10 +1,13 @@
 """Prepare and run one implementation on one Llama-3-8B cell a few times, for a profiler (a
 development tool, not part of the harness):
 
-    ncu -k regex:decode_kernel python scripts/run_one.py cupy/dense 64 2048 dense ['{"STAGES": 2}']
+    ncu -k regex:decode_kernel python scripts/run_one.py cupy/dense 64 2048 dense ['{"STAGES": 2}' [splits]]
 
 Arguments: implementation (``backend/variant``), batch, seq_len, layout, an optional ``config``
-JSON (the launch-config overrides). Nothing is timed or checked here.
+JSON (the launch-config overrides, ``{}`` for none) and split-K's ``num_splits``. Nothing is timed
+or checked here. The launches run between cudaProfilerStart and Stop, so
+``ncu --profile-from-start off`` sees only them (a vendor library's kernels whose names are not
+known in advance included).
 """
 
 import json
@@ -23,15 +26,21 @@ from specs.inputs import make_inputs  # noqa: E402
 
 def main() -> None:
     name, batch, seq, layout = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    opts = {"config": json.loads(sys.argv[5])} if len(sys.argv) > 5 else {}
+    opts = {"config": json.loads(sys.argv[5])} if len(sys.argv) > 5 and sys.argv[5] != "{}" else {}
+    if len(sys.argv) > 6:
+        opts["num_splits"] = int(sys.argv[6])
     p = workloads.model_problem("llama3-8b", [seq] * batch, layout)
     inputs = make_inputs(p, 0, device="cuda")
     out = torch.empty(p.batch, p.num_q_heads, p.head_dim, dtype=inputs.q.dtype, device="cuda")
     lse = torch.empty(p.batch, p.num_q_heads, dtype=torch.float32, device="cuda")
     launch = registry.get(name).prepare(inputs, out, lse, **opts)
+    launch.run()  # first call (compilation, a library's set-up) outside the profiled range
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
     for _ in range(3):
         launch.run()
     torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
     print(name, launch.config)
 
 
