@@ -254,3 +254,18 @@ def test_cupy_ring_shape_follows_the_grid():
     assert pick_launch_config(ragged)["NUM_WARPS"] == 8
     assert shape(64, config={"NUM_WARPS": 8, "STAGES": 3}) == (8, 3)
     assert shape(64, config={"STAGES": 3}) == (2, 3)
+
+
+def test_cupy_split_cuts_at_one_step_only_where_half_the_gpu_idles():
+    """CuPy's floor on the split chunk: one loop step (128 tokens) where a step per item still
+    leaves half the SMs idle (1 x 1k: 8 items x 8 KV heads), the planner's 256 otherwise."""
+    import numpy as np
+
+    from impls import plan as planner
+    from impls.cupy.split_k import smallest_chunk
+
+    assert smallest_chunk(np.array([1024]), 128, 8, 132) == 128
+    assert smallest_chunk(np.array([2048]), 128, 8, 132) == planner.MIN_CHUNK
+    assert smallest_chunk(np.array([1024, 1024]), 128, 8, 132) == planner.MIN_CHUNK
+    assert smallest_chunk(np.array([1024]), 128, 8, 264) == 128
+    assert planner.plan([1024], 8, 132, 128, min_chunk=128).chunk == 128

@@ -36,16 +36,28 @@ def pick_merge(split_plan: planner.SplitPlan) -> str:
     return "fused" if split_plan.num_merges and split_plan.chunk <= FUSED_MAX_CHUNK else "kernel"
 
 
+def smallest_chunk(lens: np.ndarray, step: int, ctas_per_item: int, num_sms: int) -> int:
+    """The planner's floor on the chunk: one loop step where items of a step each would still
+    leave half the SMs idle (a batch that short is a latency chain, and a shorter item is a shorter
+    chain), else the planner's own."""
+    items = int((-(-lens // step)).sum())
+    return step if 2 * items * ctas_per_item <= num_sms else planner.MIN_CHUNK
+
+
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     p = inputs.problem
     config, merge = split_merge(config)
     defines = launch_config(inputs, config)
 
     lens = planner.host_lengths(inputs)
+    ctas_per_item = p.num_kv_heads * num_head_blocks(p, defines)
 
     def make_plan():  # items start on whole loop steps (and pages)
-        return planner.for_launch(inputs, resident_ctas(defines), step_tokens(defines), num_splits,
-                                  num_head_blocks(p, defines), seq_lens=lens)
+        step = step_tokens(defines)
+        return planner.for_launch(inputs, resident_ctas(defines), step, num_splits,
+                                  num_head_blocks(p, defines), seq_lens=lens,
+                                  min_chunk=smallest_chunk(lens, step, ctas_per_item,
+                                                           planner.sm_count(inputs.device)))
 
     split_plan = make_plan()
     fused = (merge or pick_merge(split_plan)) == "fused"
