@@ -281,20 +281,20 @@ def host_lengths(inputs) -> np.ndarray:
 
 def for_launch(inputs, programs_per_sm: int, tile: int, num_splits: int | None,
                head_blocks: int = 1, whole_pages: bool = False, seq_lens=None,
-               min_chunk: int = MIN_CHUNK, overhead: int = OVERHEAD_TOKENS) -> SplitPlan:
+               shortest: int = MIN_CHUNK, overhead: int = OVERHEAD_TOKENS) -> SplitPlan:
     """The plan of one launch: a kernel with ``programs_per_sm`` programs resident per SM, items
     starting on whole ``tile``s (and pages, for a kernel that reads its block table per page),
     ``head_blocks`` programs per (item, KV head); ``num_splits`` checked and, when given, a
     uniform cut; ``seq_lens`` the host lengths (``host_lengths``; else the problem's);
-    ``min_chunk``, ``overhead``: the kernel's own, where they differ from the defaults. More items
-    than a grid dimension holds is unsupported."""
+    ``shortest`` (the least chunk), ``overhead``: the kernel's own, where they differ from the
+    defaults. More items than a grid dimension holds is unsupported."""
     p = inputs.problem
     if num_splits is not None:
         check_num_splits(num_splits)
     programs = max(1, sm_count(inputs.device) * programs_per_sm // head_blocks)
     granule = math.lcm(tile, p.page_size) if whole_pages and p.layout == "paged" else tile
     split_plan = plan(p.seq_lens if seq_lens is None else seq_lens, p.num_kv_heads, programs,
-                      granule, num_splits=num_splits, min_chunk=min_chunk, overhead=overhead)
+                      granule, num_splits=num_splits, min_chunk=shortest, overhead=overhead)
     if split_plan.num_items > MAX_ITEMS:
         raise Unsupported(f"{split_plan.num_items} work items of {split_plan.chunk} tokens: more "
                           f"than the {MAX_ITEMS} a grid dimension holds (fewer num_splits)")

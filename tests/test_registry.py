@@ -262,10 +262,10 @@ def test_cupy_split_cuts_at_one_step_only_where_half_the_gpu_idles():
     import numpy as np
 
     from impls import plan as planner
-    from impls.cupy.split_k import smallest_chunk
+    from impls.cupy.split_k import shortest_item
 
-    assert smallest_chunk(np.array([1024]), 128, 8, 132) == 128
-    assert smallest_chunk(np.array([2048]), 128, 8, 132) == planner.MIN_CHUNK
-    assert smallest_chunk(np.array([1024, 1024]), 128, 8, 132) == planner.MIN_CHUNK
-    assert smallest_chunk(np.array([1024]), 128, 8, 264) == 128
+    assert shortest_item(np.array([1024]), 128, 8, 132) == 128
+    assert shortest_item(np.array([2048]), 128, 8, 132) == planner.MIN_CHUNK
+    assert shortest_item(np.array([1024, 1024]), 128, 8, 132) == planner.MIN_CHUNK
+    assert shortest_item(np.array([1024]), 128, 8, 264) == 128
     assert planner.plan([1024], 8, 132, 128, min_chunk=128).chunk == 128

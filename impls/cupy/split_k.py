@@ -36,10 +36,10 @@ def pick_merge(split_plan: planner.SplitPlan) -> str:
     return "fused" if split_plan.num_merges and split_plan.chunk <= FUSED_MAX_CHUNK else "kernel"
 
 
-def smallest_chunk(lens: np.ndarray, step: int, ctas_per_item: int, num_sms: int) -> int:
-    """The planner's floor on the chunk: one loop step where items of a step each would still
-    leave half the SMs idle (a batch that short is a latency chain, and a shorter item is a shorter
-    chain), else the planner's own."""
+def shortest_item(lens: np.ndarray, step: int, ctas_per_item: int, num_sms: int) -> int:
+    """The planner's floor on the chunk, in tokens: one loop step where items of a step each
+    would still leave half the SMs idle (a batch that short is a latency chain, and a shorter
+    item is a shorter chain), else the planner's own."""
     items = int((-(-lens // step)).sum())
     return step if 2 * items * ctas_per_item <= num_sms else planner.MIN_CHUNK
 
@@ -56,7 +56,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
         step = step_tokens(defines)
         return planner.for_launch(inputs, resident_ctas(defines), step, num_splits,
                                   num_head_blocks(p, defines), seq_lens=lens,
-                                  min_chunk=smallest_chunk(lens, step, ctas_per_item,
+                                  shortest=shortest_item(lens, step, ctas_per_item,
                                                            planner.sm_count(inputs.device)))
 
     split_plan = make_plan()
