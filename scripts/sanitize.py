@@ -31,6 +31,7 @@ from specs.problem import DecodeProblem  # noqa: E402
 from specs.reference import reference  # noqa: E402
 
 EXTRA = [DecodeProblem(40, 8, 80, (300, 77), layout="paged", page_size=12),
+         DecodeProblem(28, 4, 64, (900, 40), dtype="float16"),  # query heads not a multiple of 8
          DecodeProblem(32, 8, 128, (700,), layout="paged", page_size=128, dtype="float16")]
 
 
@@ -40,8 +41,8 @@ def option_sets(impl, problem) -> list[dict]:
         from impls.cupy._build import tensor_cores_fit
         if tensor_cores_fit(problem):  # the CUDA-core loop, and the small rings of many-CTA grids
             configs += [{"TENSOR_CORES": 0}, {"NUM_WARPS": 2, "STAGES": 2}]
-        if "num_splits" in impl.options:  # both merges of split-K: its own kernel, or fused
-            configs += [{**(c or {}), "MERGE": "fused"} for c in configs]
+        if "num_splits" in impl.options:  # both merges of split-K, whatever the plan would pick
+            configs = [{**(c or {}), "MERGE": m} for c in configs for m in ("kernel", "fused")]
     splits = (None, 3) if "num_splits" in impl.options else (None,)
     return [{**({"config": c} if c else {}), **({"num_splits": s} if s else {})}
             for c in configs for s in splits]

@@ -27,7 +27,7 @@ PROBLEMS += [DecodeProblem(hq, hkv, d, (100,), dtype=dtype) for hq, hkv, d, dtyp
     (32, 8, 72, "bfloat16"),  # head_dim 72: not a multiple of the mma's k (CUDA cores)
 ]]
 PROBLEMS += [DecodeProblem(32, 8, 128, (100,) * 64, layout="paged"),  # rings of 2 warps x 2 stages
-             DecodeProblem(64, 8, 80, (100,) * 16, layout="paged", page_size=12)]  # 8 x 2, 2 blocks
+             DecodeProblem(64, 2, 80, (100,) * 16, layout="paged", page_size=12)]  # GQA 32, 12-token pages
 
 
 def _loops(problem):

@@ -25,5 +25,5 @@ IMPLS = [
     Impl(BACKEND, "split-k", "impls.cupy.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding over a balanced plan (impls.plan), the one-pass loop per work "
                  "item; split sequences write (out, lse) partials that a combine kernel merges "
-                 "(or, MERGE=fused, the last piece's CTA)"),
+                 "(or, MERGE=fused, the CTA that finishes last)"),
 ]

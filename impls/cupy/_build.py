@@ -36,7 +36,7 @@ ITEMS_FIRST = 0  # grid (head blocks, items); 1: (items, head blocks)
 MMA_ROWS = 16  # query heads per CTA: the M rows of mma.m16n8k16 (a smaller group is zero-padded)
 MMA_DTYPES = ("float16", "bfloat16")  # fp32 stays on CUDA cores (tf32 would miss the tolerance)
 # Each warp's ring: STAGES buffers of 16 tokens, NUM_WARPS warps a CTA, by the grid's CTAs per SM
-# (ring_shape); 3 x 8 where no rule applies, 4 warps where 8 do not fit (head_dim 256)
+# (ring_shape); 8 x 3 where no rule applies, 4 warps where 8 do not fit (head_dim 256)
 STAGES = 3
 MMA_WARPS = (8, 4, 2)
 NUM_SMS = 132  # H100 / H200 SXM: what the pure pick_launch_config assumes (launchers pass the GPU's)
@@ -172,8 +172,8 @@ def cuda_core_config(problem, tuned: dict) -> dict[str, int]:
     check_thread_mapping(tpr, unroll, num_warps)
     if tuned["PREFETCH"] not in (0, 1):
         raise ProblemError(f"config: PREFETCH={tuned['PREFETCH']}: must be 0 or 1")
-    # (+16: the fused split-K merge's flag shares the static shared memory)
-    if num_warps * block_h * problem.head_dim * 4 + 16 > SMEM_LIMIT:
+    # the merge's m, l and acc in static shared memory (+16: the fused split-K merge's flag)
+    if num_warps * block_h * (problem.head_dim + 2) * 4 + 16 > SMEM_LIMIT:
         raise ProblemError(f"config: {num_warps} warps x {block_h} heads x head_dim "
                            f"{problem.head_dim} floats exceed the shared memory of the merge")
     return dict(BLOCK_H=block_h, TENSOR_CORES=0, VEC=vec, TPR=tpr, VPT=vpt, NUM_WARPS=num_warps,

@@ -4,10 +4,10 @@
 // pid_i = (sequence, start, end, slot) attends over [start, end); a whole sequence (slot -1)
 // writes the final out and lse, a piece of a split one its normalised partial (float) and LSE to
 // part_out [slots, Hq, D] / part_lse [slots, Hq].
-// Stage 2, one of two ways (FUSED_MERGE): combine_kernel, grid (Hq / NUM_WARPS, num_merges), merges
-// each split sequence over its own slots, a warp per query head; or, fused, the CTA that writes a
-// (sequence, head block)'s last partial merges them itself (merge_if_last), so there is no second
-// launch. Weights exp(lse_s - max lse) either way (merge_slots).
+// Stage 2, one of two ways (FUSED_MERGE): combine_kernel, grid (ceil(Hq / NUM_WARPS), num_merges),
+// merges each split sequence over its own slots, a warp per query head; or, fused, the CTA that
+// finishes a (sequence, head block)'s pieces last merges them itself (merge_if_last), so there is
+// no second launch. Weights exp(lse_s - max lse) either way (merge_slots).
 #include "decode_common.cuh"
 #if TENSOR_CORES
 #include "tensor_cores.cuh"
@@ -16,6 +16,7 @@
 #endif
 
 #define MERGE_VECS (HEAD_DIM / 4)  // float4s per row of a partial (rows are 16-byte multiples)
+static_assert(HEAD_DIM % 4 == 0, "the merge reads partials' rows as float4s");
 #define MERGE_VECS_PER_LANE ((MERGE_VECS + 31) / 32)
 
 // One query head's partials over slots [first, last) merged by one warp: lanes over slots for the

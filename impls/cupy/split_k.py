@@ -5,13 +5,14 @@ Algorithm: ``impls.plan`` cuts the batch into work items (a token range of one s
 loop steps and pages, sized so the items fill the GPU without one outlasting the rest;
 ``num_splits`` forces a uniform cut). Stage 1, grid (num_kv_heads x num_head_blocks, num_items):
 each CTA runs the one-pass kernel's loop over its item; a whole sequence writes the final out and
-lse, a piece of a split one a normalised float32 partial and its LSE. Stage 2, grid (num_q_heads,
-num_merges), only when something was split: ``combine_kernel`` merges each split sequence over its
-own slots, weighted by exp(lse_s - max lse), a warp per query head. ``MERGE=fused`` merges in the
-split kernel instead: the CTA that writes a (sequence, head block)'s last partial, counted by an
-atomic it resets, merges them (one launch). Works on both layouts (IS_PAGED).
+lse, a piece of a split one a normalised float32 partial and its LSE. Stage 2, only when something
+was split: ``combine_kernel``, grid (ceil(num_q_heads / NUM_WARPS), num_merges), merges each split
+sequence over its own slots, weighted by exp(lse_s - max lse), a warp per query head; or
+(``MERGE=fused``, the default for short pieces) the split kernel's CTA that finishes a (sequence,
+head block)'s pieces last, counted by an atomic it resets, merges them (one launch). Works on both
+layouts (IS_PAGED).
 Why: fills the SMs at small batch and cuts a ragged batch's tail; costs the partials' round trip
-(tiny next to the cache) and a second launch (or, fused, a merge at the end of the last piece).
+(tiny next to the cache) and a second launch (or, fused, a merge in the CTA that finishes last).
 Expected bottleneck: HBM bandwidth once there are a few CTAs per SM; launch overhead of the two
 kernels at short sequences.
 """
@@ -21,7 +22,7 @@ import torch
 
 from impls import plan as planner
 from impls.common import LOG2E, cache_args, require_alignment
-from impls.cupy._build import (LOAD_BYTES, MERGES, dynamic_smem, get_kernel, grid,
+from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, grid,
                                launch_config, launcher, num_head_blocks, reported, resident_ctas,
                                split_merge, step_tokens, view)
 from impls.registry import Launch
@@ -29,17 +30,18 @@ from impls.registry import Launch
 # The fused merge up to chunks of this many tokens, where a second launch is a large share of a
 # short item's time; beyond them the combine kernel measured faster
 # (results/nvidia-h100/2026-11-24-cupy-merge/)
-FUSED_MAX_CHUNK = 512
+FUSED_MAX_TOKENS = 512
 
 
 def pick_merge(split_plan: planner.SplitPlan) -> str:
-    return "fused" if split_plan.num_merges and split_plan.chunk <= FUSED_MAX_CHUNK else "kernel"
+    """The merge for a plan that asks for none: fused where its pieces are short."""
+    return "fused" if split_plan.num_merges and split_plan.chunk <= FUSED_MAX_TOKENS else "kernel"
 
 
 def shortest_item(lens: np.ndarray, step: int, ctas_per_item: int, num_sms: int) -> int:
-    """The planner's floor on the chunk, in tokens: one loop step where items of a step each
-    would still leave half the SMs idle (a batch that short is a latency chain, and a shorter
-    item is a shorter chain), else the planner's own."""
+    """The planner's floor on the chunk for the tensor-core loop, in tokens: one loop step where
+    items of a step each would still leave half the SMs idle (a batch that short is a latency
+    chain, and a shorter item is a shorter chain), else the planner's own."""
     items = int((-(-lens // step)).sum())
     return step if 2 * items * ctas_per_item <= num_sms else planner.MIN_CHUNK
 
@@ -57,7 +59,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
         return planner.for_launch(inputs, resident_ctas(defines), step, num_splits,
                                   num_head_blocks(p, defines), seq_lens=lens,
                                   shortest=shortest_item(lens, step, ctas_per_item,
-                                                           planner.sm_count(inputs.device)))
+                                                         planner.sm_count(inputs.device))
+                                  if defines["TENSOR_CORES"] else planner.MIN_CHUNK)
 
     split_plan = make_plan()
     fused = (merge or pick_merge(split_plan)) == "fused"
@@ -94,5 +97,5 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
 
     return Launch(launcher(launches, defines),
                   {"num_items": split_plan.num_items, "chunk": split_plan.chunk,
-                   "merges": split_plan.num_merges, "merge": MERGES[fused], **reported(defines)},
+                   "merges": split_plan.num_merges, "merge": "fused" if fused else "kernel", **reported(defines)},
                   plan=lambda: workspace.load(make_plan()))

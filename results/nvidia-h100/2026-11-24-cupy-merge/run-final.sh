@@ -21,8 +21,8 @@ wait_main() {  # until the background runs end or $1 seconds pass
 }
 case "${1:-}" in
 checks)
-  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_fused_merge.py > "$W/fused-merge-tests.log" 2>&1
-  echo "fused-merge tests exit $?"
+  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_split_merges.py > "$W/split-merges-tests.log" 2>&1
+  echo "split-merge tests exit $?"
   DECODE_BENCH_PROFILE=gpu timeout 240 python3 -m pytest conformance -q -n 8 -p no:cacheprovider \
     -W ignore::DeprecationWarning -k cupy > "$W/conformance.log" 2>&1
   echo "conformance exit $?"
@@ -30,7 +30,7 @@ checks)
   echo "memcheck exit $?"
   timeout 250 compute-sanitizer --tool racecheck python3 scripts/sanitize.py cupy > "$W/racecheck.log" 2>&1
   echo "racecheck exit $?"
-  grep -hE "passed|failed" "$W/fused-merge-tests.log" "$W/conformance.log" | tail -2
+  grep -hE "passed|failed" "$W/split-merges-tests.log" "$W/conformance.log" | tail -2
   tail -n 2 "$W/memcheck.log"; tail -n 2 "$W/racecheck.log" ;;
 start)
   { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

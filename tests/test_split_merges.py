@@ -1,0 +1,54 @@
+"""Split-K's two merges compute what the reference does, launch after launch: ``MERGE=fused``
+(the last program or CTA of each split sequence merges, counted by an atomic it resets; a counter
+left set would merge early on the next launch) and ``MERGE=kernel`` (a combine kernel of its own),
+for the planner's cut and forced uniform ones, whichever merge a backend picks by default. On a
+GPU, or on the CPU where the DSL runs there (Triton's interpreter; CuPy has no CPU mode)."""
+
+import importlib
+
+import pytest
+
+import impls  # noqa: F401  (first: CPU modes before any DSL import)
+from impls import registry
+from specs.inputs import make_inputs
+from specs.problem import DecodeProblem
+from specs.reference import reference
+from specs.tolerance import compare
+
+PROBLEMS = {  # backend -> problems; CuPy's add two head blocks per KV head, other head dims and
+    # query heads that are not a multiple of its combine kernel's 8 warps
+    "triton": [DecodeProblem(8, 2, 64, (900, 70, 1, 129), dtype="float16")],
+    "cupy": [DecodeProblem(8, 2, 64, (900, 70, 1, 129), dtype="float16"),
+             DecodeProblem(64, 2, 128, (3000, 17, 515), dtype="bfloat16"),
+             DecodeProblem(28, 4, 64, (2000, 33), dtype="bfloat16"),
+             DecodeProblem(16, 4, 80, (2048, 1), dtype="float16"),
+             DecodeProblem(16, 8, 256, (1500, 300), dtype="bfloat16"),
+             DecodeProblem(8, 8, 72, (700, 5), dtype="float32")],
+}
+CASES = [(backend, p, layout) for backend, problems in PROBLEMS.items() for p in problems
+         for layout in ("dense", "paged")]
+
+
+@pytest.mark.parametrize("merge", ["fused", "kernel"])
+@pytest.mark.parametrize("num_splits", [None, 3, 7])
+@pytest.mark.parametrize("backend,problem,layout", CASES,
+                         ids=[f"{b}-{p.label()}-{layout}" for b, p, layout in CASES])
+def test_split_merges_match_the_reference_on_every_launch(backend, problem, layout, num_splits,
+                                                          merge):
+    impl = registry.get(f"{backend}/split-k")
+    if impl.availability():
+        pytest.skip(impl.availability())
+    device = "cpu" if impl.backend.mode() != "gpu" else "cuda"
+    problem = problem.replace(layout=layout)
+    inputs = make_inputs(problem, seed=3, device=device)
+    ref = reference(inputs)
+    out, lse = inputs.new_outputs()
+    module = importlib.import_module(impl.module)
+    launch = module.prepare(inputs, out, lse, num_splits=num_splits, config={"MERGE": merge})
+    assert launch.config["merge"] == merge and launch.config["merges"] > 0
+    for _ in range(3):
+        out.fill_(float("nan"))
+        lse.fill_(float("nan"))
+        launch.run()
+        result = compare(problem, out, lse, ref)
+        assert result.passed, result.summary()
