@@ -52,15 +52,15 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     defines = launch_config(inputs, config)
 
     lens = planner.host_lengths(inputs)
-    ctas_per_item = p.num_kv_heads * num_head_blocks(p, defines)
+    step = step_tokens(defines)
+    head_blocks = p.num_kv_heads * num_head_blocks(p, defines)
+    # the floor follows from the lengths and the launch alone: once, not per timed plan
+    shortest = (shortest_item(lens, step, head_blocks, planner.sm_count(inputs.device))
+                if defines["TENSOR_CORES"] else planner.MIN_CHUNK)
 
     def make_plan():  # items start on whole loop steps (and pages)
-        step = step_tokens(defines)
         return planner.for_launch(inputs, resident_ctas(defines), step, num_splits,
-                                  num_head_blocks(p, defines), seq_lens=lens,
-                                  shortest=shortest_item(lens, step, ctas_per_item,
-                                                         planner.sm_count(inputs.device))
-                                  if defines["TENSOR_CORES"] else planner.MIN_CHUNK)
+                                  num_head_blocks(p, defines), seq_lens=lens, shortest=shortest)
 
     split_plan = make_plan()
     fused = (merge or pick_merge(split_plan)) == "fused"
@@ -73,7 +73,6 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     q, k, v = inputs.q, inputs.k, inputs.v
     table, stride_btb, page_size = cache_args(inputs)
     part_out, part_lse = planner.new_partials(split_plan, p, q.device)
-    head_blocks = p.num_kv_heads * num_head_blocks(p, defines)
     # finished pieces per (sequence, head block) for the fused merge, zero between launches (the
     # last piece resets its counter); one unused int otherwise
     counters = torch.zeros(p.batch * head_blocks if fused else 1, dtype=torch.int32,
@@ -97,5 +96,6 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
 
     return Launch(launcher(launches, defines),
                   {"num_items": split_plan.num_items, "chunk": split_plan.chunk,
-                   "merges": split_plan.num_merges, "merge": "fused" if fused else "kernel", **reported(defines)},
+                   "merges": split_plan.num_merges, "merge": "fused" if fused else "kernel",
+                   **reported(defines)},
                   plan=lambda: workspace.load(make_plan()))
