@@ -234,6 +234,17 @@ def test_triton_config_values_it_cannot_take_are_refused(config, message):
         pick_launch_config(problem, config)
 
 
+def test_cupy_merge_values_it_cannot_take_are_refused():
+    """CuPy's MERGE is checked before the plan or any kernel is built; -D values never carry it."""
+    from impls.cupy._build import pick_launch_config, split_merge
+
+    assert split_merge({"MERGE": "fused", "STAGES": 2}) == ({"STAGES": 2}, "fused")
+    with pytest.raises(ProblemError, match=re.escape("MERGE='atomic': must be one of")):
+        split_merge({"MERGE": "atomic"})
+    with pytest.raises(ProblemError, match="MERGE chooses how split-K merges"):
+        pick_launch_config(DecodeProblem(32, 8, 128, (300,)), {"MERGE": "fused"})
+
+
 def test_cupy_ring_shape_follows_the_grid():
     """The tensor-core ring by CTAs per SM: 8 warps up to two a SM (2 stages paged, 3 dense),
     2 warps x 2 stages while those all fit at once and the lengths are near uniform, 8 x 3
