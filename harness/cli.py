@@ -69,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=_json_object, metavar="JSON",
                      help="launch-config overrides for the backends that take them (tuning), "
                           "e.g. '{\"BLOCK_N\": 64}'; a key a backend does not know is an error")
+    run.add_argument("--tune", action="store_true",
+                     help="run the autotuner of each backend that has one on every problem "
+                          "before its check (default: the backend's committed configuration); "
+                          "the rows report the tuning time apart from the first call's")
     run.add_argument("--no-timing", action="store_true", help="conformance check only")
     run.add_argument("--timing", type=_csv, default=list(MODES), metavar="MODES",
                      help="timing modes on a GPU, comma-separated (default: all): cold (events, "
@@ -107,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     rpl.add_argument("cases", type=Path, help="the folder given to --save-cases")
     worker = sub.add_parser("_worker")  # no help=: not listed (the harness's own worker)
     worker.add_argument("spec_path")
+    probe = sub.add_parser("_probe")  # a backend's mode and versions, in its own environment
+    probe.add_argument("backend")
     return parser
 
 
@@ -140,6 +146,8 @@ def cmd_run(args, argv) -> int:
         raise ProblemError(f"--seed={args.seed}: must be in [0, 2**62)")
     if args.config is not None:
         _check_config(args.config, impls)
+    for backend in dict.fromkeys(i.backend for i in impls):
+        registry.worker_env(backend)  # a DECODE_BENCH_ENV_<NAME> that names nothing: an error now
     if args.backends and not args.allow_unavailable:  # asked for by name: it must run
         missing = {i.backend.name: why for i in impls if (why := i.availability())}
         if missing:
@@ -159,7 +167,7 @@ def cmd_run(args, argv) -> int:
     for path in leftovers:
         shutil.rmtree(path) if path.is_dir() else path.unlink()
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows_path = out_dir / "rows.jsonl"
+    rows_path = (out_dir / "rows.jsonl").resolve()  # workers may start elsewhere (their env)
 
     prov = provenance.collect(argv)
     prov["compile_caches"] = _fresh_caches() if args.fresh_caches else \
@@ -173,7 +181,8 @@ def cmd_run(args, argv) -> int:
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
     print("\n".join(results.provenance_lines(prov)))
 
-    options = {k: v for k, v in (("num_splits", args.num_splits), ("config", args.config)) if v}
+    options = {k: v for k, v in (("num_splits", args.num_splits), ("config", args.config),
+                                 ("tune", args.tune)) if v}
     all_cells = [(p_index, impl) for p_index, p in enumerate(problems) for impl in impls
                  if registry.wanted(impl, p.layout, args.variants)]
     print(f"{len(problems)} problem(s), {len(all_cells)} cell(s); rows -> {rows_path}")
@@ -189,9 +198,9 @@ def cmd_run(args, argv) -> int:
                      if impl.backend.name == backend]
             spec = RunSpec([p.to_dict() for p in problems], cells, args.seed, options,
                            not args.no_timing, args.quick, str(rows_path),
-                           str(args.save_cases) if args.save_cases else None, tuple(args.timing))
+                           str(args.save_cases.resolve()) if args.save_cases else None, tuple(args.timing))
             progress.line(f"[{backend}]")
-            if args.no_isolate:
+            if args.no_isolate and registry.worker_env(registry.get(cells[0][2]).backend) is None:
                 work(spec, prov)
             else:
                 run_isolated(spec, prov, out_dir, backend, progress)
@@ -355,6 +364,9 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_replay(args.cases)
         if args.command == "_worker":
             return worker_main(args.spec_path)
+        if args.command == "_probe":
+            print(json.dumps(registry.probe_answer(args.backend)))
+            return 0
     except ProblemError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

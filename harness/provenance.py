@@ -57,11 +57,9 @@ def packages() -> dict[str, str]:
     plus what a backend reports that no distribution names."""
     from impls import registry
 
-    names = PACKAGES + tuple(p for b in registry.backends() for p in b.packages)
-    found = {p: v for p in dict.fromkeys(names) if (v := _version(p))}
-    for backend in registry.backends():
-        if backend.versions:
-            found.update(backend.versions())
+    found = {p: v for p in PACKAGES if (v := _version(p))}
+    for backend in registry.backends():  # each from the environment its worker runs in
+        found.update(backend.package_versions())
     return found
 
 

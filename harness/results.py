@@ -24,7 +24,7 @@ CSV_FIELDS = ("backend", "variant", "algorithm", "problem", "status", "reason", 
               "p20_us", "p80_us", "reps", "cold_stop", "graph_us", "graph_ci_us", "graph_note",
               "wall_us", "wall_ci_us", "launch_us", "launch_ci_us", "launch_note", "plan_us", "rank", "tied",
               "bytes", "gbps", "pct_peak_bw", "vs_vendor", "vendor_best", "vendor_best_us",
-              "first_call_ms", "timing", "config", "spec") + ROW_PROVENANCE
+              "first_call_ms", "tuning_s", "timing", "config", "spec") + ROW_PROVENANCE
 
 
 def append_row(path: Path, row: dict) -> None:
@@ -116,6 +116,8 @@ TABLE_COLUMNS = ("problem", "variant", "status", "cold us [95% CI]", "graph us",
 def _table_row(r: dict) -> list[str]:
     if r["status"] in ("PASS", "FAIL"):
         note = _config_summary(r) if r["status"] == "PASS" else r.get("reason", "")
+        if r.get("tuning_s") is not None:
+            note = "; ".join(filter(None, [f"tuned in {r['tuning_s']:.1f} s", note]))
     else:
         note = r.get("reason", "")
     primary = ""
@@ -363,9 +365,13 @@ def compile_note(group: list[dict], on_gpu: bool) -> str:
     firsts = [r["first_call_ms"] for r in group if r.get("first_call_ms") is not None]
     if not what or not firsts or not on_gpu:  # interpreters and simulators compile nothing
         return ""
+    tuned = [r["tuning_s"] for r in group if r.get("tuning_s") is not None]
+    tuning = (f" Autotuned on each problem (--tune): {min(tuned):.1f}-{max(tuned):.1f} s of "
+              f"tuning over these cells, apart from the first call." if tuned else "")
     return (f"Compiles at run time ({what}): first call (set-up + compile + launch, synced) "
             f"{min(firsts):.0f}-{max(firsts):.0f} ms over these cells, apart from the timed "
-            "median; a configuration compiled by an earlier cell of the run is not compiled again.")
+            "median; a configuration compiled by an earlier cell of the run is not compiled "
+            "again." + tuning)
 
 
 def render_markdown(prov: dict, rows: list[dict]) -> str:
@@ -398,7 +404,7 @@ COLUMNS_NOTE = (
     "faster beyond doubt (intervals apart); '=' marks a tie (overlapping intervals). 'vs vendor' "
     "is the fastest vendor kernel's time on the same problem over this row's: > 1 is faster than "
     "all of them. '1st call ms' is set-up plus the first launch, synced (JIT compilation "
-    "included).")
+    "included; an autotuner's search, with --tune, is not: 'tuned in' in the last column).")
 
 
 def mode_notes(group: list[dict]) -> str:

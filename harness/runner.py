@@ -123,13 +123,17 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
             text += " | " + traceback.format_exc(limit=-3).replace("\n", " ")
         return {**row, "status": "ERROR", "reason": text[:ERROR_TEXT_LIMIT]}
     c = checked.comparison
+    tuned = checked.run.launch.tuning_s
     row.update(status="PASS" if c.passed else "FAIL", reason="" if c.passed else c.summary()[:ERROR_TEXT_LIMIT],
                out_max_err=c.out_max_err, out_err_ratio=round(c.out_err_ratio, 4),
                lse_max_err=c.lse_max_err,
                lse_err_ratio=round(c.lse_err_ratio, 4) if c.lse_err_ratio is not None else None,
                config=checked.run.launch.config,
                config_summary=config_summary(impl, checked.run.launch.config),
-               first_call_ms=round(checked.run.seconds * 1e3, 2), bytes=problem.bytes_moved)
+               first_call_ms=round((checked.run.seconds - (tuned or 0)) * 1e3, 2),
+               bytes=problem.bytes_moved)
+    if tuned is not None:  # the autotuner's time, apart from compile + first call
+        row["tuning_s"] = round(tuned, 2)
     if spec.save_cases:
         start = time.perf_counter()
         try:
@@ -265,13 +269,16 @@ def work(spec: RunSpec, prov: dict, worker: bool = False) -> None:
             torch.cuda.empty_cache()
 
 
-def _spawn_worker(spec: RunSpec, prov: dict, spec_path: Path,
-                  progress: Progress) -> tuple[int | str, list[str]]:
-    """Run one worker; returns its exit code (or "silent" when killed for silence) and its
-    last lines of output, which it also echoes (through ``progress``)."""
+def _spawn_worker(spec: RunSpec, prov: dict, spec_path: Path, progress: Progress,
+                  env: registry.WorkerEnv | None = None) -> tuple[int | str, list[str]]:
+    """Run one worker (in ``env``, the backend's own environment, if it has one); returns its
+    exit code (or "silent" when killed for silence) and its last lines of output, which it also
+    echoes (through ``progress``)."""
     spec_path.write_text(json.dumps({"spec": dataclasses.asdict(spec), "provenance": prov}))
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "_worker", str(spec_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    python, variables = (env.python, dict(env.variables)) if env else (sys.executable, None)
+    proc = subprocess.Popen([python, "-m", "harness", "_worker", str(spec_path.resolve())],
+                            cwd=registry.ROOT, env=variables, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, bufsize=1)
     tail: deque[str] = deque(maxlen=15)
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ)
@@ -313,9 +320,10 @@ def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str,
     cell becomes an ERROR row and a fresh worker resumes with the cells after it."""
     rows_path = Path(spec.rows_path)
     remaining = list(spec.cells)
+    env = registry.worker_env(next(b for b in registry.backends() if b.name == backend))
     for _ in range(MAX_WORKER_STARTS):
         code, tail = _spawn_worker(dataclasses.replace(spec, cells=remaining), prov,
-                                   out_dir / f".worker-{backend}.json", progress)
+                                   out_dir / f".worker-{backend}.json", progress, env)
         done = {r["cell"] for r in results.read_rows(rows_path)}
         remaining = [c for c in remaining if c[0] not in done]
         if not remaining:

@@ -30,11 +30,16 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.metadata
 import importlib.util
 import os
+import json
 import pkgutil
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import torch
@@ -73,6 +78,9 @@ class Launch:
     # Host work a serving loop redoes for every batch (a split plan from the host lengths, and
     # its device tensors), apart from run(): the harness times it in its own column.
     plan: Callable[[], Any] | None = None
+    # Seconds the DSL's autotuner spent in prepare (the ``tune`` launch option), which the
+    # harness reports apart from the first call's time; None when nothing was tuned.
+    tuning_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -169,9 +177,26 @@ class Backend:
     # Triton's CPU interpreter multiplies bf16 wrongly in tl.dot (triton-lang/triton#11584): an
     # interpreter backend runs bf16 there only if it declares that its kernels work around it.
     interpreter_bf16_ok: bool = False
+    # The name of the Python environment its worker may run in, apart from the harness's own
+    # (a DSL whose pins conflict with another backend's): see ``worker_env``.
+    environment: str | None = None
 
     def mode(self) -> str:
         return _mode(self)
+
+    def package_versions(self) -> dict[str, str]:
+        """Versions of its ``packages`` (and ``versions()``) in the environment it runs in."""
+        if worker_env(self) is not None:
+            try:
+                return _probe(self)["versions"]
+            except Unavailable:
+                return {}
+        found = {p: v for p in self.packages if (v := _version(p))}
+        try:
+            found.update(self.versions() if self.versions else {})
+        except ImportError:  # not installed here: nothing to record
+            pass
+        return found
 
     def mode_unsupported(self, problem: DecodeProblem) -> str | None:
         """Why this machine's run mode cannot judge ``problem`` (None: it can)."""
@@ -183,8 +208,99 @@ class Backend:
         return None
 
 
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+ENV_PREFIX = "DECODE_BENCH_ENV_"  # DECODE_BENCH_ENV_<ENVIRONMENT>: where such a worker runs
+IN_ENV = "DECODE_BENCH_IN_ENV"  # set in a worker's process: the environment it runs in
+ROOT = Path(__file__).resolve().parent.parent
+PROBE_TIMEOUT_S = 600  # importing a DSL the first time may compile or unpack a lot
+
+
+@dataclass(frozen=True)
+class WorkerEnv:
+    """How to start a process in a backend's own environment: the interpreter and its
+    environment variables."""
+
+    python: str
+    variables: Mapping[str, str] = field(hash=False)
+    setting: str  # NAME=value, as the user set it (for messages)
+
+
+def worker_env(backend: Backend) -> WorkerEnv | None:
+    """The environment ``backend``'s worker runs in, or None for the harness's own (no
+    ``environment`` declared, its variable unset, or this process already runs in it).
+
+    ``DECODE_BENCH_ENV_<NAME>`` (NAME: the backend's ``environment``, upper case) names either a
+    Python interpreter (a virtual environment's ``bin/python``), which then runs with this
+    repository alone on its path, or a folder of packages (``pip install --target``), which goes
+    first on this interpreter's path. The backend's packages then need not be installable beside
+    the others' (TileLang pins an apache-tvm-ffi that FlashInfer and FA4 cannot use)."""
+    if not backend.environment or os.environ.get(IN_ENV) == backend.environment:
+        return None
+    var = ENV_PREFIX + backend.environment.upper().replace("-", "_")
+    value = os.environ.get(var)
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    variables = {**os.environ, IN_ENV: backend.environment}
+    if path.is_dir():
+        python = sys.executable
+        inherited = os.environ.get("PYTHONPATH", "")
+        variables["PYTHONPATH"] = os.pathsep.join(filter(None, [str(path.resolve()), str(ROOT), inherited]))
+    elif path.is_file() and os.access(path, os.X_OK):
+        python = str(path)  # its own site-packages; the harness's extra paths stay out
+        variables["PYTHONPATH"] = str(ROOT)
+    else:
+        raise ProblemError(f"{var}={value}: must be a Python interpreter or a folder of packages "
+                           f"(the environment the {backend.name} worker runs in)")
+    return WorkerEnv(python, variables, f"{var}={value}")
+
+
+@cache
+def _probe(backend: Backend) -> dict:
+    """``backend``'s run mode and package versions, asked of its own environment (a process
+    there runs ``python -m harness _probe``); ``Unavailable`` with that process's reason."""
+    env = worker_env(backend)
+    try:
+        done = subprocess.run([env.python, "-m", "harness", "_probe", backend.name], cwd=ROOT,
+                              env=dict(env.variables), capture_output=True, text=True,
+                              timeout=PROBE_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise Unavailable(f"{env.setting}: {type(e).__name__}: {e}") from None
+    lines = done.stdout.strip().splitlines()
+    try:
+        answer = json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        tail = " / ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+        raise Unavailable(f"{env.setting}: the probe failed (exit {done.returncode}): {tail}") from None
+    if answer.get("unavailable"):
+        raise Unavailable(f"{answer['unavailable']} (in {env.setting})")
+    return answer
+
+
+def probe_answer(name: str) -> dict:
+    """What ``python -m harness _probe NAME`` prints, run in the backend's environment."""
+    backend = next(b for b in backends() if b.name == name)
+    try:
+        mode = backend.mode()
+    except Unavailable as e:
+        return {"unavailable": str(e)}
+    return {"mode": mode, "versions": backend.package_versions()}
+
+
 @cache
 def _mode(backend: Backend) -> str:
+    try:
+        env = worker_env(backend)
+    except ProblemError as e:  # the CLI refuses it before a run; elsewhere it is the reason
+        raise Unavailable(str(e)) from None
+    if env is not None:
+        return _probe(backend)["mode"]
     if not torch.cuda.is_available() and backend.cpu_mode is None:
         raise Unavailable("no CUDA GPU")
     for module in backend.requires:

@@ -5,6 +5,8 @@ an LSE-weighted merge. ``tests/test_plugin.py`` runs the whole conformance suite
 on it with no change anywhere else.
 """
 
+import time
+
 import torch
 
 from impls.registry import Backend, Capabilities, Impl, Launch
@@ -13,6 +15,7 @@ from specs.problem import ProblemError
 BACKEND = Backend(name="plugin-torch", summary="float32 torch decode attention, registered from outside",
                   requires=("torch",), cpu_mode="torch", shown_config=("num_splits",))
 CAPS = Capabilities(frozenset({"dense", "paged"}))
+TUNE_SPLITS = (1, 2, 4)  # what the ``tune`` option tries
 
 
 def _rows(inputs, b: int, start: int, end: int):
@@ -46,8 +49,20 @@ def prepare_one_pass(inputs, out, lse) -> Launch:
     return Launch(run)
 
 
-def prepare_split_k(inputs, out, lse, num_splits: int | None = None) -> Launch:
+def prepare_split_k(inputs, out, lse, num_splits: int | None = None, tune: bool = False) -> Launch:
+    """``tune``: an autotuner in miniature, timing each of TUNE_SPLITS and keeping the fastest
+    (reported as ``tuning_s``, apart from the first call)."""
     p = inputs.problem
+    if tune and num_splits is None:
+        start = time.perf_counter()
+        timed = {}
+        for n in TUNE_SPLITS:
+            begin = time.perf_counter()
+            prepare_split_k(inputs, out, lse, n).run()
+            timed[n] = time.perf_counter() - begin
+        launch = prepare_split_k(inputs, out, lse, min(timed, key=timed.get))
+        launch.tuning_s = time.perf_counter() - start
+        return launch
     splits = 2 if num_splits is None else num_splits
     if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
         raise ProblemError(f"num_splits={num_splits!r}: must be a positive integer")
@@ -69,5 +84,5 @@ IMPLS = [
     Impl(BACKEND, "one-pass", "tests.plugin_backend", CAPS, entry="prepare_one_pass",
          summary="per sequence: gather K/V rows through the layout, float32 softmax"),
     Impl(BACKEND, "split-k", "tests.plugin_backend", CAPS, entry="prepare_split_k",
-         options=("num_splits",), summary="num_splits token ranges merged by their LSE"),
+         options=("num_splits", "tune"), summary="num_splits token ranges merged by their LSE"),
 ]

@@ -46,6 +46,19 @@ def test_an_outside_backend_runs_in_the_harness(tmp_path):
     assert any(r.get("config_summary", "").startswith("num_splits=") for r in rows)
 
 
+def test_tune_reports_the_tuning_time_apart(tmp_path):
+    """``--tune`` reaches the backends whose prepare takes ``tune``; the rows carry the tuner's
+    seconds (``tuning_s``) apart from the first call, and the tables say so."""
+    res = _run("-m", "harness", "run", "--backends", "plugin-torch", "--workloads", "cpu", "--tune",
+               "--no-timing", "--out", str(tmp_path), env=PLUGIN)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    rows = json.loads((tmp_path / "results.json").read_text())["rows"]
+    split = [r for r in rows if r["variant"] == "split-k" and r["status"] == "PASS"]
+    assert split and all(r["tuning_s"] >= 0 for r in split)
+    assert all("tuning_s" not in r for r in rows if r["variant"] != "split-k")  # no tune option
+    assert "tuned in" in (tmp_path / "results.md").read_text()
+
+
 OUT_ONLY = {"DECODE_BENCH_PLUGINS": "tests.plugin_out_only"}
 
 
@@ -69,3 +82,59 @@ def test_an_out_only_kernel_is_checked_and_timed_in_the_harness(tmp_path):
     assert rows[16]["lse_err_ratio"] is None and rows[16]["out_err_ratio"] < 1
     assert rows[256]["status"] == "UNSUPPORTED" and "page_size 256" in rows[256]["reason"]
     assert "tol, lse -)" in (tmp_path / "results.md").read_text()
+
+
+OWN_ENV = {"DECODE_BENCH_PLUGINS": "tests.plugin_own_env"}
+
+
+def _own_env_package(root: Path) -> Path:
+    """A folder holding ``fake_env_dsl`` (what ``pip install --target`` would make)."""
+    (root / "site" / "fake_env_dsl").mkdir(parents=True)
+    (root / "site" / "fake_env_dsl" / "__init__.py").write_text('__version__ = "9.9.9"\n')
+    return root / "site"
+
+
+def _own_env_run(tmp_path: Path, setting: str) -> tuple[subprocess.CompletedProcess, list[dict], dict]:
+    res = _run("-m", "harness", "run", "--backends", "plugin-own-env", "--workloads", "cpu",
+               "--no-timing", "--out", str(tmp_path / "run"),
+               env={**OWN_ENV, "DECODE_BENCH_ENV_OWN_ENV": setting})
+    data = json.loads((tmp_path / "run" / "results.json").read_text()) \
+        if (tmp_path / "run" / "results.json").exists() else {"rows": [], "provenance": {}}
+    return res, data["rows"], data["provenance"]
+
+
+def test_a_backend_runs_in_the_environment_it_declares_a_folder(tmp_path):
+    """``DECODE_BENCH_ENV_<NAME>`` as a folder of packages: the worker (and the availability
+    probe) find the package there; the harness's own process never imports it."""
+    res, rows, prov = _own_env_run(tmp_path, str(_own_env_package(tmp_path)))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    dense = [r for r in rows if r["variant"] == "dense"]  # its one kernel
+    assert dense and all(r["status"] == "PASS" for r in dense), [r.get("reason") for r in rows]
+    assert prov["packages"]["fake_env_dsl"] == "9.9.9"  # asked of the backend's environment
+
+
+def test_a_backend_runs_in_the_environment_it_declares_an_interpreter(tmp_path):
+    """... as an interpreter (here a wrapper that puts the package on its own path)."""
+    site = _own_env_package(tmp_path)
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="{site}:$PYTHONPATH" exec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    res, rows, _ = _own_env_run(tmp_path, str(python))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    dense = [r for r in rows if r["variant"] == "dense"]
+    assert dense and all(r["status"] == "PASS" for r in dense), [r.get("reason") for r in rows]
+
+
+def test_without_its_environment_the_backend_is_unavailable(tmp_path):
+    res = _run("-m", "harness", "run", "--backends", "plugin-own-env", "--workloads", "cpu",
+               "--no-timing", "--allow-unavailable", "--out", str(tmp_path / "run"), env=OWN_ENV)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    rows = [r for r in json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
+            if r["variant"] == "dense"]
+    assert rows and all(r["status"] == "UNAVAILABLE" and "fake_env_dsl" in r["reason"] for r in rows)
+
+
+def test_an_environment_that_names_nothing_is_refused_before_the_run(tmp_path):
+    res, rows, _ = _own_env_run(tmp_path, str(tmp_path / "missing"))
+    assert res.returncode == 2 and not rows, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "DECODE_BENCH_ENV_OWN_ENV=" in res.stderr and "interpreter or a folder" in res.stderr
