@@ -16,6 +16,7 @@ different GPUs are not compared (an error unless ``--any-gpu``).
 from __future__ import annotations
 
 import json
+import lzma
 from collections import defaultdict
 from pathlib import Path
 
@@ -25,16 +26,28 @@ from specs.problem import ProblemError
 THRESHOLD = 0.02  # relative change below which two timings count as the same, intervals aside
 
 
+PACKED = ".xz"  # a committed run's data files, compressed (scripts/pack_results.py)
+
+
+def _found(folder: Path, name: str) -> Path | None:
+    """``folder/name``, or its packed ``name.xz``, whichever is there."""
+    return next((p for p in (folder / name, folder / (name + PACKED)) if p.exists()), None)
+
+
+def _text(path: Path) -> str:
+    return lzma.decompress(path.read_bytes()).decode() if path.suffix == PACKED else path.read_text()
+
+
 def load(path: Path) -> tuple[dict, list[dict]]:
-    """(provenance, rows) of a run folder or a results.json file."""
+    """(provenance, rows) of a run folder or a results.json file (packed as .xz or not)."""
     path = Path(path)
-    file = path / "results.json" if path.is_dir() else path
-    if file.exists():
-        data = json.loads(file.read_text())
+    file = _found(path, "results.json") if path.is_dir() else path
+    if file is not None and file.exists():
+        data = json.loads(_text(file))
         prov, rows = data["provenance"], data["rows"]
-    elif path.is_dir() and (path / "rows.jsonl").exists():  # a run that ended before rendering
+    elif path.is_dir() and (lines := _found(path, "rows.jsonl")):  # ended before rendering
         prov = json.loads((path / "provenance.json").read_text())
-        rows = results.read_rows(path / "rows.jsonl")
+        rows = [json.loads(line) for line in _text(lines).splitlines() if line.strip()]
     else:
         raise ProblemError(f"{path}: no results.json (or rows.jsonl + provenance.json) there")
     # Runs before the registry's unit was (backend, algorithm) also kept a row for each
@@ -217,7 +230,8 @@ def index(root: Path) -> str:
     workloads and backends, cells, complete or not, which of the usual files it has), the
     newest complete run of each (device, workloads, backends) marked current."""
     runs = []
-    for path in sorted(p.parent for p in root.rglob("*") if p.name in ("results.json", "rows.jsonl")):
+    for path in sorted(p.parent for p in root.rglob("*")
+                       if p.name.removesuffix(PACKED) in ("results.json", "rows.jsonl")):
         if any(r["path"] == path for r in runs):
             continue
         prov, rows = load(path)
@@ -230,7 +244,7 @@ def index(root: Path) -> str:
                      "backends": _option(command, "--backends") or "all", "cells": len(rows),
                      "counts": results.summary_counts(rows),
                      "state": results.incomplete(prov, rows) or "complete",
-                     "missing": [f for f in USUAL_FILES if not (path / f).exists()]})
+                     "missing": [f for f in USUAL_FILES if not _found(path, f)]})
     newest = {}
     for r in runs:
         key = (r["gpu"], r["workloads"], r["backends"])
@@ -253,8 +267,8 @@ def index(root: Path) -> str:
 
 def report(path: Path, out: Path | None, plots: bool = True) -> str:
     path = Path(path)
-    if path.is_dir() and not (path / "results.json").exists() and not (path / "rows.jsonl").exists() \
-            and any(path.rglob("results.json")):  # a folder of runs: their index
+    if path.is_dir() and not _found(path, "results.json") and not _found(path, "rows.jsonl") \
+            and any(path.rglob("results.json*")):  # a folder of runs: their index
         return index(path)
     prov, rows = load(path)
     results.annotate(rows)
