@@ -19,16 +19,6 @@ from impls.registry import Backend, Capabilities, Impl, Launch
 _BOTH = Capabilities(frozenset({"dense", "paged"}))
 
 
-def _rows(inputs, b: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """K, V rows 0..n-1 of sequence b as a kernel would read them: [n, Hkv, D]."""
-    if inputs.problem.layout == "dense":
-        return inputs.k[b, :n], inputs.v[b, :n]
-    ps = inputs.problem.page_size
-    t = torch.arange(n, device=inputs.device)
-    pages = inputs.block_table[b, t // ps].long()
-    return inputs.k[pages, t % ps], inputs.v[pages, t % ps]
-
-
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, kv_head_of):
     """float32 attention of q [Hq, D] over k, v [n, Hkv, D]; query head h reads kv_head_of(h)."""
     heads = kv_head_of(torch.arange(q.shape[0], device=q.device))
@@ -48,7 +38,7 @@ def _per_sequence(inputs, out, lse, length_of, kv_head_of=None) -> Launch:
         for b in range(p.batch):
             n = length_of(b)
             if n > 0:
-                k, v = _rows(inputs, b, n)
+                k, v = inputs.rows(b, 0, n)
                 o, l = _attend(inputs.q[b], k, v, p.scale, kv_head_of)
                 out[b] = o.to(out.dtype)
                 lse[b] = l
@@ -98,7 +88,7 @@ def low_precision_accumulation(inputs, out, lse) -> Launch:
 
     def run():
         for b in range(p.batch):
-            k, v = _rows(inputs, b, p.seq_lens[b])
+            k, v = inputs.rows(b, 0, p.seq_lens[b])
             heads = torch.arange(p.num_q_heads, device=inputs.device) // p.group_size
             s_all = torch.einsum("hd,nhd->hn", inputs.q[b].float(), k.float()[:, heads]) * p.scale
             m = s_all.max(dim=-1).values  # exact max: only the sums are low precision
@@ -123,7 +113,7 @@ def unweighted_split_combine(inputs, out, lse, num_splits: int | None = None) ->
     def run():
         for b in range(p.batch):
             n = p.seq_lens[b]
-            k, v = _rows(inputs, b, n)
+            k, v = inputs.rows(b, 0, n)
             bounds = torch.linspace(0, n, splits + 1).round().long().tolist()
             parts = [_attend(inputs.q[b], k[lo:hi], v[lo:hi], p.scale, lambda h: h // p.group_size)
                      for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
@@ -157,7 +147,7 @@ def planned_split_dropping_last_chunk(inputs, out, lse, num_splits: int | None =
         for b in range(p.batch):
             parts = []
             for _, start, end, _ in split_plan.items[split_plan.items[:, 0] == b]:
-                k, v = _rows(inputs, b, int(end))
+                k, v = inputs.rows(b, 0, int(end))
                 parts.append(_attend(inputs.q[b], k[int(start):], v[int(start):], p.scale,
                                      lambda h: h // p.group_size))
             if parts:  # a sequence left with no item is never written

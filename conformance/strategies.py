@@ -100,6 +100,10 @@ def fit(problem: DecodeProblem, impl: Impl, layout: str | None = None) -> Decode
         problem = problem.replace(num_q_heads=problem.num_kv_heads * caps.max_group_size)
     if problem.page_size % caps.page_size_multiple:
         problem = problem.replace(page_size=caps.page_size_multiple)
+    if caps.max_seq_len and problem.max_seq_len > caps.max_seq_len:
+        problem = problem.replace(seq_lens=tuple(min(n, caps.max_seq_len) for n in problem.seq_lens))
+    if caps.max_batch and problem.batch > caps.max_batch:
+        problem = problem.replace(seq_lens=problem.seq_lens[:caps.max_batch])
     if caps.uniform_lengths_only and not problem.uniform:
         problem = problem.replace(seq_lens=(problem.max_seq_len,) * problem.batch)
     limit = impl.backend.cpu_limit

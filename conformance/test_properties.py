@@ -27,7 +27,7 @@ from harness.runner import extra_input_sets
 from harness.timing import CpuTimer, GpuTimer
 from impls import registry
 from impls.registry import Unsupported
-from specs.inputs import build_inputs, make_inputs, make_logical
+from specs.inputs import make_inputs, repeat_kv_heads
 from specs.problem import LAYOUTS, DecodeProblem
 from specs.reference import reference
 
@@ -148,15 +148,15 @@ def _dense_sibling(impl):
 @unsupported_rejected
 def test_paged_equals_dense(impl, layout, problem, seed, other_page_size):
     problem = fit(problem, impl, layout)
-    q, k, v = make_logical(problem, seed)
-    ref = reference(build_inputs(problem.replace(layout="dense"), q, k, v, seed))
-    first = build_inputs(problem, q, k, v, seed)
+    dense = make_inputs(problem.replace(layout="dense"), seed)  # the same cache, laid out densely
+    ref = reference(dense)
+    first = make_inputs(problem, seed)
     run_a = run_impl(impl, first)
     repaged = problem.replace(page_size=other_page_size)
     run_b = None
     if impl.unsupported(repaged) is None:  # another page size and another shuffle of pages
         try:
-            run_b = run_impl(impl, build_inputs(repaged, q, k, v, seed + 1))
+            run_b = run_impl(impl, make_inputs(repaged, seed, page_seed=seed + 1))
         except Unsupported:  # the launcher refuses that page size: the rest still holds
             pass
     if run_b is not None:
@@ -165,7 +165,7 @@ def test_paged_equals_dense(impl, layout, problem, seed, other_page_size):
                      derived=f"repaged to page_size {other_page_size} with page order seed {seed + 1}")
     dense_impl = _dense_sibling(impl)
     if dense_impl is not None and dense_impl.unsupported(problem.replace(layout="dense")) is None:
-        run_d = run_impl(dense_impl, build_inputs(problem.replace(layout="dense"), q, k, v, seed))
+        run_d = run_impl(dense_impl, dense)
         assert_agree(impl, first, run_a, run_d, ref, f"paged differs from {dense_impl.name} dense",
                      derived="the same cache in the dense layout")
 
@@ -177,11 +177,9 @@ def test_paged_equals_dense(impl, layout, problem, seed, other_page_size):
 @unsupported_rejected
 def test_gqa_equals_mha(impl, layout, problem, seed):
     problem = fit(problem, impl, layout)
-    q, k, v = make_logical(problem, seed)
-    gqa = build_inputs(problem, q, k, v, seed)
+    gqa = make_inputs(problem, seed)
     g = problem.group_size
-    mha = build_inputs(problem.replace(num_kv_heads=problem.num_q_heads), q,
-                       k.repeat_interleave(g, dim=2), v.repeat_interleave(g, dim=2), seed)
+    mha = repeat_kv_heads(gqa, g)
     assert_agree(impl, gqa, run_impl(impl, gqa), run_impl(impl, mha), reference(gqa),
                  "GQA differs from MHA with repeated KV heads",
                  derived=f"MHA: each KV head repeated {g} times")
@@ -197,11 +195,10 @@ def test_batch_permutation(impl, layout, problem, seed, perm_seed):
     perm = torch.randperm(problem.batch, generator=torch.Generator().manual_seed(perm_seed))
     if torch.equal(perm, torch.arange(problem.batch)):
         perm = perm.roll(1)
-    q, k, v = make_logical(problem, seed)
-    base = build_inputs(problem, q, k, v, seed)
-    dev_perm = perm.to(q.device)
-    permuted = build_inputs(problem.replace(seq_lens=tuple(problem.seq_lens[i] for i in perm.tolist())),
-                            q[dev_perm], k[dev_perm], v[dev_perm], seed)
+    base = make_inputs(problem, seed)
+    dev_perm = perm.to(base.device)
+    permuted = make_inputs(problem.replace(seq_lens=tuple(problem.seq_lens[i] for i in perm.tolist())),
+                           seed, seq_ids=perm.tolist())  # the same sequences, in the new order
     run_base = run_impl(impl, base)
     run_base.out = run_base.out[dev_perm]
     if run_base.lse is not None:

@@ -26,12 +26,14 @@ import json
 import os
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
 
-from specs.inputs import TORCH_DTYPES, DecodeInputs
+from specs.inputs import DecodeInputs
 from specs.problem import DecodeProblem, ProblemError
 from specs.reference import reference
 from specs.tolerance import compare
@@ -59,6 +61,7 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
 
 
 STAGING_BYTES = 64 << 20  # the pinned host buffer device arrays go through on their way to disk
+ROWS_PER_PIECE = 1 << 24  # values of K or V gathered at once while saving (32 MB in bf16)
 
 
 @functools.cache
@@ -66,18 +69,30 @@ def _staging() -> torch.Tensor:
     return torch.empty(STAGING_BYTES, dtype=torch.uint8, pin_memory=True)
 
 
-def _save_array(path: Path, t: torch.Tensor) -> int:
+@dataclass
+class Rows:
+    """An array written piece by piece (each piece made when it is written): ``shape`` in all,
+    ``parts()`` yielding tensors whose rows follow one another."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    parts: Callable[[], Iterator[torch.Tensor]]
+
+
+def _save_array(path: Path, t: torch.Tensor | Rows) -> int:
     """``t`` as a .npy file: numpy's header, then its bytes. A device tensor is copied through a
     pinned buffer chunk by chunk: a pageable copy of a whole cache was slower than the disk
     (results/nvidia-h100/2026-11-23-outside-kernels/README.md)."""
-    dtype = torch.empty(0, dtype=t.dtype).numpy().dtype
-    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(t.shape)}
-    data = t.reshape(-1).view(torch.uint8)
+    rows = t if isinstance(t, Rows) else Rows(tuple(t.shape), t.dtype, lambda: iter([t]))
+    dtype = _bits(torch.empty(0, dtype=rows.dtype)).numpy().dtype
+    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": rows.shape}
     with open(path, "wb") as f:
         np.lib.format.write_array_header_1_0(f, header)
-        if data.device.type == "cpu":
-            f.write(data.numpy().data)
-        else:
+        for part in rows.parts():
+            data = _bits(part).reshape(-1).view(torch.uint8)
+            if data.device.type == "cpu":
+                f.write(data.numpy().data)
+                continue
             staging = _staging()
             for start in range(0, data.numel(), STAGING_BYTES):
                 chunk = data[start:start + STAGING_BYTES]
@@ -111,16 +126,62 @@ def _write(folder: Path, arrays: dict[str, torch.Tensor], meta: dict) -> int:
     return written
 
 
-def _meta(folder: Path) -> dict:
-    """The ``meta.json`` of a saved folder, or a ProblemError saying why it cannot be read."""
+class CaseRefused(ProblemError):
+    """A saved case that is not what this harness wrote: named file, broken rule."""
+
+
+INPUTS_META = ("format", "spec", "seed", "dtype", "device")  # fields each meta.json must hold
+OUTPUT_META = ("format", "impl", "seed", "status")
+
+
+def _meta(folder: Path, required: tuple[str, ...] = ()) -> dict:
+    """The ``meta.json`` of a saved folder, or a CaseRefused saying why it cannot be used."""
+    path = folder / META
     try:
-        meta = json.loads((folder / META).read_text())
+        meta = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        raise ProblemError(f"{folder}: no readable {META} ({e}); re-run with --save-cases") from None
+        raise CaseRefused(f"{path}: no readable {META} ({e}); re-run with --save-cases") from None
+    if not isinstance(meta, dict):
+        raise CaseRefused(f"{path}: must hold a JSON object")
     if meta.get("format") != FORMAT:
-        raise ProblemError(f"{folder}: format {meta.get('format')!r}, this harness reads {FORMAT!r}; "
-                           "re-run with --save-cases to replay it")
+        raise CaseRefused(f"{path}: format {meta.get('format')!r}, this harness reads {FORMAT!r}; "
+                          "re-run with --save-cases to replay it")
+    missing = [k for k in required if k not in meta]
+    if missing:
+        raise CaseRefused(f"{path}: missing field(s) {missing} (a saved case's {META} holds {list(required)})")
     return meta
+
+
+def _load_array(path: Path, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """A saved ``.npy`` that holds exactly ``shape`` of ``dtype`` (bfloat16 as its int16 bits),
+    or a CaseRefused naming the file and the rule it breaks. Never unpickles."""
+    want = np.dtype(np.int16) if dtype == "bfloat16" else np.dtype(dtype)
+    try:
+        a = np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise CaseRefused(f"{path}: missing") from None
+    except ValueError as e:  # object arrays (pickles), truncated data, a broken header
+        raise CaseRefused(f"{path}: not a plain numeric .npy array of the saved size ({e})") from None
+    except (OSError, EOFError) as e:
+        raise CaseRefused(f"{path}: unreadable ({type(e).__name__}: {e})") from None
+    if a.dtype != want or tuple(a.shape) != tuple(shape):
+        raise CaseRefused(f"{path}: holds {a.dtype} {tuple(a.shape)}; its meta.json says "
+                          f"{want} {tuple(shape)}")
+    return np.asarray(a)
+
+
+def _owned_rows(inputs: DecodeInputs, which: int) -> Rows:
+    """K (``which`` 0) or V (1) rows each sequence owns, sequence after sequence, read through
+    the layout a chunk at a time (a paged gather of a whole long sequence would double it)."""
+    p = inputs.problem
+    step = max(1, ROWS_PER_PIECE // (p.num_kv_heads * p.head_dim))
+
+    def parts():
+        for b, n in enumerate(p.seq_lens):
+            for start in range(0, n, step):
+                yield inputs.rows(b, start, min(n, start + step))[which]
+
+    return Rows((p.total_tokens, p.num_kv_heads, p.head_dim), inputs.k.dtype, parts)
 
 
 def save(root: Path, row_name: str, inputs: DecodeInputs, out: torch.Tensor,
@@ -140,12 +201,10 @@ def save(root: Path, row_name: str, inputs: DecodeInputs, out: torch.Tensor,
         for stale in folder.iterdir():  # other implementations' results on the old inputs
             if stale.is_dir() and stale.name != INPUTS:
                 shutil.rmtree(stale, ignore_errors=True)
-        owned = [(inputs.k_logical[b, :n], inputs.v_logical[b, :n]) for b, n in enumerate(p.seq_lens)]
         written += _write(folder / INPUTS, {
-            "q": _bits(inputs.q), "k": _bits(torch.cat([k for k, _ in owned])),
-            "v": _bits(torch.cat([v for _, v in owned])),
+            "q": inputs.q, "k": _owned_rows(inputs, 0), "v": _owned_rows(inputs, 1),
             "seq_lens": torch.tensor(p.seq_lens, dtype=torch.int64)}, meta)
-    arrays = {"out": _bits(out)}
+    arrays = {"out": out}
     if lse is not None:
         arrays["lse"] = lse.detach().float()
     name = _file_name(row_name.replace("/", "_"))
@@ -154,26 +213,55 @@ def save(root: Path, row_name: str, inputs: DecodeInputs, out: torch.Tensor,
 
 
 def load_inputs(folder: Path, device: torch.device) -> DecodeInputs:
-    """A saved problem's inputs as the reference reads them (the logical cache; rows past each
-    length are zero: the reference never reads them)."""
-    meta = _meta(folder / INPUTS)
-    p = DecodeProblem.from_dict(meta["spec"], where=str(folder / INPUTS))
-    q, k, v = (_from_bits(np.load(folder / INPUTS / f"{n}.npy"), p.dtype).to(device) for n in ("q", "k", "v"))
-    k_logical = torch.zeros((p.batch, p.max_seq_len, p.num_kv_heads, p.head_dim),
-                            dtype=TORCH_DTYPES[p.dtype], device=device)
-    v_logical = torch.zeros_like(k_logical)
-    start = 0
-    for b, n in enumerate(p.seq_lens):
-        k_logical[b, :n], v_logical[b, :n] = k[start:start + n], v[start:start + n]
-        start += n
+    """A saved problem's inputs as the reference reads them: each sequence's rows one after the
+    other (``DecodeInputs.starts``), never batch x longest. Every array is checked against the
+    problem in meta.json first (CaseRefused names the file and the rule)."""
+    meta = _meta(folder / INPUTS, INPUTS_META)
+    try:
+        p = DecodeProblem.from_dict(meta["spec"], where=str(folder / INPUTS / META))
+    except ProblemError as e:
+        raise CaseRefused(str(e)) from None
+    if meta["dtype"] != p.dtype:
+        raise CaseRefused(f"{folder / INPUTS / META}: dtype {meta['dtype']!r} differs from its "
+                          f"spec's {p.dtype!r}")
+    kv = (p.total_tokens, p.num_kv_heads, p.head_dim)
+    arrays = {name: _load_array(folder / INPUTS / f"{name}.npy", shape, p.dtype)
+              for name, shape in (("q", (p.batch, p.num_q_heads, p.head_dim)), ("k", kv), ("v", kv))}
+    lens = _load_array(folder / INPUTS / "seq_lens.npy", (p.batch,), "int64")
+    if lens.tolist() != list(p.seq_lens):
+        raise CaseRefused(f"{folder / INPUTS / 'seq_lens.npy'}: differs from the spec's seq_lens")
+    q, k, v = (_from_bits(arrays[n], p.dtype).to(device) for n in ("q", "k", "v"))
+    starts = [0]
+    for n in p.seq_lens[:-1]:
+        starts.append(starts[-1] + n)
     seq_lens = torch.tensor(p.seq_lens, dtype=torch.int32, device=device)
-    return DecodeInputs(p, q, k_logical, v_logical, seq_lens, None, k_logical, v_logical, meta["seed"])
+    return DecodeInputs(p, q, k, v, seq_lens, None, meta["seed"], starts=starts)
 
 
-def replay(root: Path) -> tuple[list[dict], int]:
+def _replay_output(path: Path, inputs: DecodeInputs, ref) -> dict:
+    """One saved output judged again; CaseRefused when it is not a case of these inputs."""
+    p = inputs.problem
+    meta = _meta(path, OUTPUT_META)
+    if meta["seed"] != inputs.seed:
+        raise CaseRefused(f"{path / META}: saved with seed {meta['seed']}, its inputs with seed "
+                          f"{inputs.seed}: not one run's case; save again into an empty folder")
+    device = inputs.device
+    out = _from_bits(_load_array(path / "out.npy", (p.batch, p.num_q_heads, p.head_dim), p.dtype),
+                     p.dtype).to(device)
+    lse = None
+    if (path / "lse.npy").exists():
+        lse = torch.from_numpy(_load_array(path / "lse.npy", (p.batch, p.num_q_heads), "float32")).to(device)
+    c = compare(p, out, lse, ref, lse_rounded_sum=bool(meta.get("lse_rounded_sum", False)))
+    return {"problem": p.label(), "impl": meta["impl"], "run": meta["status"],
+            "replay": "PASS" if c.passed else "FAIL", "out_err_ratio": c.out_err_ratio,
+            "lse_err_ratio": c.lse_err_ratio}
+
+
+def replay(root: Path) -> tuple[list[dict], int, list[str]]:
     """Re-judge every saved output under ``root`` against a fresh reference: one dict per
-    output (problem, impl, the run's status, the replay's, error figures), and how many
-    disagree with the run."""
+    output (problem, impl, the run's status, the replay's, error figures), how many disagree
+    with the run, and why each refused case (corrupt, tampered, of another run) was refused;
+    a refused case costs only itself."""
     if not root.is_dir():
         raise ProblemError(f"{root}: not a folder of saved cases (run --save-cases {root})")
     old = sorted(root.glob("*.npz")) + sorted(root.glob("*/*.npz"))
@@ -184,25 +272,23 @@ def replay(root: Path) -> tuple[list[dict], int]:
     if not folders:
         raise ProblemError(f"{root}: no saved cases (no */{INPUTS}/)")
     device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-    found, disagree = [], 0
+    found, disagree, refused = [], 0, []
     for folder in folders:
-        inputs = load_inputs(folder, device)
+        try:
+            inputs = load_inputs(folder, device)
+        except CaseRefused as e:
+            refused.append(str(e))
+            continue
         ref = reference(inputs)
-        p = inputs.problem
         for path in sorted(f for f in folder.iterdir() if f.is_dir() and not f.name.startswith(".")):
             if path.name == INPUTS:
                 continue
-            meta = _meta(path)
-            if meta.get("seed") != inputs.seed:
-                raise ProblemError(f"{path}: saved with seed {meta.get('seed')}, its inputs with seed "
-                                   f"{inputs.seed}: not one run's case; save again into an empty folder")
-            out = _from_bits(np.load(path / "out.npy"), p.dtype).to(device)
-            lse = torch.from_numpy(np.load(path / "lse.npy")).to(device) if (path / "lse.npy").exists() else None
-            c = compare(p, out, lse, ref, lse_rounded_sum=meta.get("lse_rounded_sum", False))
-            status = "PASS" if c.passed else "FAIL"
-            disagree += status != meta.get("status")
-            found.append({"problem": p.label(), "impl": meta["impl"], "run": meta.get("status"),
-                          "replay": status, "out_err_ratio": c.out_err_ratio,
-                          "lse_err_ratio": c.lse_err_ratio})
+            try:
+                row = _replay_output(path, inputs, ref)
+            except CaseRefused as e:
+                refused.append(str(e))
+                continue
+            disagree += row["replay"] != row["run"]
+            found.append(row)
         del inputs, ref
-    return found, disagree
+    return found, disagree, refused

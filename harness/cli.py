@@ -250,13 +250,17 @@ def _check_folder(path: Path, option: str) -> None:
 def cmd_replay(folder: Path) -> int:
     from harness import cases
 
-    found, disagree = cases.replay(folder)
+    found, disagree, refused = cases.replay(folder)
     ratio = lambda x: "-" if x is None else f"{x:.2f}"  # noqa: E731
     print(results.columns(("problem", "implementation", "run", "replay", "out err/tol", "lse err/tol"),
                           [(f["problem"], f["impl"], f["run"], f["replay"], ratio(f["out_err_ratio"]),
                             ratio(f["lse_err_ratio"])) for f in found]))
     print(f"\n{len(found)} saved output(s); {disagree} verdict(s) differ from the run's")
-    return 1 if disagree else 0
+    for reason in refused:
+        print(f"refused: {reason}", file=sys.stderr)
+    if refused:
+        print(f"{len(refused)} saved case(s) refused (above); exit code 4", file=sys.stderr)
+    return 1 if disagree else 4 if refused else 0
 
 
 def _save_note(rows: list[dict]) -> str:

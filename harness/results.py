@@ -8,6 +8,7 @@ run's provenance.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import shutil
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Iterable
 
 from harness import stats
+from specs.problem import DecodeProblem, ProblemError
 
 STATUSES = ("PASS", "FAIL", "UNSUPPORTED", "UNAVAILABLE", "ERROR")
 # provenance fields repeated in every CSV row, so a row read alone still says where it came from
@@ -23,7 +25,8 @@ CSV_FIELDS = ("backend", "variant", "algorithm", "problem", "status", "reason", 
               "out_err_ratio", "lse_max_err", "lse_err_ratio", "median_us", "ci_lo_us", "ci_hi_us",
               "p20_us", "p80_us", "reps", "cold_stop", "graph_us", "graph_ci_us", "graph_note",
               "wall_us", "wall_ci_us", "launch_us", "launch_ci_us", "launch_note", "plan_us", "rank", "tied",
-              "bytes", "gbps", "pct_peak_bw", "vs_vendor", "vendor_best", "vendor_best_us",
+              "bytes", "kv_bytes", "input_bytes", "peak_mem_bytes", "gbps", "pct_peak_bw", "vs_vendor",
+              "vendor_best", "vendor_best_us",
               "first_call_ms", "tuning_s", "timing", "config", "spec") + ROW_PROVENANCE
 
 
@@ -50,8 +53,17 @@ def rank_text(row: dict) -> str:
 
 
 def problem_key(row: dict) -> str:
-    """The whole problem (every length, the scale), not its label, which abbreviates them."""
-    return json.dumps(row["spec"], sort_keys=True)
+    """The whole problem (every length, the scale), not its label, which abbreviates them; a
+    row written before a field of the spec existed has that field's default."""
+    return _canonical(json.dumps(row["spec"], sort_keys=True))
+
+
+@functools.cache
+def _canonical(spec: str) -> str:
+    try:
+        return json.dumps(DecodeProblem.from_dict(json.loads(spec)).to_dict(), sort_keys=True)
+    except ProblemError:  # not a problem this spec knows: compared as written
+        return spec
 
 
 def annotate(rows: list[dict]) -> None:
@@ -110,7 +122,7 @@ def _cell_status(r: dict) -> str:
 
 TABLE_COLUMNS = ("problem", "variant", "status", "cold us [95% CI]", "graph us", "wall us",
                  "launch us", "plan us", "GB/s", "% BW", "rank", "vs vendor", "1st call ms",
-                 "config / reason")
+                 "KV MB", "peak MB", "config / reason")
 
 
 def _table_row(r: dict) -> list[str]:
@@ -133,7 +145,12 @@ def _table_row(r: dict) -> list[str]:
             _mode_cell(r, "wall"), _mode_cell(r, "launch"), _fmt(r.get("plan_us"), ".1f"),
             _fmt(r.get("gbps"), ".0f"),
             _fmt(r.get("pct_peak_bw"), ".1f"), rank_text(r), _fmt(r.get("vs_vendor"), ".2f"),
-            _fmt(r.get("first_call_ms"), ".0f"), note]
+            _fmt(r.get("first_call_ms"), ".0f"), _mb(r.get("kv_bytes")), _mb(r.get("peak_mem_bytes")),
+            note]
+
+
+def _mb(nbytes) -> str:
+    return "" if nbytes is None else f"{nbytes / 1e6:.0f}"
 
 
 def _config_summary(r: dict) -> str:
@@ -232,7 +249,8 @@ def _widest(text: str) -> int:
 
 KEPT = ("problem", "variant", "status")
 # what a narrow terminal loses first (the markdown and CSV keep everything)
-SHED_ORDER = ("launch us", "wall us", "1st call ms", "plan us", "graph us", "rank", "GB/s", "vs vendor")
+SHED_ORDER = ("launch us", "wall us", "peak MB", "KV MB", "1st call ms", "plan us", "graph us", "rank",
+              "GB/s", "vs vendor")
 
 
 def terminal_width() -> int:

@@ -40,7 +40,7 @@ from harness.progress import CELL_MARK, Progress
 from harness.timing import MODES, CpuTimer, GpuTimer, Timing, time_plan
 from impls import registry
 from impls.registry import Impl, Unsupported
-from specs.inputs import default_device, make_inputs
+from specs.inputs import default_device, input_bytes, make_inputs
 from specs.problem import DecodeProblem, ProblemError
 from specs.reference import reference
 
@@ -50,8 +50,11 @@ MAX_WORKER_STARTS = 50  # per backend: past that, the remaining cells are ERROR 
 TIMING_SETS = 3  # input sets the timer cycles through on a GPU (2 on a CPU: interpreters are slow)
 TIMING_SETS_CPU = 2
 TIMING_SET_MEMORY = 0.5  # ... as far as their inputs fit in this share of the free GPU memory
+# ... and add at most this many bytes in all: a set of this size is 20x an H100's L2, so another
+# buffer changes nothing a cold call reads, while the harness's peak memory stays within its
+# stated bound of 1.5 x (KV + outputs) + a fixed margin (README, "Memory")
+EXTRA_SETS_BYTES = 1 << 30
 SET_SEED_STRIDE = 1_000_003  # input set j draws with seed + j * this
-SET_TRANSIENT = 3  # a set's peak memory while drawn, over the bytes it keeps
 
 
 @dataclasses.dataclass
@@ -81,18 +84,16 @@ def _base_row(cell: int, impl: Impl, problem: DecodeProblem, prov: dict) -> dict
 
 
 def extra_input_sets(problem: DecodeProblem, seed: int, first) -> list[InputSet]:
-    """Input sets 2.. for the timer (``TIMING_SETS``), each with its reference; on a GPU only as
-    many as fit in ``TIMING_SET_MEMORY`` of the free memory (counting their logical caches,
-    dropped once the reference is computed)."""
+    """Input sets 2.. for the timer (``TIMING_SETS``), each with its reference: only as many as
+    add at most EXTRA_SETS_BYTES and, on a GPU, fit in ``TIMING_SET_MEMORY`` of the free memory
+    (a set is drawn straight into its layout: it needs its own bytes and a bounded scratch)."""
     device = first.device
     count = TIMING_SETS if device.type == "cuda" else TIMING_SETS_CPU
+    footprint = max(input_bytes(problem), 1)
+    count = min(count, 1 + EXTRA_SETS_BYTES // footprint)
     if device.type == "cuda":
-        tensors = {id(t): t for t in (first.q, first.k, first.v, first.k_logical, first.v_logical)
-                   if t is not None}
-        # kept bytes, plus the float32 draw and the reference's float64 rows while it is made
-        footprint = SET_TRANSIENT * sum(t.nbytes for t in tensors.values())
         free = torch.cuda.mem_get_info(device)[0]
-        count = min(count, 1 + int(TIMING_SET_MEMORY * free // max(footprint, 1)))
+        count = min(count, 1 + int(TIMING_SET_MEMORY * free // footprint))
     sets = []
     for j in range(1, count):
         try:
@@ -101,8 +102,6 @@ def extra_input_sets(problem: DecodeProblem, seed: int, first) -> list[InputSet]
         except torch.cuda.OutOfMemoryError:  # the estimate was short: time on the sets made
             torch.cuda.empty_cache()
             break
-        if problem.layout == "paged":  # the kernels read the pool; the logical copy can go
-            inputs = dataclasses.replace(inputs, k_logical=None, v_logical=None)
         sets.append(InputSet(inputs, ref))
     return sets
 
@@ -124,6 +123,7 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
         return {**row, "status": "ERROR", "reason": text[:ERROR_TEXT_LIMIT]}
     c = checked.comparison
     tuned = checked.run.launch.tuning_s
+    row.update(kv_bytes=problem.kv_bytes, input_bytes=inputs.nbytes)
     row.update(status="PASS" if c.passed else "FAIL", reason="" if c.passed else c.summary()[:ERROR_TEXT_LIMIT],
                out_max_err=c.out_max_err, out_err_ratio=round(c.out_err_ratio, 4),
                lse_max_err=c.lse_max_err,
@@ -164,6 +164,31 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
             if limit := prov.get("bandwidth_limit_gbps"):
                 row["pct_peak_bw"] = round(100 * gbps / limit, 1)
     return row
+
+
+INPUTS_SHARE = 0.9  # of the free GPU memory the inputs may take (the rest: scratch, outputs)
+
+
+def does_not_fit(problem: DecodeProblem, device: torch.device) -> str | None:
+    """Why ``problem``'s inputs cannot be held on this GPU, from their size alone; None: they may."""
+    if device.type != "cuda":
+        return None
+    need, free = input_bytes(problem), torch.cuda.mem_get_info(device)[0]
+    if need <= INPUTS_SHARE * free:
+        return None
+    what = (f"the dense layout is batch x longest ({problem.batch} x {problem.max_seq_len} tokens)"
+            if problem.layout == "dense" else "the paged pool")
+    return f"{what}: {need / 2**30:.1f} GiB of inputs for {problem.kv_bytes / 2**30:.1f} GiB of KV"
+
+
+def peak_memory(device: torch.device) -> int | None:
+    """The most bytes torch held on the GPU since the last call (inputs, reference, outputs, the
+    backends' torch workspaces; a DSL's own pool is not seen), then a fresh count; None on a CPU."""
+    if device.type != "cuda":
+        return None
+    peak = torch.cuda.max_memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    return peak
 
 
 def config_summary(impl: Impl, config: dict) -> str:
@@ -235,11 +260,15 @@ def work(spec: RunSpec, prov: dict, worker: bool = False) -> None:
         if not runnable:
             continue
         inputs = ref = out_of_memory = None
-        try:
-            inputs = make_inputs(problem, spec.seed, device)
-            ref = reference(inputs)
-        except torch.cuda.OutOfMemoryError as e:  # the machine's limit, not a backend's failure
-            out_of_memory = str(e).splitlines()[0][:160]
+        peak_memory(device)  # from here: this problem's inputs
+        if too_big := does_not_fit(problem, device):  # said before drawing anything
+            out_of_memory = too_big
+        else:
+            try:
+                inputs = make_inputs(problem, spec.seed, device)
+                ref = reference(inputs)
+            except torch.cuda.OutOfMemoryError as e:  # the machine's limit, not a backend's failure
+                out_of_memory = str(e).splitlines()[0][:160]
         if out_of_memory is not None:  # out of the except: its traceback holds the tensors
             inputs = ref = None
             gc.collect()
@@ -255,12 +284,15 @@ def work(spec: RunSpec, prov: dict, worker: bool = False) -> None:
                 results.append_row(rows_path, row)
                 print(_progress(row), flush=True)
             continue
+        setup_peak = peak_memory(device)  # drawing the inputs and the reference
         extra = functools.cache(functools.partial(extra_input_sets, problem, spec.seed, inputs))
         first_set = InputSet(inputs, ref)  # its re-check draws are shared by the variants
         for cell, impl in runnable:
             if worker:
                 print(f"{CELL_MARK}{impl.row_name(problem.layout)} {problem.label()}", flush=True)
             row = evaluate(cell, impl, problem, inputs, ref, spec, timer, prov, extra, first_set)
+            if (peak := peak_memory(device)) is not None:  # the inputs' and the cell's
+                row["peak_mem_bytes"] = max(peak, setup_peak)
             results.append_row(rows_path, row)
             print(_progress(row), flush=True)
         del inputs, ref, extra, first_set

@@ -101,6 +101,8 @@ class Capabilities:
     uniform_lengths_only: bool = False
     max_group_size: int | None = None  # the most query heads per KV head a kernel takes
     max_splits: int | None = None  # split-k: the most splits a num_splits option may ask for
+    max_seq_len: int | None = None  # the longest sequence a kernel takes (a library's limit)
+    max_batch: int | None = None  # the most sequences a kernel takes in one call
     note: str = ""  # why the limits are what they are
     no_kernel_for: Mapping[str, str] = field(default_factory=dict, hash=False)
     per_layout: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
@@ -126,24 +128,54 @@ class Capabilities:
         return None
 
     def unsupported(self, p: DecodeProblem) -> str | None:
+        """Why not ``p``: the layout first, then each axis of the problem in turn (AXIS_CHECKS),
+        the first refusal with the declared note."""
         if why := self.no_kernel(p.layout):
             return why
         c = self.on(p.layout)
-        why = f" ({c.note})" if c.note else ""
-        if p.dtype not in c.dtypes:
-            return f"dtype {p.dtype} (handles: {', '.join(sorted(c.dtypes))}){why}"
-        if c.head_dims is not None and p.head_dim not in c.head_dims:
-            return f"head_dim {p.head_dim} (handles: {', '.join(map(str, sorted(c.head_dims)))}){why}"
-        if not c.min_head_dim <= p.head_dim <= c.max_head_dim or p.head_dim % c.head_dim_multiple:
-            return (f"head_dim {p.head_dim} (handles multiples of {c.head_dim_multiple} from "
-                    f"{c.min_head_dim} to {c.max_head_dim}){why}")
-        if c.max_group_size and p.group_size > c.max_group_size:
-            return f"GQA group of {p.group_size} query heads (at most {c.max_group_size}){why}"
-        if p.layout == "paged" and p.page_size % c.page_size_multiple:
-            return f"page_size {p.page_size} (needs a multiple of {c.page_size_multiple}){why}"
-        if c.uniform_lengths_only and not p.uniform:
-            return f"ragged seq_lens (uniform lengths only){why}"
+        for _, check in AXIS_CHECKS:
+            if reason := check(c, p):
+                return reason + (f" ({c.note})" if c.note else "")
         return None
+
+
+def _query(c: Capabilities, p: DecodeProblem) -> str | None:
+    if p.dtype not in c.dtypes:
+        return f"dtype {p.dtype} (handles: {', '.join(sorted(c.dtypes))})"
+    if c.head_dims is not None and p.head_dim not in c.head_dims:
+        return f"head_dim {p.head_dim} (handles: {', '.join(map(str, sorted(c.head_dims)))})"
+    if not c.min_head_dim <= p.head_dim <= c.max_head_dim or p.head_dim % c.head_dim_multiple:
+        return (f"head_dim {p.head_dim} (handles multiples of {c.head_dim_multiple} from "
+                f"{c.min_head_dim} to {c.max_head_dim})")
+    if c.max_group_size and p.group_size > c.max_group_size:
+        return f"GQA group of {p.group_size} query heads (at most {c.max_group_size})"
+    return None
+
+
+def _cache(c: Capabilities, p: DecodeProblem) -> str | None:
+    if p.layout == "paged" and p.page_size % c.page_size_multiple:
+        return f"page_size {p.page_size} (needs a multiple of {c.page_size_multiple})"
+    return None
+
+
+def _lengths(c: Capabilities, p: DecodeProblem) -> str | None:
+    if c.uniform_lengths_only and not p.uniform:
+        return "ragged seq_lens (uniform lengths only)"
+    if c.max_seq_len and p.max_seq_len > c.max_seq_len:
+        return f"a sequence of {p.max_seq_len} tokens (at most {c.max_seq_len})"
+    if c.max_batch and p.batch > c.max_batch:
+        return f"a batch of {p.batch} sequences (at most {c.max_batch})"
+    return None
+
+
+def _mask(c: Capabilities, p: DecodeProblem) -> str | None:
+    return None  # every implementation takes the spec's scale; windows and softcaps come here
+
+
+# One check per part of the problem (specs.problem: Query, Cache, Mask, and the lengths), each
+# reading the Capabilities fields of its axis: a new axis adds its fields and one entry here.
+AXIS_CHECKS: tuple[tuple[str, Callable[[Capabilities, DecodeProblem], str | None]], ...] = (
+    ("query", _query), ("cache", _cache), ("lengths", _lengths), ("mask", _mask))
 
 
 @dataclass(frozen=True)

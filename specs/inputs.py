@@ -1,30 +1,40 @@
-"""Seeded, adversarial inputs for a ``DecodeProblem``, in either KV layout.
+"""Seeded, adversarial inputs for a ``DecodeProblem``, in either KV layout, in memory
+proportional to what the problem holds.
 
-Generation first draws the *logical* cache, ``k_logical, v_logical [batch, max_seq_len +
-TAIL_ROWS, num_kv_heads, head_dim]``, then lays it out. Everything a correct kernel must not read
-is poisoned so that reading it shows up in the output:
+Every value is a function of (seed, what it is, sequence, token, element), computed by a
+counter-based hash in integer tensor arithmetic (``_hash``): the same seed gives bit-identical
+inputs on a GPU, on a CPU and in any layout, and the K/V rows of each sequence are drawn straight
+into the layout, a slice of tokens at a time (``SLICE_VALUES``), never as batch x longest and
+never as a float32 copy of the whole. The paged pool holds the pages in use plus the poison pages;
+the dense cache is ``[batch, rows, Hkv, D]`` (batch x longest: that is what a dense cache is).
+
+Values are near-normal (the sum of four 16-bit uniforms, scaled to unit variance: exact in
+float32, so no device's transcendental functions enter). Keys have occasional 4x "spike" tokens
+so the running maximum of the online softmax moves late in a sequence, which exercises the
+rescaling path.
+
+Everything a correct kernel must not read is poisoned so that reading it shows up in the output:
 
 * rows past a sequence's length, the longest sequence's included (the dense cache keeps at
   least TAIL_ROWS rows past the longest, its row count rounded up to a multiple of ROW_BLOCK as
-  a real cache is allocated; in the paged layout, the tail of each last page): K rows
-  drawn like real keys, so a leaked row gets a normal softmax weight, and V rows of
-  +-``POISON_V``, so that weight drags the output far off (a finite value: some kernels legally
-  load a whole tile and mask the scores, and 0 * finite is 0);
+  a real cache is allocated; in the paged layout, the tail of each last page): K rows drawn like
+  real keys, so a leaked row gets a normal softmax weight, and V rows of +-``POISON_V`` x [1, 2),
+  so that weight drags the output far off (a finite value: some kernels legally load a whole
+  tile and mask the scores, and 0 * finite is 0);
 * pool pages no sequence uses: NaN in K and V. The block table's entries past a sequence's last
   page (TAIL_PAGES more columns than the longest sequence needs) point at such pages, so a
   kernel that walks too far reads NaN.
 
-Pages are handed to sequences in a shuffled order (``seed``). The poison values come from their
-own generator (``poison_seed``): the same logical cache with two poison seeds must give
-bit-identical outputs from a kernel that reads only what it should.
-
-Keys have occasional 4x "spike" tokens so the running maximum of the online softmax moves late in
-a sequence, which exercises the rescaling path.
+Pages are handed to sequences in a shuffled order (``page_seed``, by default ``seed``). The poison
+values come from their own stream (``poison_seed``): the same cache with two poison seeds must
+give bit-identical outputs from a kernel that reads only what it should.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Sequence
 
 import torch
 
@@ -36,35 +46,155 @@ SPIKE_SCALE = 4.0  # ... by this factor, so late tokens can raise the softmax ma
 TAIL_ROWS = 64  # poisoned rows past the *longest* sequence too (a tile a kernel might overrun)
 ROW_BLOCK = 64  # the dense cache's rows per sequence are a multiple of this (pages can view it)
 TAIL_PAGES = 1  # block-table columns past the longest sequence's pages, pointing at NaN pages
+UNUSED_PAGES = 8  # the pool has one NaN page per this many pages in use (at least one)
+SLICE_VALUES = 1 << 22  # values drawn per step: bounds the generator's scratch memory (~0.2 GB)
 
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+STREAMS = {"q": 1, "k": 2, "v": 3, "spike": 4, "poison": 5}  # what a value is, in its hash
+MASK32 = 0xFFFFFFFF
+GOLDEN = 0x9E3779B9  # 2^32 / golden ratio: spreads consecutive counters over the hash's input
+HALF16 = 2 * 65535  # the mean of four uniforms on [0, 65535] ...
+NORMAL_SCALE = 3.0**0.5 / 65536  # ... and 1 / their standard deviation (65536 / sqrt(3))
 
 
 def default_device() -> torch.device:
     return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
 
 
+# ---- the counter-based generator ------------------------------------------------------------
+def _hash(x: torch.Tensor) -> torch.Tensor:
+    """A 32-bit mixing function (two xor-shift-multiply rounds, hash-prospector constants) on
+    int64 holding values in [0, 2^32): both constants are below 2^31, so no product overflows
+    int64 and the result is the same on every device."""
+    x = x ^ (x >> 16)
+    x = (x * 0x21F0AAAD) & MASK32
+    x = x ^ (x >> 15)
+    x = (x * 0x735A2D97) & MASK32
+    return x ^ (x >> 15)
+
+
+def _key(*words: int) -> int:
+    """A 32-bit key from small integers (seed, stream), folded through the hash."""
+    k = 0
+    for w in words:
+        k = int(_hash(torch.tensor([(k + (int(w) & MASK32) * 0x2545F491) & MASK32]))[0])
+    return k
+
+
+def _token_keys(key: int, seqs: torch.Tensor, toks: torch.Tensor) -> torch.Tensor:
+    """One 32-bit key per (sequence id, token), for the values of that token's row."""
+    k = _hash((seqs.long() * 0x01000193 + key) & MASK32)
+    return _hash((k + toks.long() * GOLDEN) & MASK32)
+
+
+def _bits(keys: torch.Tensor, count: int) -> torch.Tensor:
+    """``count`` hashes per key: int64 [n, count] in [0, 2^32)."""
+    j = torch.arange(count, device=keys.device, dtype=torch.int64)
+    return _hash((keys[:, None] + j[None, :] * 0x6A09E667 + 1) & MASK32)
+
+
+def _normal(keys: torch.Tensor, width: int) -> torch.Tensor:
+    """float32 [n, width]: the sum of four 16-bit uniforms from two hashes, centred and scaled
+    to unit variance (exact integer sums, one rounding)."""
+    h = _bits(keys, 2 * width).view(-1, width, 2)
+    s = (h & 0xFFFF) + (h >> 16)
+    return ((s[..., 0] + s[..., 1] - HALF16).to(torch.float32)) * NORMAL_SCALE
+
+
+def _uniform(keys: torch.Tensor, width: int) -> torch.Tensor:
+    """float32 [n, width] in [0, 1), 24 bits each."""
+    return (_bits(keys, width) >> 8).to(torch.float32) * 2.0**-24
+
+
+class Draw:
+    """The seeded values of one problem: q, and the K/V rows of any (sequence, token), real
+    below the sequence's length and poison (key-like K, +-POISON_V V) at or past it."""
+
+    def __init__(self, problem: DecodeProblem, seed: int, poison_seed: int | None = None,
+                 seq_ids: Sequence[int] | None = None):
+        self.problem = problem
+        self.seed = int(seed)
+        self.keys = {s: _key(self.seed, n) for s, n in STREAMS.items()}
+        self.keys["poison"] = _key(poison_seed if poison_seed is not None else self.seed + 1,
+                                   STREAMS["poison"])
+        # which draw each batch entry is: a permuted batch draws the permuted sequences' values
+        self.seq_ids = list(seq_ids) if seq_ids is not None else list(range(problem.batch))
+        if len(self.seq_ids) != problem.batch:
+            raise ProblemError(f"seq_ids: {len(self.seq_ids)} ids for a batch of {problem.batch}")
+        self.dtype = TORCH_DTYPES[problem.dtype]
+
+    def q(self, device: torch.device) -> torch.Tensor:
+        p = self.problem
+        seqs = torch.tensor(self.seq_ids, device=device)
+        keys = _token_keys(self.keys["q"], seqs, torch.zeros_like(seqs))
+        return _normal(keys, p.num_q_heads * p.head_dim).view(p.batch, p.num_q_heads, p.head_dim).to(self.dtype)
+
+    def rows(self, b: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """K and V rows ``[n, Hkv * D]`` in the problem's dtype of batch entries ``b`` at tokens
+        ``t`` (int64 [n] each, on the device to draw on)."""
+        p = self.problem
+        hkv, width = p.num_kv_heads, p.num_kv_heads * p.head_dim
+        seqs = torch.tensor(self.seq_ids, device=b.device)[b]
+        k = _normal(_token_keys(self.keys["k"], seqs, t), width).view(-1, hkv, p.head_dim)
+        spikes = _uniform(_token_keys(self.keys["spike"], seqs, t), hkv) < SPIKE_PROB
+        k = torch.where(spikes[..., None], k * SPIKE_SCALE, k).view(-1, width)
+        v = _normal(_token_keys(self.keys["v"], seqs, t), width)
+        lens = torch.tensor(self.problem.seq_lens, device=b.device)[b]
+        past = t >= lens
+        if bool(past.any()):
+            u = _uniform(_token_keys(self.keys["poison"], seqs[past], t[past]), 2 * width).view(-1, width, 2)
+            sign = torch.where(u[..., 0] < 0.5, -1.0, 1.0)
+            v[past] = sign * (1 + u[..., 1]) * POISON_V
+        return k.to(self.dtype), v.to(self.dtype)
+
+
+def _slices(total: int, width: int):
+    step = max(1, SLICE_VALUES // max(width, 1))
+    for start in range(0, total, step):
+        yield start, min(total, start + step)
+
+
+# ---- the inputs --------------------------------------------------------------------------------
 @dataclass
 class DecodeInputs:
     """The tensors of one problem instance, as every implementation receives them.
 
-    ``k``/``v`` are in the problem's layout (dense cache or page pool); ``k_logical``/``v_logical``
-    are the dense logical cache the reference reads (the same tensors for the dense layout).
+    ``k``/``v`` are in the problem's layout (dense cache or page pool). ``starts`` is set only
+    for inputs read back from saved rows (``harness.cases``): ``k``/``v`` then hold each
+    sequence's rows one after the other, ``[sum(seq_lens), Hkv, D]``, for the reference alone.
     """
 
     problem: DecodeProblem
     q: torch.Tensor  # [batch, num_q_heads, head_dim]
-    k: torch.Tensor  # dense [batch, max_seq_len, Hkv, D] or pool [num_pages, page_size, Hkv, D]
+    k: torch.Tensor  # dense [batch, rows, Hkv, D] or pool [num_pages, page_size, Hkv, D]
     v: torch.Tensor
     seq_lens: torch.Tensor  # int32 [batch]
     block_table: torch.Tensor | None  # int32 [batch, max_pages_per_seq] (paged only)
-    k_logical: torch.Tensor  # [batch, max_seq_len, Hkv, D]
-    v_logical: torch.Tensor
     seed: int
+    starts: list[int] | None = None  # packed rows: sequence b's first row
 
     @property
     def device(self) -> torch.device:
         return self.q.device
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held on the device (q, the cache in its layout, lengths, block table)."""
+        return sum(t.nbytes for t in (self.q, self.k, self.v, self.seq_lens, self.block_table)
+                   if t is not None)
+
+    def rows(self, b: int, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sequence ``b``'s K and V rows ``start:stop`` ``[n, Hkv, D]``, read through the layout
+        (views for the dense and packed layouts, a gather of ``stop - start`` rows when paged)."""
+        if self.starts is not None:
+            s = self.starts[b]
+            return self.k[s + start:s + stop], self.v[s + start:s + stop]
+        if self.block_table is None:
+            return self.k[b, start:stop], self.v[b, start:stop]
+        ps = self.problem.page_size
+        t = torch.arange(start, stop, device=self.device)
+        pages = self.block_table[b, t // ps].long()
+        return self.k[pages, t % ps], self.v[pages, t % ps]
 
     def new_outputs(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Output buffers ``out [B, Hq, D]`` (input dtype) and ``lse [B, Hq]`` (float32), NaN."""
@@ -76,103 +206,110 @@ class DecodeInputs:
         return out, lse
 
 
-def _generator(device: torch.device, seed: int) -> torch.Generator:
-    return torch.Generator(device=device).manual_seed(int(seed))
+def dense_rows(problem: DecodeProblem) -> int:
+    """Rows per sequence of the dense cache: the longest plus TAIL_ROWS, to ROW_BLOCK."""
+    return -(-(problem.max_seq_len + TAIL_ROWS) // ROW_BLOCK) * ROW_BLOCK
 
 
-def make_logical(problem: DecodeProblem, seed: int, device: torch.device | None = None,
-                 poison_seed: int | None = None):
-    """Draw ``q, k_logical, v_logical`` (input dtype) with rows past each length poisoned."""
-    device = torch.device(device) if device is not None else default_device()
+def _fill(draw: Draw, k: torch.Tensor, v: torch.Tensor, b: torch.Tensor, t: torch.Tensor,
+          rows: torch.Tensor | None) -> None:
+    """Write the drawn rows of (``b``, ``t``) into the flat ``k``/``v`` ``[R, Hkv * D]`` at
+    ``rows`` (None: the next rows in order, k and v being that slice)."""
+    kr, vr = draw.rows(b, t)
+    if rows is None:
+        k.copy_(kr)
+        v.copy_(vr)
+    else:
+        k[rows], v[rows] = kr, vr
+
+
+def _dense(problem: DecodeProblem, draw: Draw, device: torch.device):
     p = problem
-    dtype = TORCH_DTYPES[p.dtype]
-    g = _generator(device, seed)
-    rows = -(-(p.max_seq_len + TAIL_ROWS) // ROW_BLOCK) * ROW_BLOCK
+    rows = dense_rows(p)
+    width = p.num_kv_heads * p.head_dim
     shape = (p.batch, rows, p.num_kv_heads, p.head_dim)
-    q = torch.randn(p.batch, p.num_q_heads, p.head_dim, generator=g, device=device)
-    k = torch.randn(shape, generator=g, device=device)
-    spikes = torch.rand(shape[:3] + (1,), generator=g, device=device) < SPIKE_PROB
-    k = torch.where(spikes, k * SPIKE_SCALE, k)
-    v = torch.randn(shape, generator=g, device=device)
-    _poison_tail(p, v, poison_seed if poison_seed is not None else seed + 1)
-    return q.to(dtype), k.to(dtype), v.to(dtype)
+    k = torch.empty(shape, dtype=draw.dtype, device=device)
+    v = torch.empty_like(k)
+    kf, vf = k.view(-1, width), v.view(-1, width)
+    for start, stop in _slices(p.batch * rows, width):
+        i = torch.arange(start, stop, device=device)
+        _fill(draw, kf[start:stop], vf[start:stop], i // rows, i % rows, None)
+    return k, v
 
 
-def _poison_values(shape: tuple, g: torch.Generator, device: torch.device) -> torch.Tensor:
-    """+-POISON_V with random signs and sizes in [1, 2) x POISON_V."""
-    sign = torch.randint(0, 2, shape, generator=g, device=device) * 2 - 1
-    return sign * (1 + torch.rand(shape, generator=g, device=device)) * POISON_V
+def page_order(num_pages: int, page_seed: int) -> torch.Tensor:
+    """The shuffled order pages are handed out in (on the CPU: the same on every device)."""
+    return torch.randperm(num_pages, generator=torch.Generator().manual_seed(int(page_seed) + 2))
 
 
-def _poison_tail(p: DecodeProblem, v: torch.Tensor, poison_seed: int) -> None:
-    """V rows at or past each sequence's length become poison (K rows stay key-like)."""
-    lens = torch.tensor(p.seq_lens, device=v.device)
-    tail = torch.arange(v.shape[1], device=v.device)[None, :] >= lens[:, None]  # [B, S]
-    n = int(tail.sum())
-    if n:
-        g = _generator(v.device, poison_seed)
-        v[tail] = _poison_values((n,) + tuple(v.shape[2:]), g, v.device).to(v.dtype)
-
-
-def _pad_rows(k: torch.Tensor, v: torch.Tensor, rows: int, poison_seed: int):
-    """Append ``rows`` poisoned rows (keys drawn like real ones, V poison) to the logical cache,
-    so a partial last page has a poisoned tail even for the longest sequence."""
-    g = _generator(k.device, poison_seed + 7)
-    shape = (k.shape[0], rows) + tuple(k.shape[2:])
-    k_pad = torch.randn(shape, generator=g, device=k.device).to(k.dtype)
-    v_pad = _poison_values(shape, g, k.device).to(v.dtype)
-    return torch.cat([k, k_pad], dim=1), torch.cat([v, v_pad], dim=1)
-
-
-def build_inputs(problem: DecodeProblem, q: torch.Tensor, k_logical: torch.Tensor,
-                 v_logical: torch.Tensor, seed: int, poison_seed: int | None = None) -> DecodeInputs:
-    """Lay the logical cache out as the problem says (the paged layout shuffles pages by ``seed``)."""
-    device = q.device
-    seq_lens = torch.tensor(problem.seq_lens, dtype=torch.int32, device=device)
-    if problem.layout == "dense":
-        return DecodeInputs(problem, q, k_logical, v_logical, seq_lens, None, k_logical, v_logical,
-                            seed)
-    k_pool, v_pool, table = _to_paged(problem, k_logical, v_logical, seed,
-                                      poison_seed if poison_seed is not None else seed + 1)
-    return DecodeInputs(problem, q, k_pool, v_pool, seq_lens, table, k_logical, v_logical, seed)
-
-
-def _to_paged(p: DecodeProblem, k_logical: torch.Tensor, v_logical: torch.Tensor, seed: int,
-              poison_seed: int):
-    device = k_logical.device
-    ps, max_pages = p.page_size, p.max_pages_per_seq
-    pages_needed = torch.tensor([p.pages_for(n) for n in p.seq_lens], device=device)
-    used = int(pages_needed.sum())
-    unused = max(1, used // 8)  # pages no sequence owns, NaN-filled, so stray reads are seen
+def _paged(problem: DecodeProblem, draw: Draw, device: torch.device, page_seed: int):
+    p = problem
+    ps, cols = p.page_size, p.max_pages_per_seq + TAIL_PAGES
+    pages_needed = [p.pages_for(n) for n in p.seq_lens]
+    used = sum(pages_needed)
+    unused = max(1, used // UNUSED_PAGES)  # pages no sequence owns, NaN-filled, so stray reads are seen
     num_pages = used + unused
-    order = torch.randperm(num_pages, generator=_generator(device, seed + 2), device=device)
-    cols = max_pages + TAIL_PAGES
-    used_mask = torch.arange(cols, device=device)[None, :] < pages_needed[:, None]  # [B, cols]
+    order = page_order(num_pages, page_seed)
     # Entries past a sequence's last page point at unused (NaN) pages, never out of the pool.
-    spare = order[used:]
-    table = spare[torch.arange(p.batch * cols, device=device) % unused].view(p.batch, cols)
-    table = table.clone()
+    table = order[used:][torch.arange(p.batch * cols) % unused].view(p.batch, cols).clone()
+    needed = torch.tensor(pages_needed)
+    used_mask = torch.arange(cols)[None, :] < needed[:, None]  # [B, cols]
     table[used_mask] = order[:used]
+    table = table.to(torch.int32).to(device)
 
-    pad = max_pages * ps - k_logical.shape[1]
-    if pad > 0:
-        k_logical, v_logical = _pad_rows(k_logical, v_logical, pad, poison_seed)
-    rows = max_pages * ps
-    k_pool = torch.full((num_pages, ps) + tuple(k_logical.shape[2:]), float("nan"),
-                        dtype=k_logical.dtype, device=device)
-    v_pool = torch.full_like(k_pool, float("nan"))
-    for logical, pool in ((k_logical, k_pool), (v_logical, v_pool)):
-        # Rows past a length inside a used page come from the logical tail: already poisoned.
-        pages = logical[:, :rows].reshape(p.batch, max_pages, ps, *logical.shape[2:])
-        pool[table[used_mask].long()] = pages[used_mask[:, :max_pages]]
-    return k_pool, v_pool, table.to(torch.int32).contiguous()
+    width = p.num_kv_heads * p.head_dim
+    k = torch.full((num_pages, ps, p.num_kv_heads, p.head_dim), float("nan"), dtype=draw.dtype,
+                   device=device)
+    v = torch.full_like(k, float("nan"))
+    kf, vf = k.view(-1, width), v.view(-1, width)
+    # every row of every page in use, sequence after sequence (a last page's tail included)
+    ends = torch.tensor(pages_needed, device=device).cumsum(0) * ps
+    for start, stop in _slices(used * ps, width):
+        i = torch.arange(start, stop, device=device)
+        b = torch.searchsorted(ends, i, right=True)
+        t = i - (ends[b] - torch.tensor(pages_needed, device=device)[b] * ps)
+        rows = table[b, t // ps].long() * ps + t % ps
+        _fill(draw, kf, vf, b, t, rows)
+    return k, v, table.contiguous()
 
 
 def make_inputs(problem: DecodeProblem, seed: int = 0, device: torch.device | str | None = None,
-                poison_seed: int | None = None) -> DecodeInputs:
-    """The seeded inputs of ``problem``: same seed, same device -> same tensors."""
-    q, k, v = make_logical(problem, seed, device, poison_seed)
-    return build_inputs(problem, q, k, v, seed, poison_seed)
+                poison_seed: int | None = None, page_seed: int | None = None,
+                seq_ids: Sequence[int] | None = None) -> DecodeInputs:
+    """The seeded inputs of ``problem``: same seed -> the same values on every device and in
+    every layout. ``page_seed`` (default ``seed``) shuffles the pages; ``poison_seed`` (default
+    ``seed + 1``) draws the poison; ``seq_ids`` (default 0..batch-1) says which draw each batch
+    entry holds (a permuted batch holds the same sequences)."""
+    device = torch.device(device) if device is not None else default_device()
+    draw = Draw(problem, seed, poison_seed, seq_ids)
+    q = draw.q(device)
+    seq_lens = torch.tensor(problem.seq_lens, dtype=torch.int32, device=device)
+    if problem.layout == "dense":
+        k, v = _dense(problem, draw, device)
+        return DecodeInputs(problem, q, k, v, seq_lens, None, seed)
+    k, v, table = _paged(problem, draw, device, seed if page_seed is None else page_seed)
+    return DecodeInputs(problem, q, k, v, seq_lens, table, seed)
+
+
+def input_bytes(problem: DecodeProblem) -> int:
+    """Bytes ``make_inputs`` keeps on the device for ``problem`` (before drawing anything)."""
+    p = problem
+    row = 2 * p.num_kv_heads * p.head_dim * p.itemsize  # K and V of one token
+    if p.layout == "dense":
+        cache = p.batch * dense_rows(p) * row
+    else:
+        used = sum(p.pages_for(n) for n in p.seq_lens)
+        cache = (used + max(1, used // UNUSED_PAGES)) * p.page_size * row \
+            + 4 * p.batch * (p.max_pages_per_seq + TAIL_PAGES)
+    return cache + p.batch * (p.num_q_heads * p.head_dim * p.itemsize + 4)
+
+
+def repeat_kv_heads(inputs: DecodeInputs, times: int) -> DecodeInputs:
+    """The same inputs with each KV head repeated ``times`` times (GQA as MHA), in its layout."""
+    p = inputs.problem
+    mha = p.replace(num_kv_heads=p.num_kv_heads * times)
+    return dataclasses.replace(inputs, problem=mha, k=inputs.k.repeat_interleave(times, dim=2),
+                               v=inputs.v.repeat_interleave(times, dim=2))
 
 
 # ---- validation of tensors against the problem (run before any kernel launch) --------------

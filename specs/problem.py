@@ -10,15 +10,27 @@ when several query heads share a KV head, MQA when there is one KV head. ``L_b =
 (a ragged batch). Shapes:
 
     q    [batch, num_q_heads, head_dim]
-    out  [batch, num_q_heads, head_dim]     in the input dtype
+    out  [batch, num_q_heads, head_dim]     in the query dtype
     lse  [batch, num_q_heads]               float32
 
 The KV cache comes in two layouts holding the same logical cache (see ``specs.inputs``):
 
-    dense  k, v        [batch, max_seq_len, num_kv_heads, head_dim]
+    dense  k, v        [batch, rows >= max_seq_len, num_kv_heads, head_dim]
     paged  k, v pool   [num_pages, page_size, num_kv_heads, head_dim]
            block_table int32 [batch, max_pages_per_seq]; token t of sequence b lives in page
            block_table[b, t // page_size], row t % page_size
+
+A problem is three parts and the lengths, each part an axis of the problem that validates
+itself, states its bytes and its label:
+
+    Query   what a query is: heads, head dim, the query/output dtype (later: tokens per query)
+    Cache   how the cache is stored: layout, page size (later: the storage dtype and its scales)
+    Mask    how scores are formed and what is masked: the softmax scale (later: window, softcap)
+
+A new axis of the problem is a field of the part it belongs to (with its rule in that part's
+``validate``); ``DecodeProblem`` reads every part's fields by name (``p.head_dim``,
+``p.layout``), builds from them (``DecodeProblem(32, 8, 128, lens, layout="paged")``), and
+serialises them flat, so a problem written before a field existed loads with its default.
 
 A ``DecodeProblem`` is pure data: it checks itself when built and raises ``ProblemError`` naming
 the parameter and the rule it breaks, so nothing invalid ever reaches a kernel.
@@ -28,12 +40,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 DTYPES = ("float16", "bfloat16", "float32")
 LAYOUTS = ("dense", "paged")
 DTYPE_SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 
 
 class ProblemError(ValueError):
@@ -53,26 +66,18 @@ def _require_int(name: str, value: Any, minimum: int, maximum: int = INT32_MAX) 
         raise ProblemError(f"{name}={value}: must be <= {maximum} (int32, as kernels index it)")
 
 
+# ---- the parts --------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class DecodeProblem:
-    """One decode-attention problem: the axes, the layout and the dtype; no data."""
+class Query:
+    """What a query is: ``num_q_heads`` query heads of ``head_dim`` sharing ``num_kv_heads`` KV
+    heads, in ``dtype`` (q and out; the LSE is float32)."""
 
     num_q_heads: int
     num_kv_heads: int
     head_dim: int
-    seq_lens: tuple[int, ...]
-    layout: str = "dense"
-    page_size: int = 16  # only meaningful for the paged layout
     dtype: str = "bfloat16"
-    sm_scale: float | None = None  # None means 1 / sqrt(head_dim)
-    name: str = field(default="", compare=False)
 
-    def __post_init__(self) -> None:
-        if isinstance(self.seq_lens, (list, range)):
-            object.__setattr__(self, "seq_lens", tuple(self.seq_lens))
-        self._validate()
-
-    def _validate(self) -> None:
+    def validate(self) -> None:
         _require_int("num_q_heads", self.num_q_heads, 1)
         _require_int("num_kv_heads", self.num_kv_heads, 1)
         if self.num_q_heads % self.num_kv_heads:
@@ -80,6 +85,118 @@ class DecodeProblem:
                 f"num_kv_heads={self.num_kv_heads} must divide num_q_heads={self.num_q_heads} "
                 "(each KV head serves a whole group of query heads)")
         _require_int("head_dim", self.head_dim, 1)
+        if self.dtype not in DTYPES:
+            raise ProblemError(f"dtype={self.dtype!r}: must be one of {DTYPES}")
+
+    @property
+    def group_size(self) -> int:
+        """Query heads per KV head (1: MHA; num_q_heads: MQA)."""
+        return self.num_q_heads // self.num_kv_heads
+
+    def bytes(self, batch: int) -> int:
+        """q read, out and the float32 LSE written."""
+        return batch * self.num_q_heads * (2 * self.head_dim * ITEMSIZE[self.dtype] + 4)
+
+    def label(self, name: str = "") -> str:
+        return name or f"{self.num_q_heads}/{self.num_kv_heads}/{self.head_dim}"
+
+
+@dataclass(frozen=True)
+class Cache:
+    """How the KV cache is stored: ``layout`` (dense or paged) and, paged, ``page_size`` tokens a
+    page. Its values are in the query's dtype."""
+
+    layout: str = "dense"
+    page_size: int = 16  # only meaningful for the paged layout
+
+    def validate(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise ProblemError(f"layout={self.layout!r}: must be one of {LAYOUTS}")
+        _require_int("page_size", self.page_size, 1)
+
+    def pages_for(self, length: int) -> int:
+        return -(-length // self.page_size)
+
+    def bytes(self, seq_lens: tuple[int, ...], query: Query) -> int:
+        """K and V of the tokens that exist (what any correct kernel must read), plus the block
+        table's entries in use when paged."""
+        kv = 2 * sum(seq_lens) * query.num_kv_heads * query.head_dim * ITEMSIZE[query.dtype]
+        table = 4 * sum(self.pages_for(n) for n in seq_lens) if self.layout == "paged" else 0
+        return kv + table
+
+    def label(self) -> str:
+        return f"paged{self.page_size}" if self.layout == "paged" else "dense"
+
+
+@dataclass(frozen=True)
+class Mask:
+    """How scores are formed and masked: ``sm_scale`` (None: 1 / sqrt(head_dim)); every token
+    below a sequence's length is attended."""
+
+    sm_scale: float | None = None
+
+    def validate(self) -> None:
+        if self.sm_scale is not None:
+            if isinstance(self.sm_scale, bool) or not isinstance(self.sm_scale, (int, float)):
+                raise ProblemError(f"sm_scale={self.sm_scale!r}: must be a number")
+            if not math.isfinite(self.sm_scale) or self.sm_scale == 0:
+                raise ProblemError(f"sm_scale={self.sm_scale}: must be finite and non-zero")
+
+    def label(self) -> str:
+        return ""  # the default scale is not worth a word; a later window or softcap will be
+
+
+PARTS = {"query": Query, "cache": Cache, "mask": Mask}
+# every part's field -> the part holding it (names are unique across parts)
+FIELD_PART = {f.name: part for part, cls in PARTS.items() for f in dataclasses.fields(cls)}
+REQUIRED = ("num_q_heads", "num_kv_heads", "head_dim", "seq_lens")
+
+
+@dataclass(frozen=True, init=False)
+class DecodeProblem:
+    """One decode-attention problem: its parts and the lengths of its sequences; no data.
+
+    Built from the parts' fields by name (``DecodeProblem(num_q_heads, num_kv_heads, head_dim,
+    seq_lens, layout=..., page_size=..., dtype=..., sm_scale=..., name=...)``) or from the parts
+    (``query=Query(...), cache=Cache(...), mask=Mask(...)``); each field reads as an attribute."""
+
+    query: Query
+    cache: Cache
+    mask: Mask
+    seq_lens: tuple[int, ...]
+    name: str = dataclasses.field(default="", compare=False)
+
+    def __init__(self, num_q_heads=None, num_kv_heads=None, head_dim=None, seq_lens=None, *,
+                 name: str = "", query: Query | None = None, cache: Cache | None = None,
+                 mask: Mask | None = None, **fields: Any) -> None:
+        flat = {k: v for k, v in (("num_q_heads", num_q_heads), ("num_kv_heads", num_kv_heads),
+                                  ("head_dim", head_dim)) if v is not None}
+        flat.update(fields)
+        unknown = sorted(set(flat) - set(FIELD_PART))
+        if unknown:
+            raise TypeError(f"DecodeProblem: unknown field(s) {unknown}")
+        given = {"query": query, "cache": cache, "mask": mask}
+        for part, cls in PARTS.items():
+            own = {k: v for k, v in flat.items() if FIELD_PART[k] == part}
+            base = given[part]
+            if base is None:
+                try:
+                    base = cls(**own)
+                except TypeError:
+                    missing = [f.name for f in dataclasses.fields(cls)
+                               if f.default is dataclasses.MISSING and f.name not in own]
+                    raise ProblemError(f"missing field(s) {missing}") from None
+            elif own:
+                base = dataclasses.replace(base, **own)
+            object.__setattr__(self, part, base)
+        if isinstance(seq_lens, (list, range)):
+            seq_lens = tuple(seq_lens)
+        object.__setattr__(self, "seq_lens", seq_lens)
+        object.__setattr__(self, "name", name)
+        self._validate()
+
+    def _validate(self) -> None:
+        self.query.validate()
         if not isinstance(self.seq_lens, tuple) or not self.seq_lens:
             raise ProblemError(f"seq_lens={self.seq_lens!r}: must be a non-empty list of lengths, "
                                "one per sequence in the batch")
@@ -90,16 +207,16 @@ class DecodeProblem:
                 raise ProblemError(f"seq_lens[{b}]={length}: every sequence needs at least 1 KV "
                                    "token (decode attends over the cache plus the new token)")
             _require_int(f"seq_lens[{b}]", length, 1)
-        if self.layout not in LAYOUTS:
-            raise ProblemError(f"layout={self.layout!r}: must be one of {LAYOUTS}")
-        _require_int("page_size", self.page_size, 1)
-        if self.dtype not in DTYPES:
-            raise ProblemError(f"dtype={self.dtype!r}: must be one of {DTYPES}")
-        if self.sm_scale is not None:
-            if isinstance(self.sm_scale, bool) or not isinstance(self.sm_scale, (int, float)):
-                raise ProblemError(f"sm_scale={self.sm_scale!r}: must be a number")
-            if not math.isfinite(self.sm_scale) or self.sm_scale == 0:
-                raise ProblemError(f"sm_scale={self.sm_scale}: must be finite and non-zero")
+        self.cache.validate()
+        self.mask.validate()
+
+    def __getattr__(self, attr: str) -> Any:
+        # a part's field by its name (p.head_dim is p.query.head_dim); only called for names
+        # that are not attributes of the problem itself
+        part = FIELD_PART.get(attr)
+        if part is None:
+            raise AttributeError(f"{type(self).__name__!s} has no attribute {attr!r}")
+        return getattr(object.__getattribute__(self, part), attr)
 
     # ---- derived axes -------------------------------------------------------------------------
     @property
@@ -109,22 +226,27 @@ class DecodeProblem:
     @property
     def group_size(self) -> int:
         """Query heads per KV head (1: MHA; num_q_heads: MQA)."""
-        return self.num_q_heads // self.num_kv_heads
+        return self.query.group_size
 
     @property
     def max_seq_len(self) -> int:
         return max(self.seq_lens)
 
     @property
+    def total_tokens(self) -> int:
+        return sum(self.seq_lens)
+
+    @property
     def scale(self) -> float:
-        return float(self.sm_scale) if self.sm_scale is not None else 1.0 / math.sqrt(self.head_dim)
+        s = self.mask.sm_scale
+        return float(s) if s is not None else 1.0 / math.sqrt(self.head_dim)
 
     @property
     def uniform(self) -> bool:
         return len(set(self.seq_lens)) == 1
 
     def pages_for(self, length: int) -> int:
-        return -(-length // self.page_size)
+        return self.cache.pages_for(length)
 
     @property
     def max_pages_per_seq(self) -> int:
@@ -133,54 +255,62 @@ class DecodeProblem:
     # ---- bytes the problem must move (the roofline's numerator) ----------------------------
     @property
     def itemsize(self) -> int:
-        return 4 if self.dtype == "float32" else 2
+        return ITEMSIZE[self.dtype]
 
     @property
     def kv_bytes(self) -> int:
         """K and V bytes of the tokens that exist: what any correct kernel must read."""
-        return 2 * sum(self.seq_lens) * self.num_kv_heads * self.head_dim * self.itemsize
+        return 2 * self.total_tokens * self.num_kv_heads * self.head_dim * self.itemsize
 
     @property
     def bytes_moved(self) -> int:
         """Fewest bytes through device memory: K, V, q read; out, lse written; block table read."""
-        qo = 2 * self.batch * self.num_q_heads * self.head_dim * self.itemsize
-        lse = 4 * self.batch * self.num_q_heads
-        table = 4 * sum(self.pages_for(n) for n in self.seq_lens) if self.layout == "paged" else 0
-        return self.kv_bytes + qo + lse + table
+        return self.query.bytes(self.batch) + self.cache.bytes(self.seq_lens, self.query)
 
     # ---- naming and (de)serialisation -----------------------------------------------------
     def label(self) -> str:
-        """A short readable id: shape, lengths, layout, dtype."""
+        """A short readable id: shape, lengths, layout, dtype (and any non-default mask)."""
         if self.uniform:
             lens = f"b{self.batch}xs{self.seq_lens[0]}"
         else:
-            lens = f"b{self.batch}xragged(mean {sum(self.seq_lens) // self.batch}, max {self.max_seq_len})"
-        layout = f"paged{self.page_size}" if self.layout == "paged" else "dense"
-        shape = self.name or f"{self.num_q_heads}/{self.num_kv_heads}/{self.head_dim}"
-        return f"{shape} {lens} {layout} {DTYPE_SHORT[self.dtype]}"
+            lens = f"b{self.batch}xragged(mean {self.total_tokens // self.batch}, max {self.max_seq_len})"
+        words = [self.query.label(self.name), lens, self.cache.label(), DTYPE_SHORT[self.dtype],
+                 self.mask.label()]
+        return " ".join(w for w in words if w)
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["seq_lens"] = list(self.seq_lens)
-        return d
+        """Every part's fields, flat, beside seq_lens and name."""
+        d: dict[str, Any] = {}
+        for part in PARTS:
+            d.update(dataclasses.asdict(getattr(self, part)))
+        return {**d, "seq_lens": list(self.seq_lens), "name": self.name}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "problem") -> "DecodeProblem":
-        """Build from explicit fields; an unknown or missing field is an error naming it."""
+        """Build from fields (flat, as ``to_dict`` writes them, or grouped by part:
+        ``{"query": {...}, "cache": {...}, ...}``); a field left out takes its default, an
+        unknown or missing required one is an error naming it."""
         if not isinstance(data, Mapping):
             raise ProblemError(f"{where}: must be an object with the problem's fields")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
+        flat: dict[str, Any] = {}
+        for key, value in data.items():
+            if key in PARTS and isinstance(value, Mapping):
+                flat.update(value)
+            else:
+                flat[key] = value
+        known = set(FIELD_PART) | {"seq_lens", "name"}
+        unknown = sorted(set(flat) - known)
         if unknown:
             raise ProblemError(f"{where}: unknown field(s) {unknown}; known fields: {sorted(known)}")
-        required = {"num_q_heads", "num_kv_heads", "head_dim", "seq_lens"}
-        missing = sorted(required - set(data))
+        missing = sorted(set(REQUIRED) - set(flat))
         if missing:
             raise ProblemError(f"{where}: missing field(s) {missing}")
         try:
-            return cls(**data)
+            return cls(**flat)
         except ProblemError as e:
             raise ProblemError(f"{where}: {e}") from None
 
     def replace(self, **changes: Any) -> "DecodeProblem":
-        return dataclasses.replace(self, **changes)
+        """A copy with fields changed by name (a part's field, seq_lens or name)."""
+        fields = {**self.to_dict(), **changes}
+        return DecodeProblem(**fields)

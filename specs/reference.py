@@ -1,8 +1,10 @@
 """The oracle: decode attention in float64, independent of every implementation.
 
-It reads only the logical cache's first ``seq_lens[b]`` rows of each sequence (never the
-poison; a paged input set kept without its logical copy gives those rows through its table) and
-runs on the inputs' device (the GPU when there is one).
+It reads only the first ``seq_lens[b]`` rows of each sequence, through the layout
+(``DecodeInputs.rows``: never the poison), a chunk of rows at a time (``CHUNK_VALUES``), so its
+memory stays bounded whatever the sequence's length: a first pass finds each head's largest
+score and log-sum-exp, a second sums the probabilities against V. It runs on the inputs' device
+(the GPU when there is one).
 
 Beside the result it returns, per output element, the softmax-weighted magnitude of V,
 ``sum_t p_t |v_t[d]|``: the scale of the roundings any kernel at the input precision must make,
@@ -18,6 +20,8 @@ import torch
 
 from specs.inputs import DecodeInputs
 
+CHUNK_VALUES = 1 << 23  # K (or V) values of one chunk: 64 MB in float64, a few such live at once
+
 
 @dataclass
 class Reference:
@@ -32,6 +36,12 @@ class Reference:
     v_subnormal: torch.Tensor
 
 
+def _chunks(length: int, width: int):
+    step = max(1, CHUNK_VALUES // width)
+    for start in range(0, length, step):
+        yield start, min(length, start + step)
+
+
 def reference(inputs: DecodeInputs) -> Reference:
     p = inputs.problem
     B, Hq, Hkv, G, D = p.batch, p.num_q_heads, p.num_kv_heads, p.group_size, p.head_dim
@@ -41,23 +51,36 @@ def reference(inputs: DecodeInputs) -> Reference:
     v_weight = torch.empty_like(out)
     v_subnormal = torch.empty_like(out)
     tiny = torch.finfo(inputs.q.dtype).tiny  # the dtype's smallest normal number
+    width = Hkv * D
     for b, length in enumerate(p.seq_lens):
-        q = inputs.q[b].view(Hkv, G, D)  # query head h = kv_head * G + g
-        if inputs.k_logical is not None:
-            k = inputs.k_logical[b, :length]  # [L, Hkv, D]
-            v = inputs.v_logical[b, :length]
-        else:  # a paged set kept without its logical copy: the owned rows through the table
-            t = torch.arange(length, device=dev)
-            pages = inputs.block_table[b, t // p.page_size].long()
-            k, v = inputs.k[pages, t % p.page_size], inputs.v[pages, t % p.page_size]
+        q = inputs.q[b].view(Hkv, G, D).double()  # query head h = kv_head * G + g
 
-        s64 = torch.einsum("hgd,lhd->hgl", q.double(), k.double()) * p.scale
-        lse64 = torch.logsumexp(s64, dim=-1)
-        p64 = torch.exp(s64 - lse64[..., None])
-        out[b] = torch.einsum("hgl,lhd->hgd", p64, v.double()).reshape(Hq, D)
-        v_weight[b] = torch.einsum("hgl,lhd->hgd", p64, v.double().abs()).reshape(Hq, D)
-        unnormalised = torch.exp(s64 - s64.amax(-1, keepdim=True))
-        weight = (unnormalised < tiny) / unnormalised.sum(-1, keepdim=True)
-        v_subnormal[b] = torch.einsum("hgl,lhd->hgd", weight, v.double().abs()).reshape(Hq, D)
+        def scores(start, stop):
+            k, v = inputs.rows(b, start, stop)  # [n, Hkv, D]
+            return torch.einsum("hgd,lhd->hgl", q, k.double()) * p.scale, v
+
+        # pass 1: the largest score and the normaliser l = sum exp(s - max), per query head
+        top = torch.full((Hkv, G), -torch.inf, dtype=torch.float64, device=dev)
+        total = torch.zeros((Hkv, G), dtype=torch.float64, device=dev)
+        for start, stop in _chunks(length, width):
+            s, _ = scores(start, stop)
+            new_top = torch.maximum(top, s.amax(-1))
+            total = total * torch.exp(top - new_top) + torch.exp(s - new_top[..., None]).sum(-1)
+            top = new_top
+        lse64 = top + torch.log(total)
+        # pass 2: probabilities against V
+        acc, acc_abs, acc_sub = (torch.zeros((Hkv, G, D), dtype=torch.float64, device=dev)
+                                 for _ in range(3))
+        for start, stop in _chunks(length, width):
+            s, v = scores(start, stop)
+            v = v.double()
+            p64 = torch.exp(s - lse64[..., None])
+            acc += torch.einsum("hgl,lhd->hgd", p64, v)
+            acc_abs += torch.einsum("hgl,lhd->hgd", p64, v.abs())
+            subnormal = (torch.exp(s - top[..., None]) < tiny) / total[..., None]
+            acc_sub += torch.einsum("hgl,lhd->hgd", subnormal.double(), v.abs())
+        out[b] = acc.reshape(Hq, D)
+        v_weight[b] = acc_abs.reshape(Hq, D)
+        v_subnormal[b] = acc_sub.reshape(Hq, D)
         lse[b] = lse64.reshape(Hq)
     return Reference(out, lse, v_weight, v_subnormal)

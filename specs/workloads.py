@@ -50,11 +50,12 @@ def model_problem(model: str, seq_lens, layout: str = "dense", dtype: str = "bfl
                          dtype=dtype, name=model)
 
 
-def ragged_lengths(batch: int, median: int, max_len: int, seed: int) -> tuple[int, ...]:
-    """Log-normal lengths (median ``median``, sigma RAGGED_SIGMA) clipped to [RAGGED_MIN, max_len]."""
+def ragged_lengths(batch: int, median: int, max_len: int, seed: int,
+                   sigma: float = RAGGED_SIGMA) -> tuple[int, ...]:
+    """Log-normal lengths (median ``median``, shape ``sigma``) clipped to [RAGGED_MIN, max_len]."""
     rng = random.Random(seed)
     mu = math.log(median)
-    return tuple(min(max_len, max(RAGGED_MIN, round(rng.lognormvariate(mu, RAGGED_SIGMA))))
+    return tuple(min(max_len, max(RAGGED_MIN, round(rng.lognormvariate(mu, sigma))))
                  for _ in range(batch))
 
 
@@ -98,6 +99,45 @@ def _sched() -> list[DecodeProblem]:
             for p in _both_layouts(lambda lay: model_problem("llama3-8b", lens, lay))]
 
 
+# What a serving engine's decode step holds (one layer of Llama-3-8B): hundreds of sequences of
+# log-normal lengths up to 128k tokens, one sequence of 1M tokens, and a batch of 1M tokens in
+# all. The dense layout of a skewed batch is batch x longest by definition: where it does not fit
+# the GPU, its rows say so (UNAVAILABLE) and the paged rows stand.
+SERVING_BATCHES = ((256, 2048), (512, 1024))  # (sequences, median length)
+# a serving batch mixes chat turns with long documents and agents' contexts: a heavier tail than
+# the chat-only ragged batches (sigma 1.5: ~1 sequence in 300 reaches 64x the median)
+SERVING_SIGMA, SERVING_MAX = 1.5, 131072
+SERVING_TOTAL = 1 << 20  # tokens in the last batch, as SERVING_TOTAL_BATCH sequences
+SERVING_TOTAL_BATCH = 96
+
+
+def lengths_with_total(total: int, batch: int, seed: int) -> tuple[int, ...]:
+    """``batch`` log-normal lengths (sigma RAGGED_SIGMA) scaled to sum to exactly ``total``."""
+    rng = random.Random(seed)
+    weights = [rng.lognormvariate(0.0, RAGGED_SIGMA) for _ in range(batch)]
+    lens = [max(1, int(total * w / sum(weights))) for w in weights]
+    lens[lens.index(max(lens))] += total - sum(lens)  # the rounding, on the longest
+    return tuple(lens)
+
+
+def _serving() -> list[DecodeProblem]:
+    batches = [ragged_lengths(b, median, SERVING_MAX, seed=20 + b, sigma=SERVING_SIGMA)
+               for b, median in SERVING_BATCHES]
+    batches += [(1 << 20,), lengths_with_total(SERVING_TOTAL, SERVING_TOTAL_BATCH, seed=30)]
+    return [p for lens in batches
+            for p in _both_layouts(lambda lay: model_problem("llama3-8b", lens, lay))]
+
+
+LENGTHS = (1, 4096, 65536, 262144, 1 << 20)  # the tolerance's lengths, from one token to 1M
+
+
+def _lengths(quick: bool) -> list[DecodeProblem]:
+    lengths = LENGTHS[:3] if quick else LENGTHS
+    return [model_problem("llama3-8b", [n], layout, dtype, page_size)
+            for dtype in DTYPES for n in lengths
+            for layout, page_size in (("dense", 16), ("paged", 16), ("paged", 1))]
+
+
 def _models() -> list[DecodeProblem]:
     return [model_problem(m, [s] * b, "paged") for m in MODELS for b, s in MODEL_CELLS]
 
@@ -133,6 +173,13 @@ WORKLOADS: dict[str, tuple[str, Callable[[bool], list[DecodeProblem]]]] = {
     "sched": ("Llama-3-8B bf16, batches that stress split-K scheduling: 1 x 32k + 63 x 512, "
               "bimodal 512/16k, log-normal ragged batches of 8-256 sequences, 1 x 4k-128k; dense "
               "and paged", lambda quick: _sched()[:4] if quick else _sched()),
+    "serving": ("Llama-3-8B bf16, serving-sized batches: 256 and 512 sequences of log-normal "
+                "lengths (medians 2k and 1k, sigma 1.5, max 128k), 1 x 1M tokens, 96 sequences of 1M tokens in all; "
+                "dense and paged (a dense skewed batch is batch x longest: UNAVAILABLE where it "
+                "does not fit)", lambda quick: _serving()[-4:] if quick else _serving()),
+    "lengths": ("Llama-3-8B, batch 1 at 1, 4k, 64k, 256k and 1M tokens, dense and paged (pages "
+                "of 16 and 1 tokens), bf16, fp16 and fp32: the tolerance at every length (run it "
+                "with --no-timing)", _lengths),
     "cpu": ("small problems of every shape class, sized for the CPU interpreters",
             lambda quick: _cpu()[:4] if quick else _cpu()),
 }

@@ -161,8 +161,8 @@ def test_flashinfer_csr_form_addresses_exactly_each_sequences_rows(layout):
     for b, n in enumerate(p.seq_lens):
         pages = indices[indptr[b]:indptr[b + 1]].long()
         assert int(last[b]) == n - (len(pages) - 1) * page_size and 1 <= int(last[b]) <= page_size
-        for cache, logical in ((k, inputs.k_logical), (v, inputs.v_logical)):
-            assert torch.equal(cache[pages].flatten(0, 1)[:n], logical[b, :n])
+        for cache, rows in zip((k, v), inputs.rows(b, 0, n)):
+            assert torch.equal(cache[pages].flatten(0, 1)[:n], rows)
 
 
 # ---- FlashAttention-3 (vLLM's build): how it is found and what it says when it cannot be --------
