@@ -167,7 +167,7 @@ def _load_array(path: Path, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     if a.dtype != want or tuple(a.shape) != tuple(shape):
         raise CaseRefused(f"{path}: holds {a.dtype} {tuple(a.shape)}; its meta.json says "
                           f"{want} {tuple(shape)}")
-    return np.asarray(a)
+    return np.array(a)  # in memory and writable (torch.from_numpy of a read-only map warns)
 
 
 def _owned_rows(inputs: DecodeInputs, which: int) -> Rows:

@@ -74,8 +74,8 @@ def controls(out_dir: Path) -> None:
                     continue  # nothing left: no output at all
                 c = compare(p, *attend(inputs, control), ref)
                 rows.append({"control": control, "dtype": dtype, "layout": f"{layout}{page_size}",
-                             "length": n, "passed": c.passed, "nonfinite": c.n_nonfinite, "out_err_ratio": c.out_err_ratio,
-                             "lse_err_ratio": c.lse_err_ratio})
+                             "length": n, "passed": c.passed, "nonfinite": c.n_nonfinite,
+                             "out_err_ratio": c.out_err_ratio, "lse_err_ratio": c.lse_err_ratio})
                 print(f"{control:15} {dtype:9} {n:8} {'PASS' if c.passed else 'FAIL'} "
                       f"out {c.out_err_ratio:.3g} lse {c.lse_err_ratio:.3g}", flush=True)
             del inputs, ref

@@ -164,7 +164,7 @@ def test_tolerance_allows_fp16_subnormal_probabilities():
     fp16 kernel computes there; the same output with one token dropped still fails."""
     p = DecodeProblem(8, 8, 64, (400,), layout="dense", dtype="float16")
     inputs = make_inputs(p, seed=3)
-    inputs.q.mul_(3)  # spiky scores: the top key dominates, many others fall below 2^-14
+    inputs.q.mul_(2)  # spiky scores: the top key dominates, many others fall below 2^-14
     scores = torch.einsum("hd,lhd->hl", inputs.q[0].float(), inputs.k[0, :400].float())
     for h, top in enumerate(scores.argmax(-1).tolist()):
         inputs.v[0, top, h].mul_(1e-4)  # the dominant row's values: outputs of ~1e-5

@@ -63,7 +63,9 @@ def split_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, items: torch
                                             block_size=[1, 1, None]):
         pid_kvh = tile_kvh.begin
         pid_i = tile_i.begin
-        pid_b = items[pid_i, 0]
+        # int64: pid_b * (rows x heads x head_dim) passes 2^31 in a dense cache of > 2^31 values
+        # (int32 reached an illegal address on an H100: results/nvidia-h100/2026-11-25-serving)
+        pid_b = items[pid_i, 0].to(torch.int64)
         start = items[pid_i, 1]
         end = items[pid_i, 2]
         slot = items[pid_i, 3]
@@ -74,7 +76,7 @@ def split_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, items: torch
         for tile_n in hl.tile(start, end):  # loads indexed by tile_n are masked to [start, end)
             if IS_PAGED:  # token t: row t % page_size of page block_table[pid_b, t // page_size]
                 entries = pid_b * max_pages + tile_n.index // page_size  # one tensor index:
-                rows = table_flat[entries] * page_size + tile_n.index % page_size  # a flat table
+                rows = table_flat[entries].to(torch.int64) * page_size + tile_n.index % page_size
                 k_tile = k_rows[rows, pid_kvh, :]
                 v_tile = v_rows[rows, pid_kvh, :]
             else:

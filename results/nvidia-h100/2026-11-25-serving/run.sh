@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Issue 31's GPU runs, one phase per device call (each call waits for the background job at most
 # 540 s, then returns what there is; the next call picks up):
-#   tl1 / tl2 / w1 / w2 / w3 / w4: wheels (TileLang into its own folder first, then the rest)
+#   tl1 / tl2 / w1 / w4 DIR: wheels (TileLang into its own folder first, then the rest; packed by
+#           ../shared/gpu/wheels.sh into folders of at most 33 MiB, so that each travels beside
+#           this 28 MB tree: the calls of the first machine are in README.md)
 #   start:  in the background (setsid): lengths (every backend, --no-timing), the controls, then
-#           sched + serving (every backend, cold L2); `wait` / `finish` wait for it and pack $OUT.
+#           sched + serving (every backend, cold L2); `wait` waits for it and packs $OUT.
+#   start2: (the second machine, at the final commit) the conformance suite on every backend (gpu
+#           profile, 6 examples a property), --save-cases and replay of a 1M-token problem, then
+#           sched + serving again (every backend, cold L2) into final/; `wait` as above.
 #     DECODE_BENCH_COMMIT=<sha> OUT=<folder> bash results/nvidia-h100/2026-11-25-serving/run.sh PHASE
 set -uo pipefail
 W=/root/serving  # survives between the calls (same machine)
@@ -28,10 +33,10 @@ env_txt() {
 }
 pack() {
   tar -C "$W" -cJf "$OUT/serving.tar.xz" --ignore-failed-read env.txt pipeline.log exit lengths lengths.log \
-    controls controls.log main main.log
+    controls controls.log main main.log conformance.log conformance-tilelang.log replay.log final final.log
 }
 case "${1:-}" in
-tl1|w1|w2|w3) mkdir -p /root/wh && cp "$2"/* /root/wh/ && ls /root/wh | wc -l ;;
+tl1|w1) mkdir -p /root/wh && cp "$2"/* /root/wh/ && ls /root/wh | wc -l ;;
 tl2) TARGET=/tmp/site-tilelang source "$2/install.sh" && rm -rf /root/wh && echo "tilelang installed" ;;
 w4) source "$2/install.sh" && echo installed && env_txt ;;
 start)
@@ -46,6 +51,25 @@ pipeline)
   python3 -m harness run --workloads sched,serving --timing cold --out "$W/main" > "$W/main.log" 2>&1
   echo "main exit $?" >> "$W/exit"
   rm -f "$W/running" ;;
-wait) wait_main 540; pack ;;
-*) echo "phase: tl1 DIR | tl2 DIR | w1..w3 DIR | w4 DIR | start | wait" >&2; exit 2 ;;
+start2)
+  env_txt; rm -rf "$W/final" "$W/exit" "$W/cases"; touch "$W/running"
+  setsid bash "$0" pipeline2 < /dev/null > "$W/pipeline.log" 2>&1 &
+  wait_main 520 ;;
+pipeline2)
+  DECODE_BENCH_PROFILE=gpu DECODE_BENCH_EXAMPLES=6 timeout 900 python3 -m pytest conformance -q -n 8 \
+    -p no:cacheprovider -W ignore::DeprecationWarning -k "not tilelang" > "$W/conformance.log" 2>&1
+  echo "conformance exit $?" >> "$W/exit"
+  DECODE_BENCH_PROFILE=gpu DECODE_BENCH_EXAMPLES=6 PYTHONPATH=/tmp/site-tilelang:$PYTHONPATH timeout 600 \
+    python3 -m pytest conformance -q -n 8 -p no:cacheprovider -W ignore::DeprecationWarning -k tilelang \
+    > "$W/conformance-tilelang.log" 2>&1
+  echo "conformance tilelang exit $?" >> "$W/exit"
+  { python3 -m harness run --backends triton,flash_attn3 --variants split-k --no-timing --save-cases "$W/cases" \
+      --problem '{"num_q_heads": 32, "num_kv_heads": 8, "head_dim": 128, "seq_lens": [1048576], "layout": "paged"}' \
+      --out "$W/cases-run" && python3 -m harness replay "$W/cases"; } > "$W/replay.log" 2>&1
+  echo "save and replay exit $?" >> "$W/exit"
+  python3 -m harness run --workloads sched,serving --timing cold --out "$W/final" > "$W/final.log" 2>&1
+  echo "final exit $?" >> "$W/exit"
+  rm -f "$W/running" ;;
+wait) wait_main "${2:-540}"; pack ;;
+*) echo "phase: tl1 DIR | tl2 DIR | w1 DIR | w4 DIR | start | start2 | wait [SECONDS]" >&2; exit 2 ;;
 esac
