@@ -2,7 +2,7 @@
 # Issue 31's GPU runs, one phase per device call (each call waits for the background job at most
 # 540 s, then returns what there is; the next call picks up):
 #   tl1 / tl2 / w1 / w4 DIR: wheels (TileLang into its own folder first, then the rest; packed by
-#           ../shared/gpu/wheels.sh into folders of at most 33 MiB, so that each travels beside
+#           the shared wheels script, repacked into folders of at most 33 MiB, so each travels beside
 #           this 28 MB tree: the calls of the first machine are in README.md)
 #   start:  in the background (setsid): lengths (every backend, --no-timing), the controls, then
 #           sched + serving (every backend, cold L2); `wait` waits for it and packs $OUT.
