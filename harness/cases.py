@@ -154,20 +154,35 @@ def _meta(folder: Path, required: tuple[str, ...] = ()) -> dict:
 
 def _load_array(path: Path, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     """A saved ``.npy`` that holds exactly ``shape`` of ``dtype`` (bfloat16 as its int16 bits),
-    or a CaseRefused naming the file and the rule it breaks. Never unpickles."""
+    C order, its header's size to the byte, or a CaseRefused naming the file and the rule it
+    breaks. The header is read first and the data as raw numbers: nothing is unpickled."""
     want = np.dtype(np.int16) if dtype == "bfloat16" else np.dtype(dtype)
     try:
-        a = np.load(path, mmap_mode="r", allow_pickle=False)
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read = {(1, 0): np.lib.format.read_array_header_1_0,
+                    (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+            if read is None:
+                raise ValueError(f"npy format version {version}")
+            got_shape, fortran, got = read(f)
+            offset = f.tell()
     except FileNotFoundError:
         raise CaseRefused(f"{path}: missing") from None
-    except ValueError as e:  # object arrays (pickles), truncated data, a broken header
-        raise CaseRefused(f"{path}: not a plain numeric .npy array of the saved size ({e})") from None
-    except (OSError, EOFError) as e:
-        raise CaseRefused(f"{path}: unreadable ({type(e).__name__}: {e})") from None
-    if a.dtype != want or tuple(a.shape) != tuple(shape):
-        raise CaseRefused(f"{path}: holds {a.dtype} {tuple(a.shape)}; its meta.json says "
+    except (OSError, ValueError, EOFError, SyntaxError) as e:  # not an .npy (a zip, text, ...)
+        raise CaseRefused(f"{path}: not a plain .npy array ({type(e).__name__}: {e})") from None
+    if got.hasobject:
+        raise CaseRefused(f"{path}: an object array (pickled Python objects): cases hold numbers only")
+    if fortran:
+        raise CaseRefused(f"{path}: Fortran order: cases are written in C order")
+    if got != want or tuple(got_shape) != tuple(shape):
+        raise CaseRefused(f"{path}: holds {got} {tuple(got_shape)}; its meta.json says "
                           f"{want} {tuple(shape)}")
-    return np.array(a)  # in memory and writable (torch.from_numpy of a read-only map warns)
+    size = path.stat().st_size
+    expected = offset + int(np.prod(shape, dtype=np.int64)) * want.itemsize
+    if size != expected:
+        raise CaseRefused(f"{path}: {size} bytes, its header says {expected} "
+                          f"({'truncated' if size < expected else 'trailing bytes'})")
+    return np.fromfile(path, dtype=want, offset=offset).reshape(shape)
 
 
 def _owned_rows(inputs: DecodeInputs, which: int) -> Rows:
@@ -249,7 +264,7 @@ def _replay_output(path: Path, inputs: DecodeInputs, ref) -> dict:
     out = _from_bits(_load_array(path / "out.npy", (p.batch, p.num_q_heads, p.head_dim), p.dtype),
                      p.dtype).to(device)
     lse = None
-    if (path / "lse.npy").exists():
+    if (path / "lse.npy").exists() or meta.get("lse_err_ratio") is not None:  # saved: must be there
         lse = torch.from_numpy(_load_array(path / "lse.npy", (p.batch, p.num_q_heads), "float32")).to(device)
     c = compare(p, out, lse, ref, lse_rounded_sum=bool(meta.get("lse_rounded_sum", False)))
     return {"problem": p.label(), "impl": meta["impl"], "run": meta["status"],

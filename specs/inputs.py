@@ -39,7 +39,7 @@ from typing import Sequence
 
 import torch
 
-from specs.problem import DecodeProblem, ProblemError
+from specs.problem import INT32_MAX, DecodeProblem, ProblemError
 
 POISON_V = 1.0e4  # finite in fp16/bf16/fp32, and ~1e4x the size of a real value
 SPIKE_PROB = 0.02  # fraction of keys scaled up ...
@@ -131,6 +131,9 @@ class Draw:
         self.seq_ids = list(seq_ids) if seq_ids is not None else list(range(problem.batch))
         if len(self.seq_ids) != problem.batch:
             raise ProblemError(f"seq_ids: {len(self.seq_ids)} ids for a batch of {problem.batch}")
+        for i, s in enumerate(self.seq_ids):
+            if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= INT32_MAX:
+                raise ProblemError(f"seq_ids[{i}]={s!r}: must be an integer in [0, {INT32_MAX}]")
         self.dtype = TORCH_DTYPES[problem.dtype]
 
     def q(self, device: torch.device) -> torch.Tensor:
@@ -259,13 +262,14 @@ def _paged(problem: DecodeProblem, draw: Draw, device: torch.device, page_seed: 
     used = sum(pages_needed)
     unused = max(1, used // UNUSED_PAGES)  # pages no sequence owns, NaN-filled, so stray reads are seen
     num_pages = used + unused
-    order = page_order(num_pages, page_seed)
-    # Entries past a sequence's last page point at unused (NaN) pages, never out of the pool.
-    table = order[used:][torch.arange(p.batch * cols) % unused].view(p.batch, cols).clone()
-    needed = torch.tensor(pages_needed)
-    used_mask = torch.arange(cols)[None, :] < needed[:, None]  # [B, cols]
+    order = page_order(num_pages, page_seed).to(torch.int32)
+    # Entries past a sequence's last page point at unused (NaN) pages, never out of the pool
+    # (built in int32: the table is batch x longest / page_size entries, the pages it owns not)
+    table = order[used:][torch.arange(p.batch * cols, dtype=torch.int32) % unused].view(p.batch, cols)
+    needed = torch.tensor(pages_needed, dtype=torch.int32)
+    used_mask = torch.arange(cols, dtype=torch.int32)[None, :] < needed[:, None]  # [B, cols]
     table[used_mask] = order[:used]
-    table = table.to(torch.int32).to(device)
+    table = table.to(device)
 
     width = p.num_kv_heads * p.head_dim
     k = torch.full((num_pages, ps, p.num_kv_heads, p.head_dim), float("nan"), dtype=draw.dtype,

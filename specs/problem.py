@@ -55,6 +55,9 @@ class ProblemError(ValueError):
 
 INT32_MAX = 2**31 - 1  # lengths, page sizes and head counts are int32 on the device (seq_lens,
 # the block table) and in every kernel's index arithmetic
+# The longest sequence the spec judges: there the bound of a float32 sum of L terms in any order
+# (specs.tolerance.sum_error) reaches 1/2, and at 2^24 tokens it says nothing at all.
+MAX_SEQ_LEN = 1 << 23
 
 
 def _require_int(name: str, value: Any, minimum: int, maximum: int = INT32_MAX) -> None:
@@ -174,7 +177,8 @@ class DecodeProblem:
         flat.update(fields)
         unknown = sorted(set(flat) - set(FIELD_PART))
         if unknown:
-            raise TypeError(f"DecodeProblem: unknown field(s) {unknown}")
+            raise ProblemError(f"unknown field(s) {unknown}; known fields: "
+                               f"{sorted(FIELD_PART) + ['name', 'seq_lens']}")
         given = {"query": query, "cache": cache, "mask": mask}
         for part, cls in PARTS.items():
             own = {k: v for k, v in flat.items() if FIELD_PART[k] == part}
@@ -207,6 +211,10 @@ class DecodeProblem:
                 raise ProblemError(f"seq_lens[{b}]={length}: every sequence needs at least 1 KV "
                                    "token (decode attends over the cache plus the new token)")
             _require_int(f"seq_lens[{b}]", length, 1)
+            if length > MAX_SEQ_LEN:
+                raise ProblemError(f"seq_lens[{b}]={length}: must be <= {MAX_SEQ_LEN} (beyond, float32 "
+                                   "sums of the sequence's terms may err by half their value: no "
+                                   "tolerance can judge the result)")
         self.cache.validate()
         self.mask.validate()
 
@@ -295,8 +303,15 @@ class DecodeProblem:
         flat: dict[str, Any] = {}
         for key, value in data.items():
             if key in PARTS and isinstance(value, Mapping):
+                for k in value:
+                    if FIELD_PART.get(k, key) != key:
+                        raise ProblemError(f"{where}: {key}.{k}: {k} belongs to {FIELD_PART[k]}")
+                    if k in data or k in flat:
+                        raise ProblemError(f"{where}: {k} given twice ({key}.{k} and another)")
                 flat.update(value)
             else:
+                if key in flat:
+                    raise ProblemError(f"{where}: {key} given twice")
                 flat[key] = value
         known = set(FIELD_PART) | {"seq_lens", "name"}
         unknown = sorted(set(flat) - known)
@@ -311,6 +326,8 @@ class DecodeProblem:
             raise ProblemError(f"{where}: {e}") from None
 
     def replace(self, **changes: Any) -> "DecodeProblem":
-        """A copy with fields changed by name (a part's field, seq_lens or name)."""
-        fields = {**self.to_dict(), **changes}
-        return DecodeProblem(**fields)
+        """A copy with fields changed by name (a part's field, seq_lens or name) or whole parts
+        (``query=Query(...)``)."""
+        fields = {k: v for k, v in self.to_dict().items()
+                  if FIELD_PART.get(k) not in changes}  # a part given whole replaces its fields
+        return DecodeProblem(**{**fields, **changes})

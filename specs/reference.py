@@ -51,7 +51,7 @@ def reference(inputs: DecodeInputs) -> Reference:
     v_weight = torch.empty_like(out)
     v_subnormal = torch.empty_like(out)
     tiny = torch.finfo(inputs.q.dtype).tiny  # the dtype's smallest normal number
-    width = Hkv * D
+    width = max(Hkv * D, Hq)  # values a token adds to K's chunk or to the scores' (MQA: Hq > D)
     for b, length in enumerate(p.seq_lens):
         q = inputs.q[b].view(Hkv, G, D).double()  # query head h = kv_head * G + g
 

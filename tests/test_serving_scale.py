@@ -18,7 +18,7 @@ import torch
 
 from harness import cases, results
 from specs.inputs import input_bytes, make_inputs
-from specs.problem import DecodeProblem, ProblemError
+from specs.problem import MAX_SEQ_LEN, DecodeProblem, ProblemError, Query
 from specs.reference import reference
 from specs.tolerance import U32, compare, sum_error
 from specs.workloads import named, ragged_lengths
@@ -129,6 +129,15 @@ def test_problems_of_the_old_format_still_load():
         results.problem_key({"spec": p.to_dict()})
     with pytest.raises(ProblemError, match="unknown field"):
         DecodeProblem.from_dict({**OLD_ROW_SPEC, "kv_dtype": "float8_e4m3fn"})
+    with pytest.raises(ProblemError, match="head_dim belongs to query"):
+        DecodeProblem.from_dict({**grouped, "cache": {"head_dim": 64}})
+    assert p.replace(query=Query(8, 1, 64)).query == Query(8, 1, 64)
+
+
+def test_lengths_past_what_the_tolerance_can_judge_are_refused():
+    assert float(sum_error(MAX_SEQ_LEN)) < 0.51  # about 1/2: the bound still means something
+    with pytest.raises(ProblemError, match=r"seq_lens\[1\]=8388609: must be <= 8388608"):
+        DecodeProblem(8, 2, 64, (4, MAX_SEQ_LEN + 1))
 
 
 def test_each_part_validates_itself_and_states_its_bytes():
@@ -151,19 +160,43 @@ def saved(tmp_path):
         inputs = make_inputs(p, 1, "cpu")
         ref = reference(inputs)
         cases.save(root, "triton/paged", inputs, ref.out.to(torch.bfloat16), ref.lse.float(),
-                   {"status": "PASS", "lse_rounded_sum": False})
+                   {"status": "PASS", "lse_rounded_sum": False, "lse_err_ratio": 0.0})
     return root
 
 
 def _corrupt_truncated(folder: Path):
     path = folder / "inputs" / "k.npy"
     path.write_bytes(path.read_bytes()[:-100])
-    return "k.npy", "not a plain numeric"
+    return "k.npy", "truncated"
+
+
+def _corrupt_trailing(folder: Path):
+    path = folder / "inputs" / "k.npy"
+    path.write_bytes(path.read_bytes() + b"\0" * 64)
+    return "k.npy", "trailing bytes"
 
 
 def _corrupt_object_array(folder: Path):
     np.save(folder / "inputs" / "q.npy", np.array([{"x": 1}], dtype=object), allow_pickle=True)
-    return "q.npy", "not a plain numeric"
+    return "q.npy", "object array"
+
+
+def _corrupt_zip(folder: Path):
+    path = folder / "triton_paged" / "out.npy"
+    with open(path, "wb") as f:
+        np.savez(f, out=np.zeros(3))
+    return "out.npy", "not a plain .npy"
+
+
+def _corrupt_fortran(folder: Path):
+    path = folder / "triton_paged" / "out.npy"
+    np.save(path, np.asfortranarray(np.load(path)))
+    return "out.npy", "Fortran order"
+
+
+def _corrupt_lse_removed(folder: Path):
+    (folder / "triton_paged" / "lse.npy").unlink()
+    return "lse.npy", "missing"
 
 
 def _corrupt_shape(folder: Path):
@@ -186,8 +219,9 @@ def _corrupt_meta(folder: Path):
     return "meta.json", "missing field(s) ['seed']"
 
 
-@pytest.mark.parametrize("corrupt", [_corrupt_truncated, _corrupt_object_array, _corrupt_shape,
-                                     _corrupt_dtype, _corrupt_meta])
+@pytest.mark.parametrize("corrupt", [_corrupt_truncated, _corrupt_trailing, _corrupt_object_array,
+                                     _corrupt_zip, _corrupt_fortran, _corrupt_lse_removed,
+                                     _corrupt_shape, _corrupt_dtype, _corrupt_meta])
 def test_a_corrupt_case_is_refused_and_the_others_still_replay(saved, corrupt):
     first, second = sorted(f for f in saved.iterdir())
     name, rule = corrupt(first)
