@@ -138,8 +138,48 @@ def _lengths(quick: bool) -> list[DecodeProblem]:
             for layout, page_size in (("dense", 16), ("paged", 16), ("paged", 1))]
 
 
-def _models() -> list[DecodeProblem]:
-    return [model_problem(m, [s] * b, "paged") for m in MODELS for b, s in MODEL_CELLS]
+def _models(quick: bool = False) -> list[DecodeProblem]:
+    dtypes = ("bfloat16",) if quick else ("bfloat16", "float16")
+    return [model_problem(m, [s] * b, layout, dtype) for dtype in dtypes for m in MODELS
+            for b, s in MODEL_CELLS for layout in ("dense", "paged")]
+
+
+# Held-out shapes: a seeded draw over the axes users run, for rules and tuners to be measured on
+# shapes they never saw (fit on one seed, measure on another): GQA groups 1-16, head dims 64-256,
+# pages of 1-256 tokens, batches of 1-512, lengths that are no multiple of 16, ragged or uniform,
+# bf16 or fp16, either layout.
+HELDOUT_COUNT = 24
+HELDOUT_HEAD_DIMS = tuple(range(64, 257, 16))  # what tensor-core kernels tile (multiples of 16)
+HELDOUT_PAGES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+HELDOUT_KV_BYTES = 2 << 30  # at most this much K and V per problem (and per dense layout)
+
+
+def heldout_problems(seed: int, count: int = HELDOUT_COUNT) -> list[DecodeProblem]:
+    """``count`` problems drawn from ``seed`` (the same problems for a seed everywhere), each
+    holding at most HELDOUT_KV_BYTES of K and V in its layout."""
+    rng = random.Random(seed)
+    problems = []
+    for i in range(count):
+        group = rng.randint(1, 16)
+        num_kv_heads = rng.choice((1, 2, 4, 8))
+        head_dim = rng.choice(HELDOUT_HEAD_DIMS)
+        dtype = rng.choice(("bfloat16", "float16"))
+        layout = rng.choice(("dense", "paged"))
+        batch = round(math.exp(rng.uniform(0, math.log(512))))
+        token_bytes = 2 * num_kv_heads * head_dim * 2  # K and V of one token, 16-bit
+        longest = max(17, min(131071, HELDOUT_KV_BYTES // (token_bytes * batch) - 64))
+        length = round(math.exp(rng.uniform(math.log(17), math.log(longest))))
+        if rng.random() < 0.5:
+            lens = [length] * batch
+        else:
+            lens = [min(longest, max(2, round(length * math.exp(rng.gauss(0, RAGGED_SIGMA)))))
+                    for _ in range(batch)]
+        lens = [n - 1 if n % 16 == 0 else n for n in lens]  # no multiple of 16
+        problems.append(DecodeProblem(num_kv_heads * group, num_kv_heads, head_dim, tuple(lens),
+                                      layout=layout, page_size=rng.choice(HELDOUT_PAGES),
+                                      dtype=dtype,
+                                      name=f"heldout{seed}.{i} {num_kv_heads * group}/{num_kv_heads}/{head_dim}"))
+    return problems
 
 
 def _cpu() -> list[DecodeProblem]:
@@ -163,8 +203,12 @@ WORKLOADS: dict[str, tuple[str, Callable[[bool], list[DecodeProblem]]]] = {
              lambda quick: _grid(QUICK_GRID if quick else GRID)),
     "ragged": ("Llama-3-8B bf16, log-normal ragged batches (16 x median 1k, 64 x median 2k, max 32k)",
                _ragged),
-    "models": ("every model shape at 1 x 32k and 16 x {1k, 4k, 16k}, paged (page 16), bf16",
-               lambda quick: _models()),
+    "models": ("every model shape at 1 x 32k and 16 x {1k, 4k, 16k}, dense and paged (page 16), "
+               "bf16 and fp16 (--quick: bf16)", _models),
+    "heldout": (f"{HELDOUT_COUNT} held-out shapes drawn from seed 0 (heldout:N draws from seed N): GQA "
+                "groups 1-16, head dims 64-256, pages 1-256, batches 1-512, lengths no multiple of 16, "
+                "ragged or uniform, bf16/fp16, either layout",
+                lambda quick: heldout_problems(0, 6 if quick else HELDOUT_COUNT)),
     "batch1": ("Llama-3-8B bf16, batch 1 at 4k, 8k, 16k and 32k tokens, dense and paged: how "
                "flat single-sequence latency stays as the sequence grows (split-K's job)",
                lambda quick: _grid([(1, 4096), (1, 8192), (1, 16384), (1, 32768)])),
@@ -190,8 +234,15 @@ DEFAULT_CPU = ("cpu",)
 def named(names, quick: bool = False) -> list[DecodeProblem]:
     problems: list[DecodeProblem] = []
     for name in names:
+        base, _, seed = name.partition(":")
+        if base == "heldout" and seed:  # heldout:N, the held-out shapes of seed N
+            if not seed.isdigit():
+                raise ProblemError(f"--workloads: {name!r}: heldout:N needs a seed N >= 0")
+            problems += heldout_problems(int(seed), 6 if quick else HELDOUT_COUNT)
+            continue
         if name not in WORKLOADS:
-            raise ProblemError(f"--workloads: unknown workload {name!r}; known: {sorted(WORKLOADS)}")
+            raise ProblemError(f"--workloads: unknown workload {name!r}; known: {sorted(WORKLOADS)} "
+                               "and heldout:N")
         problems += WORKLOADS[name][1](quick)
     return problems
 

@@ -103,12 +103,13 @@ def test_report_renders_tables_and_plots(tmp_path):
 
 
 def test_report_plots_only_axes_with_lines(tmp_path):
-    """The models workload: each shape at 16 x three lengths (a line against seq_len) and 1 x 32k,
-    no two batches at one length (points only against batch: no such plot)."""
+    """The models workload: each shape and dtype at 16 x three lengths (a line against seq_len)
+    and 1 x 32k, no two batches at one length (points only against batch: no such plot)."""
     run = fake_run(tmp_path / "run", names=("models",), layout="paged")
     assert harness("report", str(run)).returncode == 0
     pngs = sorted(p.name for p in (run / "plots").iterdir())
-    assert pngs == sorted(f"{m}_bfloat16_paged16_vs_seq_len.png" for m in workloads.MODELS)
+    assert pngs == sorted(f"{m}_{dtype}_paged16_vs_seq_len.png" for m in workloads.MODELS
+                          for dtype in ("bfloat16", "float16"))
 
 
 def test_bootstrap_interval_covers_the_median_and_tightens_with_samples():

@@ -212,3 +212,23 @@ def test_workload_file(tmp_path):
     with pytest.raises(ProblemError, match="cannot read JSON"):
         workloads.load_file(path)
 
+
+
+def test_heldout_shapes_are_seeded_and_cover_the_axes():
+    from specs.inputs import input_bytes
+
+    a, c = workloads.heldout_problems(5), workloads.heldout_problems(6)
+    assert [p.to_dict() for p in a] == [p.to_dict() for p in workloads.heldout_problems(5)]
+    assert [p.to_dict() for p in a] != [p.to_dict() for p in c]
+    drawn = a + c
+    for p in drawn:
+        assert 1 <= p.group_size <= 16 and 64 <= p.head_dim <= 256 and p.head_dim % 16 == 0
+        assert p.page_size in workloads.HELDOUT_PAGES and 1 <= p.batch <= 512
+        assert all(n % 16 for n in p.seq_lens), p.label()
+        assert input_bytes(p) <= 1.1 * workloads.HELDOUT_KV_BYTES, p.label()
+    for axis in (lambda p: p.layout, lambda p: p.dtype, lambda p: p.uniform):
+        assert len({axis(p) for p in drawn}) == 2
+    assert [p.to_dict() for p in workloads.named(["heldout:5"])] == [p.to_dict() for p in a]
+    assert workloads.named(["heldout"])[0].name.startswith("heldout0.0 ")
+    with pytest.raises(ProblemError, match="heldout:N needs a seed"):
+        workloads.named(["heldout:x"])
