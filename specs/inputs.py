@@ -104,7 +104,7 @@ def _bits(keys: torch.Tensor, count: int) -> torch.Tensor:
     return _hash(keys[:, None] + j[None, :] * 0x6A09E667 + 1)
 
 
-def _normal(keys: torch.Tensor, width: int) -> torch.Tensor:
+def _triangular(keys: torch.Tensor, width: int) -> torch.Tensor:
     """float32 [n, width]: the sum of two 16-bit uniforms of one hash (a triangular draw),
     centred and scaled to unit variance (exact integer sums, one rounding)."""
     h = _bits(keys, width)
@@ -135,25 +135,33 @@ class Draw:
             if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= INT32_MAX:
                 raise ProblemError(f"seq_ids[{i}]={s!r}: must be an integer in [0, {INT32_MAX}]")
         self.dtype = TORCH_DTYPES[problem.dtype]
+        self._on: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def _per_entry(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each batch entry's sequence id and length on ``device`` (made once, not per slice)."""
+        if device not in self._on:
+            self._on[device] = (torch.tensor(self.seq_ids, device=device),
+                                torch.tensor(self.problem.seq_lens, device=device))
+        return self._on[device]
 
     def q(self, device: torch.device) -> torch.Tensor:
         p = self.problem
-        seqs = torch.tensor(self.seq_ids, device=device)
+        seqs = self._per_entry(device)[0]
         keys = _token_keys(self.keys["q"], seqs, torch.zeros_like(seqs))
-        return _normal(keys, p.num_q_heads * p.head_dim).view(p.batch, p.num_q_heads, p.head_dim).to(self.dtype)
+        return _triangular(keys, p.num_q_heads * p.head_dim).view(p.batch, p.num_q_heads, p.head_dim).to(self.dtype)
 
     def rows(self, b: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """K and V rows ``[n, Hkv * D]`` in the problem's dtype of batch entries ``b`` at tokens
         ``t`` (int64 [n] each, on the device to draw on)."""
         p = self.problem
         hkv, width = p.num_kv_heads, p.num_kv_heads * p.head_dim
-        seqs = torch.tensor(self.seq_ids, device=b.device)[b]
-        k = _normal(_token_keys(self.keys["k"], seqs, t), width).view(-1, hkv, p.head_dim)
+        ids, lengths = self._per_entry(b.device)
+        seqs = ids[b]
+        k = _triangular(_token_keys(self.keys["k"], seqs, t), width).view(-1, hkv, p.head_dim)
         spikes = _uniform(_token_keys(self.keys["spike"], seqs, t), hkv) < SPIKE_PROB
         k = torch.where(spikes[..., None], k * SPIKE_SCALE, k).view(-1, width)
-        v = _normal(_token_keys(self.keys["v"], seqs, t), width)
-        lens = torch.tensor(self.problem.seq_lens, device=b.device)[b]
-        past = t >= lens
+        v = _triangular(_token_keys(self.keys["v"], seqs, t), width)
+        past = t >= lengths[b]
         if bool(past.any()):
             u = _uniform(_token_keys(self.keys["poison"], seqs[past], t[past]), 2 * width).view(-1, width, 2)
             sign = torch.where(u[..., 0] < 0.5, -1.0, 1.0)
@@ -224,18 +232,6 @@ def dense_rows(problem: DecodeProblem) -> int:
     return -(-(problem.max_seq_len + TAIL_ROWS) // ROW_BLOCK) * ROW_BLOCK
 
 
-def _fill(draw: Draw, k: torch.Tensor, v: torch.Tensor, b: torch.Tensor, t: torch.Tensor,
-          rows: torch.Tensor | None) -> None:
-    """Write the drawn rows of (``b``, ``t``) into the flat ``k``/``v`` ``[R, Hkv * D]`` at
-    ``rows`` (None: the next rows in order, k and v being that slice)."""
-    kr, vr = draw.rows(b, t)
-    if rows is None:
-        k.copy_(kr)
-        v.copy_(vr)
-    else:
-        k[rows], v[rows] = kr, vr
-
-
 def _dense(problem: DecodeProblem, draw: Draw, device: torch.device):
     p = problem
     rows = dense_rows(p)
@@ -246,7 +242,7 @@ def _dense(problem: DecodeProblem, draw: Draw, device: torch.device):
     kf, vf = k.view(-1, width), v.view(-1, width)
     for start, stop in _slices(p.batch * rows, width):
         i = torch.arange(start, stop, device=device)
-        _fill(draw, kf[start:stop], vf[start:stop], i // rows, i % rows, None)
+        kf[start:stop], vf[start:stop] = draw.rows(i // rows, i % rows)
     return k, v
 
 
@@ -255,13 +251,19 @@ def page_order(num_pages: int, page_seed: int) -> torch.Tensor:
     return torch.randperm(num_pages, generator=torch.Generator().manual_seed(int(page_seed) + 2))
 
 
+def _pool_pages(problem: DecodeProblem) -> tuple[list[int], int, int]:
+    """Pages each sequence needs, their sum, and the pool's pages: those plus the unused ones."""
+    pages_needed = [problem.pages_for(n) for n in problem.seq_lens]
+    used = sum(pages_needed)
+    # pages no sequence owns, NaN-filled, so stray reads are seen
+    return pages_needed, used, used + max(1, used // UNUSED_PAGES)
+
+
 def _paged(problem: DecodeProblem, draw: Draw, device: torch.device, page_seed: int):
     p = problem
     ps, cols = p.page_size, p.max_pages_per_seq + TAIL_PAGES
-    pages_needed = [p.pages_for(n) for n in p.seq_lens]
-    used = sum(pages_needed)
-    unused = max(1, used // UNUSED_PAGES)  # pages no sequence owns, NaN-filled, so stray reads are seen
-    num_pages = used + unused
+    pages_needed, used, num_pages = _pool_pages(p)
+    unused = num_pages - used
     order = page_order(num_pages, page_seed).to(torch.int32)
     # Entries past a sequence's last page point at unused (NaN) pages, never out of the pool
     # (built in int32: the table is batch x longest / page_size entries, the pages it owns not)
@@ -278,12 +280,13 @@ def _paged(problem: DecodeProblem, draw: Draw, device: torch.device, page_seed: 
     kf, vf = k.view(-1, width), v.view(-1, width)
     # every row of every page in use, sequence after sequence (a last page's tail included)
     ends = torch.tensor(pages_needed, device=device).cumsum(0) * ps
+    firsts = ends - torch.tensor(pages_needed, device=device) * ps  # each sequence's first row
     for start, stop in _slices(used * ps, width):
         i = torch.arange(start, stop, device=device)
         b = torch.searchsorted(ends, i, right=True)
-        t = i - (ends[b] - torch.tensor(pages_needed, device=device)[b] * ps)
+        t = i - firsts[b]
         rows = table[b, t // ps].long() * ps + t % ps
-        _fill(draw, kf, vf, b, t, rows)
+        kf[rows], vf[rows] = draw.rows(b, t)
     return k, v, table.contiguous()
 
 
@@ -312,8 +315,7 @@ def input_bytes(problem: DecodeProblem) -> int:
     if p.layout == "dense":
         cache = p.batch * dense_rows(p) * row
     else:
-        used = sum(p.pages_for(n) for n in p.seq_lens)
-        cache = (used + max(1, used // UNUSED_PAGES)) * p.page_size * row \
+        cache = _pool_pages(p)[2] * p.page_size * row \
             + 4 * p.batch * (p.max_pages_per_seq + TAIL_PAGES)
     return cache + p.batch * (p.num_q_heads * p.head_dim * p.itemsize + 4)
 

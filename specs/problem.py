@@ -120,12 +120,14 @@ class Cache:
     def pages_for(self, length: int) -> int:
         return -(-length // self.page_size)
 
+    def kv_bytes(self, seq_lens: tuple[int, ...], query: Query) -> int:
+        """K and V of the tokens that exist: what any correct kernel must read."""
+        return 2 * sum(seq_lens) * query.num_kv_heads * query.head_dim * ITEMSIZE[query.dtype]
+
     def bytes(self, seq_lens: tuple[int, ...], query: Query) -> int:
-        """K and V of the tokens that exist (what any correct kernel must read), plus the block
-        table's entries in use when paged."""
-        kv = 2 * sum(seq_lens) * query.num_kv_heads * query.head_dim * ITEMSIZE[query.dtype]
+        """The K and V it must read, plus the block table's entries in use when paged."""
         table = 4 * sum(self.pages_for(n) for n in seq_lens) if self.layout == "paged" else 0
-        return kv + table
+        return self.kv_bytes(seq_lens, query) + table
 
     def label(self) -> str:
         return f"paged{self.page_size}" if self.layout == "paged" else "dense"
@@ -268,7 +270,7 @@ class DecodeProblem:
     @property
     def kv_bytes(self) -> int:
         """K and V bytes of the tokens that exist: what any correct kernel must read."""
-        return 2 * self.total_tokens * self.num_kv_heads * self.head_dim * self.itemsize
+        return self.cache.kv_bytes(self.seq_lens, self.query)
 
     @property
     def bytes_moved(self) -> int:
