@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import lzma
 import math
 import sys
 from collections import defaultdict
@@ -26,6 +25,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness import report  # noqa: E402
 from specs.inputs import make_inputs  # noqa: E402
 from specs.reference import reference  # noqa: E402
 from specs.tolerance import compare  # noqa: E402
@@ -84,14 +84,6 @@ def controls(out_dir: Path) -> None:
     (out_dir / "controls.json").write_text(json.dumps(rows, indent=1))
 
 
-def _rows(run: Path) -> list[dict]:
-    for name in ("results.json", "results.json.xz"):
-        if (run / name).exists():
-            raw = (run / name).read_bytes()
-            return json.loads(lzma.decompress(raw) if name.endswith(".xz") else raw)["rows"]
-    raise SystemExit(f"{run}: no results.json")
-
-
 def _length_label(n: int) -> str:
     return f"{n >> 20}M" if n >= 1 << 20 else f"{n >> 10}k" if n >= 1024 else str(n)
 
@@ -100,7 +92,7 @@ def table(run: Path, control_dir: Path | None) -> str:
     """Per backend, variant and dtype: the largest error ratio (out or LSE, over the layouts) at
     each length, or what the row was when it was no PASS."""
     cells: dict[tuple, dict[int, list]] = defaultdict(lambda: defaultdict(list))
-    for r in _rows(run):
+    for r in report.load(run)[1]:
         n = r["spec"]["seq_lens"][0]
         key = (r["backend"], r["variant"], r["spec"]["dtype"])
         if r["status"] == "PASS":
