@@ -244,20 +244,16 @@ def test_replay_exit_code_says_some_cases_were_refused(saved):
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-def test_saved_rows_are_read_through_the_layout():
+def test_saved_rows_are_read_through_the_layout(tmp_path):
     p = DecodeProblem(4, 2, 32, (9, 33), layout="paged", page_size=8)
     inputs = make_inputs(p, 2, "cpu")
     ref = reference(inputs)
-    root = Path(__import__("tempfile").mkdtemp())
-    try:
-        cases.save(root, "x/paged", inputs, ref.out.to(inputs.q.dtype), ref.lse.float(), {"status": "PASS"})
-        (folder,) = root.iterdir()
-        back = cases.load_inputs(folder, torch.device("cpu"))
-        for b, n in enumerate(p.seq_lens):
-            assert all(torch.equal(x, y) for x, y in zip(back.rows(b, 0, n), inputs.rows(b, 0, n)))
-        assert torch.allclose(reference(back).out, ref.out)
-    finally:
-        shutil.rmtree(root)
+    cases.save(tmp_path, "x/paged", inputs, ref.out.to(inputs.q.dtype), ref.lse.float(), {"status": "PASS"})
+    (folder,) = tmp_path.iterdir()
+    back = cases.load_inputs(folder, torch.device("cpu"))
+    for b, n in enumerate(p.seq_lens):
+        assert all(torch.equal(x, y) for x, y in zip(back.rows(b, 0, n), inputs.rows(b, 0, n)))
+    assert torch.allclose(reference(back).out, ref.out)
 
 
 def test_ragged_lengths_reach_the_serving_tail():
