@@ -116,7 +116,7 @@ def test_invalid_num_splits(impl, layout, num_splits):
 
 @pytest.mark.parametrize("impl,layout", cases("invalid_inputs",
                                               lambda i, layouts: "config" in i.options))
-@pytest.mark.parametrize("config", [{"NO_SUCH_PARAMETER": 1}, "BLOCK_N=64"])
+@pytest.mark.parametrize("config", [{"NO_SUCH_PARAMETER": 1}, "block_n=64"])
 def test_invalid_config(impl, layout, config):
     """The ``config`` launch option (tuning overrides) names what it does not accept."""
     inputs = make_inputs(_small(impl, layout), 0)

@@ -70,7 +70,7 @@ def test_every_token_in_exactly_one_item(seq_lens, kv_heads, max_programs, granu
 def test_the_chunk_has_the_least_estimated_makespan(seq_lens, kv_heads, max_programs, granule):
     """Against every candidate: whole granules from the minimum chunk to the longest sequence."""
     lens = np.array(seq_lens)
-    chunk = planner.pick_chunk(lens, kv_heads, max_programs, granule)
+    chunk = planner.balanced_cut(lens, kv_heads, max_programs, granule)
     whole = planner.round_up(max(seq_lens), granule)
     candidates = range(planner.round_up(planner.MIN_CHUNK, granule), whole + 1, granule)
     best = min([planner.makespan(lens, c, kv_heads, max_programs) for c in candidates],

@@ -161,8 +161,12 @@ def _config_summary(r: dict) -> str:
 
     shown = next((b.shown_config for b in registry.backends() if b.name == r["backend"]), None)
     config = r.get("config") or {}
-    keys = ("num_splits", *shown) if shown else config  # num_splits: the option those runs set
-    return ", ".join(f"{k}={config[k]}" for k in keys if k in config)
+    if not shown:
+        return ", ".join(f"{k}={v}" for k, v in config.items())
+    # num_splits: the option those runs set; their kernel parameters were upper case (TPR)
+    by_name = {k.lower(): (k, v) for k, v in config.items()}
+    found = (by_name[k] for k in ("num_splits", *shown) if k in by_name)
+    return ", ".join(f"{k}={v}" for k, v in found)
 
 
 def _mode_cell(r: dict, mode: str) -> str:

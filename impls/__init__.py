@@ -37,7 +37,9 @@ name                                   meaning
 ``combine_kernel``                     ``decode_kernel`` over splits), split-K merge
 ``IS_PAGED``, ``HEAD_DIM``             compile-time layout switch and head dim
 ``pick_launch_config(problem,          the pure choice of compile-time parameters; ``config`` is
-config)``                              the launch option that overrides the tunable ones
+config)``                              the launch option that overrides the tunable ones, named in
+                                       the launch vocabulary (``impls.launch.KNOBS``: ``block_n``,
+                                       ``num_warps``, ``num_stages``, ...) in every DSL alike
 =====================================  ===========================================================
 
 Importing this package first decides how DSLs that can run without a GPU should run: with no

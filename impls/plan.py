@@ -168,16 +168,16 @@ class Batch:
         return n + int((-(-self._sorted[n - longer:] // chunk)).sum()) - longer
 
 
-def pick_chunk(lens, num_kv_heads: int, max_programs: int, granule: int,
-               min_chunk: int = MIN_CHUNK, overhead: int = OVERHEAD_TOKENS) -> int:
-    """The chunk (a multiple of ``granule``, at least ``min_chunk``) of least ``makespan``; the
+def balanced_cut(lens, num_kv_heads: int, max_programs: int, granule: int,
+               shortest: int = MIN_CHUNK, overhead: int = OVERHEAD_TOKENS) -> int:
+    """The chunk (a multiple of ``granule``, at least ``shortest``) of least ``makespan``; the
     longest sequence whole when splitting cannot shorten the batch."""
     batch = lens if isinstance(lens, Batch) else Batch(lens)
     whole = round_up(batch.longest, granule)
     # each sequence is at least one item: the busy time is at least this, and no chunk below it
     # can be the crossing point of the two terms of the estimate
     floor = (batch.total + len(batch.array) * overhead) * num_kv_heads / max_programs
-    lo = max(1, -(-min_chunk // granule), int(floor // granule))
+    lo = max(1, -(-shortest // granule), int(floor // granule))
     hi = whole // granule
     if lo >= hi:
         return whole
@@ -191,22 +191,22 @@ def pick_chunk(lens, num_kv_heads: int, max_programs: int, granule: int,
             lo = mid + 1
     best = lo * granule
     before = best - granule  # below the crossing the busy time rules: compare
-    if before >= min_chunk and makespan(batch, before, num_kv_heads, max_programs, overhead) < \
+    if before >= shortest and makespan(batch, before, num_kv_heads, max_programs, overhead) < \
             makespan(batch, best, num_kv_heads, max_programs, overhead):
         best = before
     return best
 
 
 def plan(seq_lens, num_kv_heads: int, max_programs: int, granule: int,
-         num_splits: int | None = None, min_chunk: int = MIN_CHUNK,
+         num_splits: int | None = None, shortest: int = MIN_CHUNK,
          overhead: int = OVERHEAD_TOKENS) -> SplitPlan:
     """The plan for one batch (module docstring); ``num_splits`` forces a uniform cut;
-    ``min_chunk`` and ``overhead`` a kernel's own smallest chunk and per-item cost."""
+    ``shortest`` and ``overhead`` a kernel's own smallest chunk and per-item cost."""
     batch = Batch(seq_lens)
     if num_splits is not None:
         chunk = round_up(-(-batch.longest // num_splits), granule)
     else:
-        chunk = pick_chunk(batch, num_kv_heads, max_programs, granule, min_chunk, overhead)
+        chunk = balanced_cut(batch, num_kv_heads, max_programs, granule, shortest, overhead)
     if batch.longest <= chunk:  # nothing split: one item per sequence, longest first
         if batch.list is not None:  # (a stable sort, as argsort's below)
             order = sorted(range(len(batch.list)), key=batch.list.__getitem__, reverse=True)
@@ -294,7 +294,7 @@ def for_launch(inputs, programs_per_sm: int, tile: int, num_splits: int | None,
     programs = max(1, sm_count(inputs.device) * programs_per_sm // head_blocks)
     granule = math.lcm(tile, p.page_size) if whole_pages and p.layout == "paged" else tile
     split_plan = plan(p.seq_lens if seq_lens is None else seq_lens, p.num_kv_heads, programs,
-                      granule, num_splits=num_splits, min_chunk=shortest, overhead=overhead)
+                      granule, num_splits=num_splits, shortest=shortest, overhead=overhead)
     if split_plan.num_items > MAX_ITEMS:
         raise Unsupported(f"{split_plan.num_items} work items of {split_plan.chunk} tokens: more "
                           f"than the {MAX_ITEMS} a grid dimension holds (fewer num_splits)")

@@ -44,6 +44,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
+from impls.launch import Space
 from specs.inputs import DecodeInputs, validate_inputs
 from specs.problem import DTYPES, LAYOUTS, DecodeProblem, ProblemError
 
@@ -67,7 +68,7 @@ class Unavailable(Exception):
 @dataclass
 class Launch:
     run: Callable[[], Any]  # launches the kernels; returns None, or (out, lse) it allocated
-    config: dict[str, Any] = field(default_factory=dict)  # choices made (num_splits, BLOCK_N, ...)
+    config: dict[str, Any] = field(default_factory=dict)  # choices made (num_splits, block_n, ...)
     # The library returns its LSE in base 2 (log2 of the sum of 2^(scores * log2 e)): the check
     # converts it to the spec's natural log, outside the timed call.
     lse_base2: bool = False
@@ -205,7 +206,9 @@ class Backend:
     shown_config: tuple[str, ...] = ()  # Launch.config keys the result tables show
     cpu_limit: ProblemLimit | None = None  # a CPU mode slower than the suite's ci sizes allow
     read_probe: str | None = None  # module with read_probe(x) -> call reading x (bandwidth)
-    tunable: tuple[str, ...] = ()  # launch parameters the ``config`` option may override
+    # The launch knobs the ``config`` option sets and the tuner searches (impls.launch: one
+    # vocabulary across DSLs, translated to the kernel's own names at ``Impl.prepare``).
+    space: Space = Space()
     # Triton's CPU interpreter multiplies bf16 wrongly in tl.dot (triton-lang/triton#11584): an
     # interpreter backend runs bf16 there only if it declares that its kernels work around it.
     interpreter_bf16_ok: bool = False
@@ -234,8 +237,8 @@ class Backend:
         """Why this machine's run mode cannot judge ``problem`` (None: it can)."""
         if problem.dtype == "bfloat16" and self.cpu_mode == "interpreter" \
                 and not self.interpreter_bf16_ok and self.mode() == "interpreter":
-            return ("bfloat16 in Triton's CPU interpreter, whose tl.dot multiplies bf16 wrongly "
-                    "(triton-lang/triton#11584); the backend declares no workaround "
+            return ("bfloat16 in the CPU interpreter, whose tl.dot multiplies bf16 wrongly "
+                    "(upstream issue 11584); the backend declares no workaround "
                     "(Backend.interpreter_bf16_ok)")
         return None
 
@@ -415,24 +418,23 @@ class Impl:
         if unknown:
             raise ProblemError(f"launch option(s) {unknown}: not accepted by {self.name} "
                                f"(accepts: {list(self.options) or 'none'})")
+        space = self.backend.space
         if "config" in options:
             check_config(options["config"], self.backend)
+            options = {**options, "config": space.to_kernel(options["config"])}
         if reason := self.caps.too_many_splits(options.get("num_splits")):
             raise Unsupported(reason)
         validate_inputs(inputs, out, lse)
         prepare = getattr(importlib.import_module(self.module), self.entry)
-        return prepare(inputs, out, lse, **options)
+        launch = prepare(inputs, out, lse, **options)
+        launch.config = space.from_kernel(launch.config)  # reported in the vocabulary
+        return launch
 
 
 def check_config(config, backend: Backend) -> None:
-    """The ``config`` launch option: a mapping of the backend's ``tunable`` launch parameters,
-    or a ``ProblemError`` naming what is not (the values are the backend's to check)."""
-    if not isinstance(config, dict):
-        raise ProblemError(f"config={config!r}: must be a mapping of launch parameters")
-    unknown = sorted(set(config) - set(backend.tunable))
-    if unknown:
-        raise ProblemError(f"config: unknown key(s) {unknown} for {backend.name} "
-                           f"(tunable: {list(backend.tunable)})")
+    """The ``config`` launch option: a mapping of the backend's knobs (``Backend.space``), or a
+    ``ProblemError`` naming what is not (the values are the backend's to check)."""
+    backend.space.check(config, backend.name)
 
 
 PLUGINS_ENV = "DECODE_BENCH_PLUGINS"  # comma-separated modules with IMPLS, for out-of-tree backends

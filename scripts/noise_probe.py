@@ -14,7 +14,7 @@ between rounds moves the next round to another phase):
 Per implementation it prints the spread (max - min) of the round medians beside the typical
 within-round 95 % interval width. A spread far beyond that width is noise one run's interval
 cannot see. On the device machine:
-    python3 scripts/noise_probe.py [--problem JSON] [--impls triton/split-k,cupy/split-k] [--rounds 6]
+    python3 scripts/noise_probe.py --impls triton/split-k,cupy/split-k [--problem JSON] [--rounds 6]
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from specs.reference import reference
 
 DEFAULT_PROBLEM = {"num_q_heads": 32, "num_kv_heads": 8, "head_dim": 128, "seq_lens": [2048],
                    "layout": "dense", "dtype": "bfloat16", "name": "llama3-8b"}
-DEFAULT_IMPLS = "triton/split-k,triton/dense,cupy/split-k,torch-cudnn/dense,torch-fa2/dense,flashinfer/split-k"
 
 
 def prepared(impl, problem: DecodeProblem, seed: int):
@@ -58,7 +57,7 @@ def round_median(timer: GpuTimer, run, reps: int):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--problem", default=json.dumps(DEFAULT_PROBLEM))
-    ap.add_argument("--impls", default=DEFAULT_IMPLS)
+    ap.add_argument("--impls", required=True, help="backend/variant names, comma-separated")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--reps", type=int, default=96)
     args = ap.parse_args()

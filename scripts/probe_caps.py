@@ -55,13 +55,13 @@ def probe_one(impl, problem: DecodeProblem, seed: int) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("impl", help="backend/variant, e.g. flash_attn4/paged (split-k: the paged layout "
+    ap.add_argument("impl", help="backend/variant (split-k: the paged layout "
                                  "where it has one)")
     ap.add_argument("--head-dims", type=_range, default=[64, 96, 128, 256],
                     help="comma list or lo:hi:step")
     ap.add_argument("--page-sizes", type=_range, default=[16])
     ap.add_argument("--dtypes", default="bfloat16")
-    ap.add_argument("--group", type=int, default=4, help="query heads per KV head")
+    ap.add_argument("--group-size", type=int, default=4, help="query heads per KV head")
     ap.add_argument("--seq-lens", default="25,200,129")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
@@ -77,10 +77,10 @@ def main() -> int:
     lens = tuple(int(x) for x in args.seq_lens.split(","))
     try:
         for dtype in args.dtypes.split(","):
-            print(f"{impl.row_name(layout)} {dtype} group {args.group} seq_lens {lens} ({layout}"
+            print(f"{impl.row_name(layout)} {dtype} group {args.group_size} seq_lens {lens} ({layout}"
                   + (f"; columns: page_size {page_sizes})" if layout == "paged" else ")"), flush=True)
             for hd in args.head_dims:
-                cells = [probe_one(impl, DecodeProblem(2 * args.group, 2, hd, lens, layout=layout,
+                cells = [probe_one(impl, DecodeProblem(2 * args.group_size, 2, hd, lens, layout=layout,
                                                        page_size=ps, dtype=dtype), args.seed)
                          for ps in page_sizes]
                 print(f"  head_dim {hd:>3}: " + "  ".join(cells), flush=True)

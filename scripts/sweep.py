@@ -1,10 +1,10 @@
 """Tuning sweep (a development tool, not part of the harness): time launch configurations of one
-backend's kernels on a few cells and print the fastest per cell. Every configuration is passed
-as the ``config`` launch option (each backend's ``pick_launch_config`` overrides) and checked
-against the reference first; a wrong one is reported, never chosen.
+backend's kernels on a few cells and print the fastest per cell. The configurations are the
+backend's declared search space (``Backend.space``, in the one vocabulary of ``impls.launch``),
+each passed as the ``config`` launch option and checked against the reference first; a wrong one
+is reported, never chosen, and one the problem cannot take is skipped with the backend's reason.
 
-    python scripts/sweep.py cupy|triton|numba|gluon [--quick] [--cells 0,2] [--grid]
-        [--configs JSON-list]
+    python scripts/sweep.py BACKEND [--quick] [--cells 0,2] [--grid] [--configs JSON-list]
 
 ``--grid`` sweeps the one-pass kernels on every grid cell of 16 sequences or more (dense and
 paged; batch 1 is split-K's) instead of CELLS; ``--configs`` tries only the given configurations.
@@ -13,7 +13,6 @@ paged; batch 1 is split-K's) instead of CELLS; ``--configs`` tries only the give
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 from pathlib import Path
@@ -37,42 +36,9 @@ GRID_CELLS = [(b, s, v) for b in (16, 64, 128) for s in (1024, 2048, 4096, 8192)
 SPLITS = (None, 16, 32, 64, 128)  # split-k: the policy's pick, then forced counts
 
 
-def _half_tpr(backend: str, problem) -> int:
-    """Half the TPR Numba picks for ``problem`` (one shuffle level less per score)."""
-    from impls.numba._launch import pick_launch_config
-    return max(1, pick_launch_config(problem).TPR // 2)
-
-
-def triton_pad(head_dim: int) -> int:
-    return 1 << (head_dim - 1).bit_length()
-
-
-def configs(backend: str, problem) -> list[dict]:
-    """The launch configurations to try on ``problem`` (``config`` option values)."""
-    if backend == "triton":
-        return [dict(BLOCK_N=b, num_warps=w, num_stages=s)
-                for b, w, s in itertools.product((32, 64, 128), (4, 8), (2, 3, 4))]
-    if backend == "gluon":  # rings of <= 220 KB: a program's 227 KB less the compiler's scratch;
-        # dense tiles by both copy paths (paged ones are always gathered)
-        copies = [{"DENSE_TMA": 1}, {"DENSE_TMA": 0}] if problem.layout == "dense" else [{}]
-        return [dict(BLOCK_N=b, NUM_STAGES=s, num_warps=w, **c)
-                for b, s, w, c in itertools.product((32, 64, 128), (2, 3, 4), (4, 8), copies)
-                if 2 * s * b * triton_pad(problem.head_dim) * problem.itemsize <= 220 * 1024]
-    if backend == "cupy":  # the tensor-core loop's ring (what fits a CTA), and the CUDA-core loop
-        from impls.cupy._build import SMEM_PER_CTA, ring_smem_bytes
-        return [dict(TENSOR_CORES=1, NUM_WARPS=w, STAGES=s, ITEMS_FIRST=f)
-                for w, s, f in itertools.product((2, 4, 8), (2, 3, 4), (0, 1))
-                if ring_smem_bytes(problem.head_dim, w, s) <= SMEM_PER_CTA] + [
-                    dict(TENSOR_CORES=0, ITEMS_FIRST=f) for f in (0, 1)]
-    tprs = (None, _half_tpr(backend, problem))
-    return [{k: v for k, v in dict(TPR=t, UNROLL=u, NUM_WARPS=w, MIN_BLOCKS=m).items()
-             if v is not None}
-            for t, u, w, m in itertools.product(tprs, (2, 4), (4, 8), (0, 2, 4)) if w * m <= 16]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("backend", choices=("cupy", "triton", "numba", "gluon"))
+    parser.add_argument("backend", choices=[b.name for b in registry.backends() if b.space.knobs])
     parser.add_argument("--cells", help="indices into CELLS, comma-separated (default: all)")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--all", action="store_true", help="print every configuration's time")
@@ -89,10 +55,8 @@ def main() -> None:
         inputs = make_inputs(problem, 0)
         ref = reference(inputs)
         timed = []
-        for config in args.configs or configs(args.backend, problem):
-            # CuPy's and Gluon's sweeps keep the planner's split (it follows the ring's residency)
-            for splits in (SPLITS if variant == "split-k" and args.backend in ("triton", "numba")
-                           else (None,)):
+        for config in args.configs or impl.backend.space.configs(variant, layout):
+            for splits in SPLITS if variant == "split-k" else (None,):
                 opts = {"config": config, **({"num_splits": splits} if splits else {})}
                 try:
                     checked = check(impl, inputs, ref, opts)

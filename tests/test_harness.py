@@ -98,8 +98,8 @@ def test_workload_file_and_no_timing(tmp_path):
     (["--num-splits", "0"], "num_splits=0: must be an integer in [1, 4096]"),
     (["--num-splits", "5000"], "num_splits=5000: must be an integer in [1, 4096]"),
     (["--timing", "cold,warm"], "--timing: unknown mode(s) ['warm']"),
-    (["--backends", "triton,cupy", "--config", '{"BLOCK_N": 64}'], "--config: unknown key(s) ['BLOCK_N'] for cupy"),
-    (["--backends", "torch-cudnn", "--config", '{"BLOCK_N": 64}'], "--config: none of the selected backends"),
+    (["--backends", "triton,cupy", "--config", '{"block_n": 64}'], "--config: unknown key(s) ['block_n'] for cupy"),
+    (["--backends", "torch-cudnn", "--config", '{"block_n": 64}'], "--config: none of the selected backends"),
     (["--config", "[64]"], "must be a JSON object"),
 ])
 def test_bad_arguments_fail_clearly_before_running(args, message, tmp_path):
@@ -130,13 +130,13 @@ def test_variants_select_cells_and_config_reaches_the_launch(tmp_path):
     """--variants dense is the one-pass kernel on dense problems only; --config's overrides are
     what the kernels are launched with."""
     problems = [{**SMALL, "layout": "dense"}, SMALL]
-    res = harness("run", "--backends", "triton", "--variants", "dense", "--config", '{"BLOCK_N": 32}',
+    res = harness("run", "--backends", "triton", "--variants", "dense", "--config", '{"block_n": 32}',
                   *[a for p in problems for a in ("--problem", json.dumps(p))], "--no-timing",
                   "--out", str(tmp_path / "run"))
     assert res.returncode == 0, res.stdout + res.stderr
     rows = json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
     assert [(r["impl"], r["spec"]["layout"], r["status"]) for r in rows] == [("triton/dense", "dense", "PASS")]
-    assert rows[0]["config"]["BLOCK_N"] == 32
+    assert rows[0]["config"]["block_n"] == 32
 
 
 def test_an_interrupted_save_leaves_no_file(tmp_path, monkeypatch):

@@ -213,7 +213,7 @@ def test_interpreter_backends_without_the_bf16_workaround_draw_no_bf16_on_the_cp
         pytest.skip("the interpreter runs only without a GPU")
     plain = Backend(name="outside-triton", summary="", requires=("torch",), cpu_mode="interpreter")
     problem = DecodeProblem(8, 2, 64, (9,), dtype="bfloat16")
-    assert "triton-lang/triton#11584" in plain.mode_unsupported(problem)
+    assert "upstream issue 11584" in plain.mode_unsupported(problem)
     assert plain.mode_unsupported(problem.replace(dtype="float16")) is None
     declared = Backend(name="outside-triton-2", summary="", requires=("torch",), cpu_mode="interpreter",
                        interpreter_bf16_ok=True)
@@ -279,4 +279,4 @@ def test_cupy_split_cuts_at_one_step_only_where_half_the_gpu_idles():
     assert shortest_item(np.array([2048]), 128, 8, 132) == planner.MIN_CHUNK
     assert shortest_item(np.array([1024, 1024]), 128, 8, 132) == planner.MIN_CHUNK
     assert shortest_item(np.array([1024]), 128, 8, 264) == 128
-    assert planner.plan([1024], 8, 132, 128, min_chunk=128).chunk == 128
+    assert planner.plan([1024], 8, 132, 128, shortest=128).chunk == 128

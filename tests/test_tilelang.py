@@ -15,7 +15,7 @@ if shutil.which("nvcc") is None:
                 allow_module_level=True)
 
 from impls.tilelang import one_pass, split_k  # noqa: E402
-from impls.tilelang._common import pick_launch_config  # noqa: E402
+from impls.tilelang._common import compile_key, pick_launch_config  # noqa: E402
 
 SM90 = {"kind": "cuda", "arch": "sm_90a"}  # setmaxnreg (warp specialisation) needs the "a"
 # (group_size, head_dim, layout, page_size, how the K/V tiles load: instruction in the source)
@@ -43,7 +43,7 @@ def build(func):
                               for g, d, lay, ps, _ in SHAPES])
 def test_attention_kernel_builds(builder, group_size, head_dim, layout, page_size, load):
     cfg = pick_launch_config(problem(group_size, head_dim, layout, page_size))
-    source = build(builder(**cfg))
+    source = build(builder(**dict(compile_key(cfg))))
     assert load in source, f"K/V tiles not loaded with {load}"
     assert "mma_sync" in source, "no tensor-core MMA"
     assert "exp2" in source, "softmax not in the log2 domain"
@@ -60,7 +60,7 @@ def test_token_gather_is_one_stage():
     p = problem(4, 128, "paged", 16)
     assert pick_launch_config(p)["GATHER"] == "token"
     assert pick_launch_config(p)["num_stages"] == 1
-    assert pick_launch_config(p, {"BLOCK_N": 16, "threads": 64})["GATHER"] == "tile"
+    assert pick_launch_config(p, {"BLOCK_N": 16, "num_warps": 2})["GATHER"] == "tile"
     with pytest.raises(ProblemError, match="num_stages=2"):
         pick_launch_config(p, {"num_stages": 2})
     with pytest.raises(ProblemError, match="BLOCK_N=48"):

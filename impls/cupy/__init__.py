@@ -1,5 +1,6 @@
 """CuPy backend: one-pass and split-K decode kernels in CUDA C++ (NVRTC via cupy.RawModule)."""
 
+from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl
 
 BACKEND = Backend(
@@ -9,9 +10,17 @@ BACKEND = Backend(
     compiles="NVRTC on the first use of each kernel specialisation; cached on disk (CUPY_CACHE_DIR)",
     packages=("cupy-cuda13x", "cupy-cuda12x"),
     jit_cache_env=("CUPY_CACHE_DIR",),
-    shown_config=("chunk", "num_items", "merges", "merge", "TENSOR_CORES", "TPR"),
-    tunable=("TENSOR_CORES", "STAGES", "NUM_WARPS", "ITEMS_FIRST", "TPR", "UNROLL", "PREFETCH",
-             "MERGE"),
+    shown_config=("chunk", "num_items", "merges", "merge", "tensor_cores", "tpr"),
+    # the ring's knobs with the tensor-core loop, the thread mapping's with the CUDA-core one
+    # (each refused where the problem cannot take it: pick_launch_config says why)
+    space=Space(Knob("tensor_cores", (1, 0), param="TENSOR_CORES"),
+                Knob("num_warps", (2, 4, 8), param="NUM_WARPS", when={"tensor_cores": 1}),
+                Knob("num_stages", (2, 3, 4), param="STAGES", when={"tensor_cores": 1}),
+                Knob("tpr", (4, 8, 16), param="TPR", when={"tensor_cores": 0}),
+                Knob("unroll", (2, 4), param="UNROLL", when={"tensor_cores": 0}),
+                Knob("prefetch", (0, 1), param="PREFETCH", when={"tensor_cores": 0}),
+                Knob("items_first", (0, 1), param="ITEMS_FIRST", variants=("split-k",)),
+                Knob("merge", ("kernel", "fused"), param="MERGE", variants=("split-k",))),
 )
 
 # 16-byte vector loads: head_dim a multiple of 8 (16-bit) elements; up to 256. Tensor cores

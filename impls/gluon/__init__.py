@@ -1,6 +1,7 @@
 """Gluon backend (Triton's lower-level dialect): one-pass and split-K decode kernels on Hopper,
 with the K/V pipeline, layouts and tensor-core instruction written out (GPU only)."""
 
+from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl
 
 BACKEND = Backend(
@@ -12,9 +13,13 @@ BACKEND = Backend(
              "on disk (TRITON_CACHE_DIR)",
     packages=("triton",),
     jit_cache_env=("TRITON_CACHE_DIR",),
-    shown_config=("chunk", "num_items", "merges", "BLOCK_N", "NUM_STAGES", "DENSE_TMA"),
+    shown_config=("chunk", "num_items", "merges", "block_n", "num_stages", "tma"),
     read_probe="impls.triton.read_probe",
-    tunable=("BLOCK_N", "NUM_STAGES", "DENSE_TMA", "num_warps"),
+    # rings beyond a program's shared memory are refused by pick_launch_config before a build
+    space=Space(Knob("block_n", (32, 64, 128), param="BLOCK_N"),
+                Knob("num_stages", (2, 3, 4), param="NUM_STAGES"),
+                Knob("num_warps", (4, 8)),
+                Knob("tma", (1, 0), param="DENSE_TMA", layouts=("dense",))),
 )
 
 # Gluon has no interpreter: no CPU mode (the CPU tests compile the kernels for sm_90 instead).

@@ -1,6 +1,7 @@
 """Helion backend: one-pass and split-K decode kernels written in PyTorch's tile DSL, which
 compiles them to Triton (GPU, or Triton's CPU interpreter) and can autotune their configs."""
 
+from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl
 
 BACKEND = Backend(
@@ -16,8 +17,12 @@ BACKEND = Backend(
              "layout: static shapes), then Triton JIT-compiles it; Helion's and Triton's caches",
     packages=("helion", "triton"),
     jit_cache_env=("HELION_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"),
-    shown_config=("chunk", "num_items", "merges", "BLOCK_N"),
-    tunable=("BLOCK_H", "BLOCK_N", "num_warps", "num_stages"),
+    shown_config=("chunk", "num_items", "merges", "block_n"),
+    # Helion's autotuner (the tune option) searches its own, wider space of Triton configs
+    space=Space(Knob("block_h", (16, 32), param="BLOCK_H"),
+                Knob("block_n", (32, 64, 128), param="BLOCK_N"),
+                Knob("num_warps", (4, 8)),
+                Knob("num_stages", (2, 3, 4))),
 )
 
 # Head dims are padded to a power of two inside the kernels (masked), up to 256.

@@ -1,5 +1,6 @@
 """Numba CUDA backend: one-pass and split-K decode kernels written in Python (numba-cuda)."""
 
+from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl, ProblemLimit
 
 BACKEND = Backend(
@@ -10,8 +11,11 @@ BACKEND = Backend(
     compiles="NVVM on the first launch of each specialisation, in-process (no disk cache)",
     probe_module="impls.numba._compat",
     packages=("numba", "numba-cuda"),
-    shown_config=("chunk", "num_items", "merges", "TPR"),
-    tunable=("TPR", "UNROLL", "NUM_WARPS", "MIN_BLOCKS"),
+    shown_config=("chunk", "num_items", "merges", "tpr"),
+    space=Space(Knob("tpr", (4, 8, 16, 32), param="TPR"),
+                Knob("unroll", (1, 2, 4), param="UNROLL"),
+                Knob("num_warps", (4, 8), param="NUM_WARPS"),
+                Knob("min_blocks", (0, 2, 4), param="MIN_BLOCKS")),
     # The simulator runs every thread as a Python thread, ~50x slower per element than Triton's
     # numpy-vectorised interpreter: CI problems are clamped further (GQA groups up to 16 kept).
     cpu_limit=ProblemLimit(max_batch=3, max_seq_len=48, max_q_heads=4),

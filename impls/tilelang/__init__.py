@@ -5,6 +5,7 @@ TileLang 0.1.15 pins apache-tvm-ffi<0.1.13, which FlashInfer and FlashAttention-
 runs in an environment of its own (``environment="tilelang"``, the ``tilelang`` extra).
 """
 
+from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl
 
 BACKEND = Backend(
@@ -17,8 +18,11 @@ BACKEND = Backend(
              "cached on disk (TILELANG_CACHE_DIR)",
     packages=("tilelang", "apache-tvm-ffi"),
     jit_cache_env=("TILELANG_CACHE_DIR",),
-    shown_config=("chunk", "num_items", "merges", "BLOCK_N", "GATHER", "num_stages"),
-    tunable=("BLOCK_N", "threads", "num_stages"),
+    shown_config=("chunk", "num_items", "merges", "block_n", "gather", "num_stages"),
+    # TileLang's own autotuner (the tune option) searches this space too
+    space=Space(Knob("block_n", (32, 64, 128), param="BLOCK_N"),
+                Knob("num_warps", (4, 8)),
+                Knob("num_stages", (1, 2, 3))),
 )
 
 # T.gemm splits the K/V tile's columns and the head dim over 4 warps in multiples of 8 (head

@@ -30,13 +30,13 @@ the cache's last row is zero-filled by the TMA unit.
 from __future__ import annotations
 
 import functools
-import itertools
 
 import tilelang
 import tilelang.language as T
 from tilelang.autotuner import AutoTuner
 
 from impls.common import LN2, with_overrides
+from impls.tilelang import BACKEND
 from specs.problem import ProblemError
 
 MIN_BLOCK_H = 16  # the MMA's 16 rows: the query group is padded up to this
@@ -48,14 +48,13 @@ TOKEN_BLOCK_N = 64  # a token gather's tile: 4 pages of 16 per cp.async group
 THREADS = 128  # one warpgroup: 4 warps split the tile's columns in both GEMMs
 NUM_STAGES = 2  # TMA pipeline: one K/V tile in flight while one is consumed
 TOKEN_STAGES = 1  # see the module docstring (TileLang 0.1.15 codegen, tile-ai/TileOPs#1852)
-REPORTED = ("BLOCK_N", "BLOCK_H", "GATHER", "threads", "num_stages")  # Launch.config
-# The autotuner's search space (``tune``), crossed and filtered by ``check_config``.
-SEARCH = dict(BLOCK_N=(32, 64, 128), threads=(128, 256), num_stages=(1, 2, 3))
+REPORTED = ("BLOCK_N", "BLOCK_H", "GATHER", "num_warps", "num_stages")  # Launch.config
 
 
 def pick_launch_config(problem, config: dict | None = None) -> dict:
     """Compile-time shape of the kernels for ``problem`` (no device query); ``config``
-    overrides the tunable ones (``BLOCK_N``, ``threads``, ``num_stages``)."""
+    overrides the tunable ones (``BLOCK_N``, ``num_warps``, ``num_stages``); the kernels take
+    ``threads`` (32 per warp)."""
     paged = problem.layout == "paged"
     fit = TILE_PAIR_BYTES // (2 * problem.head_dim * problem.itemsize)  # tokens in one stage
     block_n = min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1))
@@ -63,8 +62,11 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
         block_n = problem.page_size & -problem.page_size  # largest power of two dividing it
         if block_n < WARP_COLS * THREADS // 32:
             block_n = TOKEN_BLOCK_N
-    defaults = dict(BLOCK_N=block_n, threads=THREADS, num_stages=None)
+    defaults = dict(BLOCK_N=block_n, num_warps=THREADS // 32, num_stages=None)
     cfg = with_overrides(defaults, config)
+    if cfg["num_warps"] not in (2, 4, 8):
+        raise ProblemError(f"config: num_warps={cfg['num_warps']!r}: must be 2, 4 or 8")
+    cfg["threads"] = 32 * cfg["num_warps"]
     gather = "token" if paged and problem.page_size % cfg["BLOCK_N"] else "tile"
     if cfg["num_stages"] is None:
         cfg["num_stages"] = TOKEN_STAGES if gather == "token" else NUM_STAGES
@@ -81,8 +83,6 @@ def check_config(cfg: dict) -> None:
     block_n, threads, stages = cfg["BLOCK_N"], cfg["threads"], cfg["num_stages"]
     if not isinstance(block_n, int) or block_n < 16 or block_n & (block_n - 1) or block_n > 256:
         raise ProblemError(f"config: BLOCK_N={block_n!r}: must be a power of two in [16, 256]")
-    if threads not in (64, 128, 256):
-        raise ProblemError(f"config: threads={threads!r}: must be 64, 128 or 256")
     if not isinstance(stages, int) or not 1 <= stages <= 4:
         raise ProblemError(f"config: num_stages={stages!r}: must be an integer in [1, 4]")
     cols = WARP_COLS * threads // 32
@@ -98,8 +98,14 @@ def check_config(cfg: dict) -> None:
 
 
 def compile_key(cfg: dict) -> tuple:
-    """The compile-time parameters of ``cfg`` as a hashable key (one kernel per key)."""
-    return tuple(sorted(cfg.items()))
+    """The compile-time parameters of ``cfg`` as a hashable key (one kernel per key; the warps
+    are the builder's ``threads``)."""
+    return tuple(sorted((k, v) for k, v in cfg.items() if k != "num_warps"))
+
+
+def tile_bound(variant: str, layout: str) -> int:
+    """The largest ``BLOCK_N`` of the tune space (split-K's plan cuts items at its multiples)."""
+    return max(c.get("block_n", 0) for c in BACKEND.space.configs(variant, layout))
 
 
 @functools.cache
@@ -190,17 +196,19 @@ def store_macro(HEAD_DIM, GROUP_SIZE, BLOCK_H):
     return store
 
 
-def autotune(builder, problem, args: tuple, fixed: dict | None = None):
-    """TileLang's autotuner (``AutoTuner``) over ``SEARCH``, the configs ``pick_launch_config``
-    accepts for ``problem`` (``fixed`` tunables held), timing ``builder``'s kernel on ``args``:
-    (the chosen config, the compiled kernel). Each trial is a whole compile-time config, so the
-    tuner calls the module-level ``builder`` itself (it refuses closures it cannot serialise)."""
+def autotune(builder, problem, args: tuple, variant: str, fixed: dict | None = None):
+    """TileLang's autotuner (``AutoTuner``) over the declared space (``BACKEND.space``), the
+    configs ``pick_launch_config`` accepts for ``problem`` (``fixed`` tunables held), timing
+    ``builder``'s kernel on ``args``: (the chosen config, the compiled kernel). Each trial is a
+    whole compile-time config, so the tuner calls the module-level ``builder`` itself (it
+    refuses closures it cannot serialise)."""
     trials = []
-    for values in itertools.product(*SEARCH.values()):
+    for config in BACKEND.space.configs(variant, problem.layout):
         try:
-            trial = pick_launch_config(problem, dict(zip(SEARCH, values)) | (fixed or {}))
+            trial = pick_launch_config(problem, BACKEND.space.to_kernel(config) | (fixed or {}))
         except ProblemError:
             continue
+        trial = dict(compile_key(trial))  # the builder's arguments
         if trial not in trials:
             trials.append(trial)
     result = (AutoTuner.from_kernel(kernel=builder, configs=trials)
@@ -209,4 +217,7 @@ def autotune(builder, problem, args: tuple, fixed: dict | None = None):
               .run(warmup=10, rep=50))
     if result.kernel is None:
         raise RuntimeError(f"TileLang's autotuner found no working config of {trials}")
-    return pick_launch_config(problem, {key: result.config[key] for key in SEARCH}), result.kernel
+    chosen = result.config
+    return pick_launch_config(problem, dict(BLOCK_N=chosen["BLOCK_N"],
+                                            num_warps=chosen["threads"] // 32,
+                                            num_stages=chosen["num_stages"])), result.kernel

@@ -69,7 +69,7 @@ def prepare(inputs, out, lse, config: dict | None = None, tune: bool = False) ->
     tuning_s = None
     if tune:
         start = time.perf_counter()
-        cfg, kernel = autotune(decode_kernel, p, args)
+        cfg, kernel = autotune(decode_kernel, p, args, p.layout)
         tuning_s = time.perf_counter() - start
     else:
         cfg = pick_launch_config(p, config)

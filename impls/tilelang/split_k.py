@@ -25,8 +25,8 @@ import tilelang.language as T
 from impls import plan as planner
 from impls.common import LOG2E
 from impls.registry import Launch
-from impls.tilelang._common import (REPORTED, SEARCH, attend_macro, autotune, compile_key,
-                                    compiled, pick_launch_config, store_macro)
+from impls.tilelang._common import (REPORTED, attend_macro, autotune, compile_key,
+                                    compiled, pick_launch_config, store_macro, tile_bound)
 
 RESIDENT_PROGRAMS = 1  # split blocks per SM: the K/V pipeline buffers take its shared memory
 COMBINE_THREADS = 128  # a combine block per (split sequence, query head): its HEAD_DIM row, <= 128
@@ -122,7 +122,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     p = inputs.problem
     cfg = pick_launch_config(p, config)
     # tuning tries several tiles on one plan: items cut at multiples of the largest
-    tile = max(SEARCH["BLOCK_N"]) if tune else cfg["BLOCK_N"]
+    tile = tile_bound("split-k", p.layout) if tune else cfg["BLOCK_N"]
     granule = math.lcm(tile, p.page_size) if p.layout == "paged" else tile  # tiles in a page
     lens = planner.host_lengths(inputs)
 
@@ -140,7 +140,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     tuning_s = None
     if tune:
         start = time.perf_counter()
-        cfg, split = autotune(split_kernel, p, split_args)
+        cfg, split = autotune(split_kernel, p, split_args, "split-k")
         tuning_s = time.perf_counter() - start
     else:
         split = compiled(split_kernel, compile_key(cfg))

@@ -1,5 +1,6 @@
 """Triton backend: one-pass and split-K decode kernels (GPU, or the CPU interpreter)."""
 
+from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl
 
 BACKEND = Backend(
@@ -11,9 +12,13 @@ BACKEND = Backend(
     compiles="Triton JIT on the first launch of each specialisation; cached on disk (TRITON_CACHE_DIR)",
     packages=("triton",),
     jit_cache_env=("TRITON_CACHE_DIR",),
-    shown_config=("chunk", "num_items", "merges", "BLOCK_N"),
+    shown_config=("chunk", "num_items", "merges", "block_n"),
     read_probe="impls.triton.read_probe",
-    tunable=("BLOCK_N", "num_warps", "num_stages", "GATHER", "MERGE"),
+    space=Space(Knob("block_n", (32, 64, 128), param="BLOCK_N"),
+                Knob("num_warps", (4, 8)),
+                Knob("num_stages", (2, 3, 4)),
+                Knob("gather", ("page", "token"), param="GATHER", layouts=("paged",)),
+                Knob("merge", ("kernel", "fused"), param="MERGE", variants=("split-k",))),
 )
 
 # Head dims are padded to a power of two inside the kernels (masked), up to 256.
