@@ -68,11 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--num-splits", type=int, help="force split-k's split count")
     run.add_argument("--config", type=_json_object, metavar="JSON",
                      help="launch-config overrides for the backends that take them (tuning), "
-                          "e.g. '{\"BLOCK_N\": 64}'; a key a backend does not know is an error")
+                          "e.g. '{\"block_n\": 64}' (impls/launch.py); a key a backend does not "
+                          "know is an error")
     run.add_argument("--tune", action="store_true",
-                     help="run the autotuner of each backend that has one on every problem "
-                          "before its check (default: the backend's committed configuration); "
-                          "the rows report the tuning time apart from the first call's")
+                     help="tune every problem's launch config before its check: the backend's own "
+                          "autotuner where it has one, else a checked, timed search of its "
+                          "declared space; the choice goes to the tuning cache, the rows report "
+                          "the tuning time apart from the first call's")
+    run.add_argument("--no-tuning-cache", action="store_true",
+                     help="ignore the tuning cache (DECODE_BENCH_TUNING_CACHE, default "
+                          "~/.cache/decode-bench/tuning.json): every config by the backend's rule")
     run.add_argument("--no-timing", action="store_true", help="conformance check only")
     run.add_argument("--timing", type=_csv, default=list(MODES), metavar="MODES",
                      help="timing modes on a GPU, comma-separated (default: all): cold (events, "
@@ -198,7 +203,8 @@ def cmd_run(args, argv) -> int:
                      if impl.backend.name == backend]
             spec = RunSpec([p.to_dict() for p in problems], cells, args.seed, options,
                            not args.no_timing, args.quick, str(rows_path),
-                           str(args.save_cases.resolve()) if args.save_cases else None, tuple(args.timing))
+                           str(args.save_cases.resolve()) if args.save_cases else None, tuple(args.timing),
+                           tuning_cache=not args.no_tuning_cache)
             progress.line(f"[{backend}]")
             if args.no_isolate and registry.worker_env(registry.get(cells[0][2]).backend) is None:
                 work(spec, prov)

@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from conformance.checks import InputSet, check, time_and_recheck
-from harness import cases, results
+from harness import cases, results, tuning
 from harness.progress import CELL_MARK, Progress
 from harness.timing import MODES, CpuTimer, GpuTimer, Timing, time_plan
 from impls import registry
@@ -71,6 +71,7 @@ class RunSpec:
     rows_path: str
     save_cases: str | None
     modes: tuple[str, ...] = MODES  # timing modes on a GPU (harness.timing)
+    tuning_cache: bool = True  # launch configs from the tuning cache where valid (harness.tuning)
 
 
 def _base_row(cell: int, impl: Impl, problem: DecodeProblem, prov: dict) -> dict:
@@ -112,7 +113,22 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
     timed calls. Never raises."""
     row = _base_row(cell, impl, problem, prov)
     options = {k: v for k, v in spec.options.items() if k in impl.options}
+    tune = bool(spec.options.get("tune"))
+
+    def measure(config: dict) -> float | None:  # one candidate of the tuner: checked, timed
+        try:
+            candidate = check(impl, inputs, ref, {**options, "config": config})
+        except Exception:  # noqa: BLE001  (refused or failed to build: not a candidate)
+            return None
+        if not candidate.comparison.passed:
+            return None
+        timed = tuning_timer(inputs.device)(candidate.run.launch.run)
+        return next(iter(timed.values())).estimate.median  # cold on a GPU, wall on the CPU
+
     try:
+        options, source = tuning.choose(impl, problem, options, tune, spec.tuning_cache,
+                                        inputs.device, measure)
+        row.update(source)
         checked = check(impl, inputs, ref, options)
     except Unsupported as e:  # a constraint only the launcher can see (e.g. alignment)
         return {**row, "status": "UNSUPPORTED", "reason": str(e)}
@@ -129,11 +145,14 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
                lse_max_err=c.lse_max_err,
                lse_err_ratio=round(c.lse_err_ratio, 4) if c.lse_err_ratio is not None else None,
                config=checked.run.launch.config,
-               config_summary=config_summary(impl, checked.run.launch.config),
+               config_summary=config_summary(impl, checked.run.launch.config,
+                                             row.get("config_source")),
                first_call_ms=round((checked.run.seconds - (tuned or 0)) * 1e3, 2),
                bytes=problem.bytes_moved)
     if tuned is not None:  # the autotuner's time, apart from compile + first call
         row["tuning_s"] = round(tuned, 2)
+        if c.passed:
+            tuning.record(impl, problem, inputs.device, checked.run.launch.config, tuned)
     if spec.save_cases:
         start = time.perf_counter()
         try:
@@ -166,6 +185,12 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
     return row
 
 
+@functools.cache
+def tuning_timer(device: torch.device):
+    """The tuner's timer: the rows' cold-L2 protocol at the quick size, cold mode only."""
+    return GpuTimer(device, quick=True, modes=("cold",)) if device.type == "cuda" else CpuTimer()
+
+
 INPUTS_SHARE = 0.9  # of the free GPU memory the inputs may take (the rest: scratch, outputs)
 
 
@@ -191,9 +216,11 @@ def peak_memory(device: torch.device) -> int | None:
     return peak
 
 
-def config_summary(impl: Impl, config: dict) -> str:
-    """The launch choices the backend declares worth showing (``Backend.shown_config``)."""
-    return ", ".join(f"{k}={config[k]}" for k in impl.backend.shown_config if k in config)
+def config_summary(impl: Impl, config: dict, source: str | None = None) -> str:
+    """The launch choices the backend declares worth showing (``Backend.shown_config``), marked
+    where they were tuned or read from the tuning cache."""
+    shown = ", ".join(f"{k}={config[k]}" for k in impl.backend.shown_config if k in config)
+    return f"{source}: {shown}" if source in ("tuned", "cache") else shown
 
 
 def timing_fields(timings: dict[str, Timing | str]) -> dict:

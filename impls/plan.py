@@ -9,17 +9,28 @@ chunk stays one item and writes ``out``/``lse`` itself; only the split ones writ
 (``part_out``/``part_lse`` slots) and are merged, each over its own items (FlashInfer's decode
 planner does the same).
 
-The chunk minimises an estimate of the batch's makespan in tokens per program,
+The chunk minimises an estimate of the batch's makespan in tokens per program, the largest of
+three lower bounds:
 
-    max(min(chunk, longest), (sum of lengths + items(chunk) x OVERHEAD_TOKENS) x kv_heads / max_programs)
+    min(chunk, longest)                                       the longest item
+    (sum of lengths + items(chunk) x OVERHEAD_TOKENS) x kv_heads / max_programs   the busy time
+    max over k of (k + 1) x p[k x max_programs]               the waves
 
-the longest item against the work per program when all of them are busy, each item charged
-OVERHEAD_TOKENS for its start, its partial write and its share of the merge. Where the batch is
-too small to fill the GPU, this is FlashInfer's rule (the smallest chunk whose items fill the
-resident programs once); where it already fills it, a long sequence is still split until no item
-outlasts the rest of the batch (a ragged batch's tail). An explicit ``num_splits`` instead cuts
-every sequence at the same boundaries (``ceil(longest / num_splits)`` rounded up to the granule),
-as the metamorphic properties and the sweeps ask for.
+p the programs' item lengths, longest first (each item runs once per KV head): of the
+k x max_programs + 1 longest, some slot runs k + 1, each at least p[k x max_programs] long;
+and each item charged OVERHEAD_TOKENS for its start, its partial write and its share of the merge;
+``max_programs`` is the SM count times the kernel's residency (programs one SM holds, from the
+compiled kernel where the backend can ask). Where the batch is too small to fill the GPU, the
+first two are FlashInfer's rule (the smallest chunk whose items fill the resident programs
+once); where it already fills it, a long sequence is still split until no item outlasts the rest
+of the batch (a ragged batch's tail). The third counts what the first two smooth over: 160
+(sequence, KV head) programs on 132 slots run in two waves, twice the time of one, and cutting
+each sequence in four (640 items, five waves of a quarter) takes 1.25x. The search takes the
+crossing of the first two and every even cut of the longest sequence into k pieces while the
+items make at most WAVES_COUNTED waves (past that a wave's quantum is a small share).
+An explicit ``num_splits`` instead cuts every sequence at the same boundaries
+(``ceil(longest / num_splits)`` rounded up to the granule), as the metamorphic properties and
+the sweeps ask for.
 
 Items are ordered longest first, so the last programs to start are the short ones (longest-
 processing-time-first, for a grid of more than one wave).
@@ -30,6 +41,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
@@ -39,6 +51,7 @@ from impls.registry import Unsupported
 
 OVERHEAD_TOKENS = 128  # an item's fixed cost (start, partial write, merge), in tokens of work
 MIN_CHUNK = 256  # the planner's smallest chunk (below it the merge outweighs the parallelism)
+WAVES_COUNTED = 8  # even cuts are tried up to this many waves of items (a wave: 1/8 or less)
 ITEM_FIELDS = 4  # a work item: (sequence, first token, end token, partial slot or -1)
 
 
@@ -136,8 +149,30 @@ def makespan(lens, chunk: int, num_kv_heads: int, max_programs: int,
     """The estimate the chunk minimises (tokens per program; module docstring, ``overhead`` an
     item's fixed cost); ``lens`` a sequence of lengths or a ``Batch``."""
     batch = lens if isinstance(lens, Batch) else Batch(lens)
+    items = batch.num_items(chunk)
     return max(min(chunk, batch.longest),
-               (batch.total + batch.num_items(chunk) * overhead) * num_kv_heads / max_programs)
+               (batch.total + items * overhead) * num_kv_heads / max_programs,
+               waves(batch, chunk, items * num_kv_heads, num_kv_heads, max_programs))
+
+
+def waves(batch: "Batch", chunk: int, programs: int, num_kv_heads: int, max_programs: int) -> int:
+    """The waves' bound (module docstring) for k up to WAVES_COUNTED: whole-chunk items first,
+    then each sequence's last, shorter piece, longest first (past that the busy time rules)."""
+    full = batch.num_full(chunk) * num_kv_heads
+    tails = None
+    bound = 0
+    for k in range(1, WAVES_COUNTED + 1):
+        j = k * max_programs
+        if j >= programs:
+            break
+        if j < full:
+            bound = max(bound, (k + 1) * chunk)
+            continue
+        if tails is None:
+            rest = batch.array % chunk
+            tails = -np.sort(-rest[rest > 0])
+        bound = max(bound, (k + 1) * int(tails[(j - full) // num_kv_heads]))
+    return bound
 
 
 class Batch:
@@ -155,21 +190,33 @@ class Batch:
             self.total, self.longest = int(self.array.sum()), int(self.array.max())
         self._ascending = None
 
-    def num_items(self, chunk: int) -> int:
-        """Work items of the batch cut at ``chunk`` tokens (every sequence at least one): only
-        the sequences longer than the chunk add to the count, and in the search they are few."""
+    def _sort(self) -> None:
         if self._ascending is None:
             self._sorted = np.sort(self.array)
             self._ascending = self._sorted.tolist()
+
+    def num_items(self, chunk: int) -> int:
+        """Work items of the batch cut at ``chunk`` tokens (every sequence at least one): only
+        the sequences longer than the chunk add to the count, and in the search they are few."""
+        self._sort()
         n = len(self._ascending)
         longer = n - bisect.bisect_right(self._ascending, chunk)
         if longer <= self.SMALL:
             return n + sum(-(-length // chunk) - 1 for length in self._ascending[n - longer:])
         return n + int((-(-self._sorted[n - longer:] // chunk)).sum()) - longer
 
+    def num_full(self, chunk: int) -> int:
+        """Items of exactly ``chunk`` tokens when the batch is cut at ``chunk``."""
+        self._sort()
+        n = len(self._ascending)
+        at_least = n - bisect.bisect_left(self._ascending, chunk)
+        if at_least <= self.SMALL:
+            return sum(length // chunk for length in self._ascending[n - at_least:])
+        return int((self._sorted[n - at_least:] // chunk).sum())
+
 
 def balanced_cut(lens, num_kv_heads: int, max_programs: int, granule: int,
-               shortest: int = MIN_CHUNK, overhead: int = OVERHEAD_TOKENS) -> int:
+                 shortest: int = MIN_CHUNK, overhead: int = OVERHEAD_TOKENS) -> int:
     """The chunk (a multiple of ``granule``, at least ``shortest``) of least ``makespan``; the
     longest sequence whole when splitting cannot shorten the batch."""
     batch = lens if isinstance(lens, Batch) else Batch(lens)
@@ -179,8 +226,7 @@ def balanced_cut(lens, num_kv_heads: int, max_programs: int, granule: int,
     floor = (batch.total + len(batch.array) * overhead) * num_kv_heads / max_programs
     lo = max(1, -(-shortest // granule), int(floor // granule))
     hi = whole // granule
-    if lo >= hi:
-        return whole
+    lo = min(lo, hi)  # busy past the longest: only the waves can still gain from a cut
     per_item = overhead * num_kv_heads / max_programs
     busy_floor = batch.total * num_kv_heads / max_programs
     while lo < hi:  # the smallest chunk no shorter than the busy time (the terms cross there;
@@ -191,10 +237,33 @@ def balanced_cut(lens, num_kv_heads: int, max_programs: int, granule: int,
             lo = mid + 1
     best = lo * granule
     before = best - granule  # below the crossing the busy time rules: compare
-    if before >= shortest and makespan(batch, before, num_kv_heads, max_programs, overhead) < \
-            makespan(batch, best, num_kv_heads, max_programs, overhead):
-        best = before
-    return best
+    # the least estimate of: the whole, the crossing, and (the waves) the even cuts of the
+    # longest sequence while the items make few waves; of equal ones the longest chunk (fewer
+    # items, partials, merges)
+    found = {"chunk": whole,
+             "least": makespan(batch, whole, num_kv_heads, max_programs, overhead)}
+
+    def consider(chunk: int) -> bool:
+        """Weigh ``chunk``; False once no shorter chunk can win (the busy time only grows as the
+        chunk shrinks, and no estimate is below it)."""
+        busy = (batch.total + batch.num_items(chunk) * overhead) * num_kv_heads / max_programs
+        if busy >= found["least"]:
+            return False
+        if max(min(chunk, batch.longest), busy) < found["least"]:
+            estimate = makespan(batch, chunk, num_kv_heads, max_programs, overhead)
+            if estimate < found["least"] or (estimate == found["least"] and chunk > found["chunk"]):
+                found.update(chunk=chunk, least=estimate)
+        return True
+
+    for chunk in (best, before):
+        if chunk >= shortest:
+            consider(chunk)
+    for pieces in range(2, batch.longest // max(shortest, granule) + 1):
+        chunk = round_up(-(-batch.longest // pieces), granule)
+        if chunk < shortest or not consider(chunk) or \
+                batch.num_items(chunk) * num_kv_heads > WAVES_COUNTED * max_programs:
+            break
+    return found["chunk"]
 
 
 def plan(seq_lens, num_kv_heads: int, max_programs: int, granule: int,
@@ -273,6 +342,41 @@ def new_partials(split_plan: SplitPlan, problem, device: torch.device):
 MAX_ITEMS = 65535  # the kernels put work items on a CUDA grid's y dimension
 
 
+@dataclass(frozen=True)
+class SmLimits:
+    """What one SM holds (Hopper's figures by default; ``sm_limits`` reads the GPU's)."""
+
+    smem: int = 228 * 1024  # shared memory bytes
+    regs: int = 65536  # 32-bit registers
+    threads: int = 2048
+    programs: int = 32
+    reserved_smem: int = 1024  # the driver's per-program share
+
+
+def sm_limits(device: torch.device) -> SmLimits:
+    """The limits of ``device``'s SMs (the defaults off a GPU, where the CPU tests compile for
+    sm_90)."""
+    if device.type != "cuda":
+        return SmLimits()
+    props = torch.cuda.get_device_properties(device)
+    default = SmLimits()
+    return SmLimits(smem=getattr(props, "shared_memory_per_multiprocessor", default.smem),
+                    regs=getattr(props, "regs_per_multiprocessor", default.regs),
+                    threads=getattr(props, "max_threads_per_multi_processor", default.threads))
+
+
+def residency(regs_per_thread: int, smem_bytes: int, num_warps: int,
+              limits: SmLimits = SmLimits()) -> int:
+    """Programs of a compiled kernel one SM holds, by the CUDA occupancy rules: registers
+    (allocated per warp in 256s, from each of the 4 sub-partitions' quarter of the file), shared
+    memory (+ the driver's reserve per program), threads and programs per SM. The planner's
+    ``max_programs`` is the SM count times this."""
+    regs_per_warp = -(-regs_per_thread * 32 // 256) * 256
+    by_regs = (limits.regs // 4 // max(regs_per_warp, 1)) * 4 // num_warps
+    by_smem = limits.smem // (smem_bytes + limits.reserved_smem)
+    return max(1, min(by_regs, by_smem, limits.threads // (32 * num_warps), limits.programs))
+
+
 def host_lengths(inputs) -> np.ndarray:
     """The batch's lengths as a host array, as a serving loop's scheduler holds them (made once
     per launch, so the timed ``plan`` does not convert the problem's tuple every call)."""
@@ -299,3 +403,47 @@ def for_launch(inputs, programs_per_sm: int, tile: int, num_splits: int | None,
         raise Unsupported(f"{split_plan.num_items} work items of {split_plan.chunk} tokens: more "
                           f"than the {MAX_ITEMS} a grid dimension holds (fewer num_splits)")
     return split_plan
+
+
+@dataclass
+class SplitLaunch:
+    """The host side every split-K launcher shares: the plan of one launch, its workspace on the
+    device, the partials, and ``replan`` (the plan again from the host lengths into the same
+    workspace: what a serving loop redoes per batch, ``Launch.plan``)."""
+
+    plan: SplitPlan
+    workspace: Workspace
+    part_out: torch.Tensor
+    part_lse: torch.Tensor
+    replan: Callable[[], dict]
+
+    @property
+    def tensors(self) -> dict[str, torch.Tensor]:
+        return self.workspace.tensors
+
+    @classmethod
+    def of(cls, split_plan: SplitPlan, inputs, make_plan: Callable[[], SplitPlan] | None = None):
+        """``split_plan``'s workspace and partials on the inputs' device; ``make_plan`` makes
+        the batch's plan again (None: the launch keeps this one, e.g. one item per sequence)."""
+        workspace = Workspace(split_plan, inputs.device)
+        part_out, part_lse = new_partials(split_plan, inputs.problem, inputs.device)
+        return cls(split_plan, workspace, part_out, part_lse,
+                   lambda: workspace.load(make_plan() if make_plan else split_plan))
+
+    def reported(self) -> dict:
+        """What every split-K ``Launch.config`` records of its plan."""
+        return {"num_items": self.plan.num_items, "chunk": self.plan.chunk,
+                "merges": self.plan.num_merges}
+
+
+def split_launch(inputs, programs_per_sm: int, tile: int, num_splits: int | None,
+                 head_blocks: int = 1, whole_pages: bool = False, shortest: int = MIN_CHUNK,
+                 overhead: int = OVERHEAD_TOKENS) -> SplitLaunch:
+    """Plan, workspace and partials of one split-K launch (``for_launch``'s arguments)."""
+    lens = host_lengths(inputs)
+
+    def make_plan() -> SplitPlan:
+        return for_launch(inputs, programs_per_sm, tile, num_splits, head_blocks, whole_pages,
+                          seq_lens=lens, shortest=shortest, overhead=overhead)
+
+    return SplitLaunch.of(make_plan(), inputs, make_plan)

@@ -61,7 +61,8 @@ def main(outdir: Path) -> None:
         for split_plan in (planner.whole_sequences(p.seq_lens),
                            planner.plan(p.seq_lens, p.num_kv_heads, 4, 16, num_splits=4)):
             splits = split_plan.num_items
-            launches, _, _ = _launch.launches_for(inputs, out, lse, split_plan)
+            launches, _ = _launch.launches_for(inputs, out, lse,
+                                               planner.SplitLaunch.of(split_plan, inputs))
             for kernel, _grid, _block, args in launches:
                 sig = tuple(numba.typeof(a) for a in args)
                 key = (kernel.py_func.__qualname__, id(kernel), sig)

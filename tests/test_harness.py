@@ -244,3 +244,27 @@ def test_a_problem_too_large_for_the_machine_is_unavailable_and_the_run_goes_on(
     assert by_lens[(3,)]["status"] == "UNAVAILABLE"
     assert "do not fit this GPU's memory" in by_lens[(3,)]["reason"]
     assert by_lens[(9, 33)]["status"] == "PASS"
+
+
+def test_tune_then_a_later_run_reads_the_tuning_cache(tmp_path):
+    """--tune searches the declared space of a backend without an autotuner of its own (checked
+    and timed; on the CPU the interpreter's times, which is all the path needs), stores the
+    choice; the next run of the shape takes it from the cache and says so; --no-tuning-cache
+    takes the rule."""
+    env = {"DECODE_BENCH_TUNING_CACHE": str(tmp_path / "tuning.json")}
+    problem = json.dumps({**SMALL, "layout": "dense"})
+    common = ("--backends", "triton", "--variants", "dense", "--problem", problem, "--quick")
+
+    def rows(name, *extra):
+        res = harness("run", *common, *extra, "--out", str(tmp_path / name), env=env)
+        assert res.returncode == 0, res.stdout + res.stderr
+        return json.loads((tmp_path / name / "results.json").read_text())["rows"]
+
+    tuned = rows("tuned", "--tune")
+    assert tuned[0]["config_source"] == "tuned" and tuned[0]["tuned_configs"] == 18
+    assert tuned[0]["tuning_s"] > 0 and tuned[0]["config_summary"].startswith("tuned: ")
+    cached = rows("cached")
+    assert cached[0]["config_source"] == "cache"
+    assert {k: cached[0]["config"][k] for k in ("block_n", "num_warps", "num_stages")} == \
+        {k: tuned[0]["config"][k] for k in ("block_n", "num_warps", "num_stages")}
+    assert rows("rule", "--no-tuning-cache")[0]["config_source"] == "rule"

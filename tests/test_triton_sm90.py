@@ -50,19 +50,3 @@ def test_all_kernels_compile_for_sm90(backend):
         assert any("'NUM_STAGES': 3" in l for l in attention)
 
 
-@pytest.mark.parametrize("n_regs, shared, num_warps, expected", [
-    (223, 133136, 4, 1),  # Gluon's TMA split kernel, BLOCK_N 128 (Nsight Compute: 1, by smem)
-    (117, 34620, 4, 4),  # the cp.async one-pass, BLOCK_N 32 (ncu: 4, by registers)
-    (96, 34620, 4, 5),  # the TMA one-pass, BLOCK_N 32 (ncu: 5, registers and smem)
-    (192, 8192, 2, 4),  # 2 warps: each sub-partition holds 2 warps of 6144 registers, not 2.67
-    (32, 0, 1, 32),  # the 32-programs-per-SM limit
-])
-def test_gluon_residency_follows_the_compiled_binary(n_regs, shared, num_warps, expected):
-    """The split planner's programs per SM come from the binary by the CUDA occupancy rules
-    (the first three rows are what Nsight Compute reported on an H100)."""
-    from types import SimpleNamespace
-
-    from impls.gluon._common import resident_programs
-    kernel = SimpleNamespace(n_regs=n_regs, metadata=SimpleNamespace(shared=shared),
-                             _init_handles=lambda: None)
-    assert resident_programs(kernel, {"num_warps": num_warps}) == expected

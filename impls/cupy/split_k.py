@@ -51,28 +51,25 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     config, merge = split_merge(config)
     defines = launch_config(inputs, config)
 
-    lens = planner.host_lengths(inputs)
+    lens = planner.host_lengths(inputs)  # (the floor below reads them too)
     step = step_tokens(defines)
     head_blocks = p.num_kv_heads * num_head_blocks(p, defines)
     # the floor follows from the lengths and the launch alone: once, not per timed plan
     shortest = (shortest_item(lens, step, head_blocks, planner.sm_count(inputs.device))
                 if defines["TENSOR_CORES"] else planner.MIN_CHUNK)
 
-    def make_plan():  # items start on whole loop steps (and pages)
-        return planner.for_launch(inputs, resident_ctas(defines), step, num_splits,
-                                  num_head_blocks(p, defines), seq_lens=lens, shortest=shortest)
-
-    split_plan = make_plan()
+    # items start on whole loop steps (and pages)
+    split = planner.split_launch(inputs, resident_ctas(defines), step, num_splits,
+                                 num_head_blocks(p, defines), shortest=shortest)
+    split_plan = split.plan
     fused = (merge or pick_merge(split_plan)) == "fused"
     defines["FUSED_MERGE"] = int(fused)
     require_alignment(inputs, LOAD_BYTES)
     split = get_kernel("split_k.cu", "split_kernel", defines)
     combine = get_kernel("split_k.cu", "combine_kernel", defines)
-    workspace = planner.Workspace(split_plan, inputs.device)
-    work = workspace.tensors
+    work, part_out, part_lse = split.tensors, split.part_out, split.part_lse
     q, k, v = inputs.q, inputs.k, inputs.v
     table, stride_btb, page_size = cache_args(inputs)
-    part_out, part_lse = planner.new_partials(split_plan, p, q.device)
     # finished pieces per (sequence, head block) for the fused merge, zero between launches (the
     # last piece resets its counter); one unused int otherwise
     counters = torch.zeros(p.batch * head_blocks if fused else 1, dtype=torch.int32,
@@ -95,7 +92,6 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                                    split_plan.num_merges), combine_args, 0))
 
     return Launch(launcher(launches, defines),
-                  {"num_items": split_plan.num_items, "chunk": split_plan.chunk,
-                   "merges": split_plan.num_merges, "merge": "fused" if fused else "kernel",
+                  {**split.reported(), "merge": "fused" if fused else "kernel",
                    **reported(defines)},
-                  plan=lambda: workspace.load(make_plan()))
+                  plan=split.replan)

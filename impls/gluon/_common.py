@@ -38,6 +38,7 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from impls.common import LN2 as _LN2
+from impls import plan as planner
 from impls.common import with_overrides
 from specs.problem import ProblemError
 
@@ -293,10 +294,6 @@ SM_SLOT_BYTES = 64 * 1024
 MAX_SHARERS = 4  # programs per SM the slot size is divided among (a 16 KB slot at most 4 ways)
 NUM_STAGES = 2  # ring slots: one tile in flight while one is consumed (deeper rings measured slower)
 NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faster
-SMEM_PER_SM = 228 * 1024  # Hopper's shared memory per SM (227 KB of it for one program)
-REGS_PER_SM = 65536  # Hopper's register file per SM, 32-bit registers
-MAX_WARPS_PER_SM = 64
-MAX_PROGRAMS_PER_SM = 32
 REPORTED = ("BLOCK_N", "BLOCK_H", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA", "num_warps")  # Launch.config
 
 
@@ -348,14 +345,9 @@ def kv_descriptors(inputs, cfg: dict):
                  for t in (inputs.k, inputs.v))
 
 
-def resident_programs(kernel, cfg: dict) -> int:
-    """Programs of a compiled attention kernel one SM holds, by the CUDA occupancy rules: its
-    registers (allocated per warp in 256s, from each of the 4 sub-partitions' quarter of the
-    file), its shared memory (+ 1 KB the driver reserves per program), the warps and programs per
-    SM; the split planner sizes its work items by it."""
+def resident_programs(kernel, cfg: dict, device) -> int:
+    """Programs of a compiled attention kernel one SM holds (``impls.plan.residency`` of its
+    registers and shared memory); the split planner sizes its work items by it."""
     kernel._init_handles()  # loads the binary: n_regs is known from then on
-    warps = cfg["num_warps"]
-    regs_per_warp = -(-kernel.n_regs * 32 // 256) * 256
-    by_regs = (REGS_PER_SM // 4 // regs_per_warp) * 4 // warps
-    by_smem = SMEM_PER_SM // (kernel.metadata.shared + 1024)
-    return max(1, min(by_regs, by_smem, MAX_WARPS_PER_SM // warps, MAX_PROGRAMS_PER_SM))
+    return planner.residency(kernel.n_regs, kernel.metadata.shared, cfg["num_warps"],
+                             planner.sm_limits(device))

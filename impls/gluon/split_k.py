@@ -107,22 +107,19 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     p = inputs.problem
     require_alignment(inputs, COPY_BYTES)
 
-    lens = planner.host_lengths(inputs)
+    def split_for(cfg, programs_per_sm):  # the batch's plan, workspace and partials
+        return planner.split_launch(inputs, programs_per_sm, cfg["BLOCK_N"], num_splits,
+                                    whole_pages=cfg["PAGE_SIZE"] > 0)
 
-    def plan_for(cfg, programs_per_sm):  # the batch's plan from the host lengths (every step)
-        return planner.for_launch(inputs, programs_per_sm, cfg["BLOCK_N"], num_splits,
-                                  whole_pages=cfg["PAGE_SIZE"] > 0, seq_lens=lens)
-
-    def kernel_args(cfg, split_plan):
-        work = planner.Workspace(split_plan, inputs.device)
-        part_out, part_lse = planner.new_partials(split_plan, p, inputs.device)
-        split_args, combine_args = tile_kernel_args(inputs, out, lse, work.tensors, part_out,
-                                                    part_lse)
-        return (*split_args, *kv_descriptors(inputs, cfg)), combine_args, work
+    def kernel_args(cfg, split):
+        split_args, combine_args = tile_kernel_args(inputs, out, lse, split.tensors,
+                                                    split.part_out, split.part_lse)
+        return (*split_args, *kv_descriptors(inputs, cfg)), combine_args
 
     def compiled_residency(cfg):  # compiled for cfg (on a stand-in plan: the same argument types)
-        split_args, _, _ = kernel_args(cfg, planner.whole_sequences(p.seq_lens))
-        return resident_programs(split_kernel.warmup(*split_args, grid=(1,), **cfg), cfg)
+        split_args, _ = kernel_args(cfg, split_for(cfg, 1))
+        return resident_programs(split_kernel.warmup(*split_args, grid=(1,), **cfg), cfg,
+                                 inputs.device)
 
     # TMA streams an SM's share of HBM with one program in 64 KB slots: the plan fills the SMs
     # with the items of one resident program each. The cp.async ring wants several programs per
@@ -132,15 +129,16 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     if not cfg["DENSE_TMA"]:  # paged, or DENSE_TMA=0 asked for
         cfg = pick_launch_config(p, config)
     resident = compiled_residency(cfg)
-    split_plan = plan_for(cfg, resident)
+    split = split_for(cfg, resident)
     if not cfg["DENSE_TMA"]:
-        sharers = -(-split_plan.num_items * p.num_kv_heads // sm_count(inputs.device))
+        sharers = -(-split.plan.num_items * p.num_kv_heads // sm_count(inputs.device))
         if sharers < MAX_SHARERS:
             cfg = pick_launch_config(p, config, sharers=sharers)
             resident = compiled_residency(cfg)
-            split_plan = plan_for(cfg, resident)
+            split = split_for(cfg, resident)
 
-    split_args, combine_args, work = kernel_args(cfg, split_plan)
+    split_plan = split.plan
+    split_args, combine_args = kernel_args(cfg, split)
     split_grid = (p.num_kv_heads, split_plan.num_items)
     combine_grid = (split_plan.num_merges, p.num_q_heads)
     combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=cfg["HEAD_DIM_PAD"],
@@ -152,7 +150,6 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
         if split_plan.num_merges:
             combine_kernel[combine_grid](*combine_args, **combine_cfg)
 
-    return Launch(run, {"num_items": split_plan.num_items, "chunk": split_plan.chunk,
-                        "merges": split_plan.num_merges, "resident": resident,
+    return Launch(run, {**split.reported(), "resident": resident,
                         **{key: cfg[key] for key in REPORTED}},
-                  plan=lambda: work.load(plan_for(cfg, resident)))
+                  plan=split.replan)

@@ -143,15 +143,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     if _common.interpreting():
         _common.interpreter_math()
     cfg = _common.pick_launch_config(p, config)
-    lens = planner.host_lengths(inputs)
-
-    def make_plan():  # the batch's plan from the host lengths (per step in a serving loop)
-        return planner.for_launch(inputs, RESIDENT_PROGRAMS, cfg["BLOCK_N"], num_splits,
-                                  seq_lens=lens)
-
-    split_plan = make_plan()
-    work = planner.Workspace(split_plan, inputs.device)
-    part_out, part_lse = planner.new_partials(split_plan, p, inputs.device)
+    split = planner.split_launch(inputs, RESIDENT_PROGRAMS, cfg["BLOCK_N"], num_splits)
+    split_plan, work, part_out, part_lse = split.plan, split, split.part_out, split.part_lse
     table = inputs.block_table if p.layout == "paged" else inputs.seq_lens.view(-1, 1)
     upcast = _common.interpreting() and p.dtype == "bfloat16"
     split_args = (inputs.q, inputs.k, inputs.v, work.tensors["items"], table, out, lse, part_out,
@@ -168,6 +161,4 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
         if split_plan.num_merges:
             combine_bound(*combine_args)
 
-    return Launch(run, {"num_items": split_plan.num_items, "chunk": split_plan.chunk,
-                        "merges": split_plan.num_merges, **reported},
-                  plan=lambda: work.load(make_plan()), tuning_s=tuning_s)
+    return Launch(run, {**split.reported(), **reported}, plan=split.replan, tuning_s=tuning_s)

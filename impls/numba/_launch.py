@@ -135,19 +135,18 @@ def launcher(launches):
     return run
 
 
-def launches_for(inputs, out: torch.Tensor, lse: torch.Tensor, split_plan: planner.SplitPlan,
-                 config: dict | None = None) -> tuple[list, dict, planner.Workspace]:
-    """Launches for one problem over ``split_plan``'s work items (the one-pass launcher's plan
-    is one item per sequence): the attention kernel, then, if anything was split, the combine
-    kernel. Returns (launches, config to report, the plan's workspace)."""
+def launches_for(inputs, out: torch.Tensor, lse: torch.Tensor, split: planner.SplitLaunch,
+                 config: dict | None = None) -> tuple[list, dict]:
+    """Launches for one problem over ``split``'s work items (the one-pass launcher's plan is
+    one item per sequence): the attention kernel, then, if anything was split, the combine
+    kernel. Returns (launches, config to report)."""
     p = inputs.problem
     table, _, page_size = cache_args(inputs)
     q, k, v = (device_array(as_vectors(t)) for t in (inputs.q, inputs.k, inputs.v))
     c = pick_launch_config(p, config)
     decode_kernel, combine_kernel = build(c)
-    workspace = planner.Workspace(split_plan, inputs.q.device)
-    work = workspace.tensors
-    part_out, part_lse = planner.new_partials(split_plan, p, inputs.q.device)
+    split_plan, work = split.plan, split.tensors
+    part_out, part_lse = split.part_out, split.part_lse
     out_, lse_, po, pl = (device_array(t) for t in (out, lse, part_out, part_lse))
     qk_scale = np.float32(p.scale * LOG2E)
     grid = (p.num_kv_heads * num_head_blocks(p), split_plan.num_items)
@@ -158,8 +157,8 @@ def launches_for(inputs, out: torch.Tensor, lse: torch.Tensor, split_plan: plann
         launches.append((combine_kernel, (p.num_q_heads, split_plan.num_merges), c.NUM_THREADS,
                          (po, pl, device_array(work["merge_seqs"]),
                           device_array(work["merge_indptr"]), out_, lse_)))
-    # the workspace lives as long as the launches: numba's views keep their tensors referenced
-    return launches, reported(c), workspace
+    # numba's views keep the workspace's tensors referenced as long as the launches live
+    return launches, reported(c)
 
 
 REPORTED = ("BLOCK_H", "TPR", "UNROLL", "NUM_WARPS")  # what Launch.config records

@@ -22,5 +22,6 @@ from impls.registry import Launch
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     require_alignment(inputs, LOAD_BYTES)
     whole = planner.whole_sequences(inputs.problem.seq_lens)  # one item per sequence, in order
-    launches, reported, _ = launches_for(inputs, out, lse, whole, config)
+    launches, reported = launches_for(inputs, out, lse, planner.SplitLaunch.of(whole, inputs),
+                                      config)
     return Launch(launcher(launches), reported)

@@ -28,15 +28,9 @@ RESIDENT_PROGRAMS = 2
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     step = pick_launch_config(inputs.problem, config).STEP
 
-    lens = planner.host_lengths(inputs)
-
-    def make_plan():  # items start on whole loop steps (and pages)
-        return planner.for_launch(inputs, RESIDENT_PROGRAMS, step, num_splits,
-                                  num_head_blocks(inputs.problem), seq_lens=lens)
-
-    split_plan = make_plan()
+    # items start on whole loop steps (and pages)
+    split = planner.split_launch(inputs, RESIDENT_PROGRAMS, step, num_splits,
+                                 num_head_blocks(inputs.problem))
     require_alignment(inputs, LOAD_BYTES)
-    launches, reported, workspace = launches_for(inputs, out, lse, split_plan, config)
-    return Launch(launcher(launches), {**reported, "num_items": split_plan.num_items,
-                                       "chunk": split_plan.chunk, "merges": split_plan.num_merges},
-                  plan=lambda: workspace.load(make_plan()))
+    launches, reported = launches_for(inputs, out, lse, split, config)
+    return Launch(launcher(launches), {**reported, **split.reported()}, plan=split.replan)

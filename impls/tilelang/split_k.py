@@ -124,14 +124,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     # tuning tries several tiles on one plan: items cut at multiples of the largest
     tile = tile_bound("split-k", p.layout) if tune else cfg["BLOCK_N"]
     granule = math.lcm(tile, p.page_size) if p.layout == "paged" else tile  # tiles in a page
-    lens = planner.host_lengths(inputs)
-
-    def make_plan():  # the batch's plan from the host lengths (per step in a serving loop)
-        return planner.for_launch(inputs, RESIDENT_PROGRAMS, granule, num_splits, seq_lens=lens)
-
-    split_plan = make_plan()
-    work = planner.Workspace(split_plan, inputs.device)
-    part_out, part_lse = planner.new_partials(split_plan, p, inputs.device)
+    split = planner.split_launch(inputs, RESIDENT_PROGRAMS, granule, num_splits)
+    split_plan, work, part_out, part_lse = split.plan, split, split.part_out, split.part_lse
     table = inputs.block_table if p.layout == "paged" else inputs.seq_lens.view(-1, 1)
     split_args = (inputs.q, inputs.k, inputs.v, work.tensors["items"], table, out, lse, part_out,
                   part_lse, p.scale * LOG2E)
@@ -154,6 +148,5 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
         if merges:
             combine(*combine_args)
 
-    return Launch(run, {"num_items": split_plan.num_items, "chunk": split_plan.chunk,
-                        "merges": merges, **{key: cfg[key] for key in REPORTED}},
-                  plan=lambda: work.load(make_plan()), tuning_s=tuning_s)
+    return Launch(run, {**split.reported(), **{key: cfg[key] for key in REPORTED}},
+                  plan=split.replan, tuning_s=tuning_s)

@@ -28,10 +28,10 @@ import triton.language as tl
 from impls import plan as planner
 from impls.common import tile_kernel_args
 from impls.registry import Launch
-from impls.triton._common import REPORTED, attend, pick_launch_config, store_group
+from impls.triton._common import REPORTED, attend, interpreting, pick_launch_config, store_group
 
-# Programs of the split kernel resident per SM: on either layout the pipeliner's multi-stage K/V
-# buffers (139 KB at the default tile) take the shared memory of one.
+# Programs of the split kernel resident per SM in the CPU interpreter (nothing compiled to ask);
+# on a GPU the compiled kernel's registers and shared memory say (planner.residency)
 RESIDENT_PROGRAMS = 1
 COMBINE_BLOCK_S = 32  # partials merged per step of the combine loop (any split count works)
 
@@ -152,24 +152,38 @@ def combine_kernel(
     tl.store(lse_ptr + pid_b * stride_lb + pid_h, lse)
 
 
+def split_args_for(inputs, out, lse, split: planner.SplitLaunch, counters):
+    """(split kernel's, combine kernel's) runtime arguments over ``split``'s plan."""
+    p = inputs.problem
+    split_args, combine_args = tile_kernel_args(inputs, out, lse, split.tensors, split.part_out,
+                                                split.part_lse)
+    return ((*split_args, inputs.seq_lens, counters, split.plan.chunk, p.num_kv_heads),
+            combine_args)
+
+
+def resident_programs(inputs, out, lse, cfg: dict, counters) -> int:
+    """Programs of the split kernel one SM holds, from the kernel compiled for ``cfg`` (on a
+    stand-in plan: the same argument types) by the occupancy rules."""
+    if interpreting():
+        return RESIDENT_PROGRAMS
+    stand_in = planner.split_launch(inputs, RESIDENT_PROGRAMS, cfg["BLOCK_N"], None)
+    args, _ = split_args_for(inputs, out, lse, stand_in, counters)
+    kernel = split_kernel.warmup(*args, grid=(1,), **cfg, BLOCK_S=COMBINE_BLOCK_S)
+    kernel._init_handles()  # loads the binary: n_regs is known from then on
+    return planner.residency(kernel.n_regs, kernel.metadata.shared, cfg["num_warps"],
+                             planner.sm_limits(inputs.device))
+
+
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     p = inputs.problem
     cfg = pick_launch_config(p, config)
-
-    lens = planner.host_lengths(inputs)
-
-    def make_plan():  # the batch's plan from the host lengths (per step in a serving loop)
-        return planner.for_launch(inputs, RESIDENT_PROGRAMS, cfg["BLOCK_N"], num_splits,
-                                  whole_pages=cfg["PAGE_SIZE"] > 0, seq_lens=lens)
-
-    split_plan = make_plan()
-    work = planner.Workspace(split_plan, inputs.device)
-    part_out, part_lse = planner.new_partials(split_plan, p, inputs.device)
-    split_args, combine_args = tile_kernel_args(inputs, out, lse, work.tensors, part_out,
-                                                part_lse)
     # finished pieces per (sequence, KV head) for the fused merge; zero between launches
     counters = torch.zeros(p.batch, p.num_kv_heads, dtype=torch.int32, device=inputs.device)
-    split_args = (*split_args, inputs.seq_lens, counters, split_plan.chunk, p.num_kv_heads)
+    resident = resident_programs(inputs, out, lse, cfg, counters)
+    split = planner.split_launch(inputs, resident, cfg["BLOCK_N"], num_splits,
+                                 whole_pages=cfg["PAGE_SIZE"] > 0)
+    split_plan = split.plan
+    split_args, combine_args = split_args_for(inputs, out, lse, split, counters)
     separate_merge = split_plan.num_merges and not cfg["FUSED_MERGE"]
     split_grid = (p.num_kv_heads, split_plan.num_items)
     combine_grid = (split_plan.num_merges, p.num_q_heads)
@@ -182,8 +196,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
         if separate_merge:
             combine_kernel[combine_grid](*combine_args, **combine_cfg)
 
-    return Launch(run, {"num_items": split_plan.num_items, "chunk": split_plan.chunk,
-                        "merges": split_plan.num_merges,
+    return Launch(run, {**split.reported(), "resident": resident,
                         "merge": "fused" if cfg["FUSED_MERGE"] else "kernel",
                         **{key: cfg[key] for key in REPORTED}},
-                  plan=lambda: work.load(make_plan()))
+                  plan=split.replan)

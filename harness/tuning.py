@@ -1,0 +1,184 @@
+"""Tuning for every DSL backend, and the cache later runs read.
+
+``--tune`` picks each cell's launch configuration by measurement: a backend with an autotuner
+of its own (the ``tune`` launch option) runs it; any other backend with a declared search space
+(``Backend.space``, impls.launch) is searched here, every configuration checked against the
+reference first (a wrong one is never chosen, one the problem cannot take is skipped) and timed
+with the harness's own cold-L2 protocol at ``quick`` size, so a configuration wins on what the
+tables will measure. The choice is stored in a JSON cache under a key of
+
+    (GPU, backend, variant, shape class)
+
+the shape class being what a configuration depends on (layout, dtype, head dim, GQA group, KV
+heads, page size, batch and longest length rounded up to powers of two, uniform or ragged), so
+one tuned shape serves its neighbours. Each entry records the digest of the backend's kernel
+sources (its folder and the shared launch code) and the GPU it was measured on; a later run
+uses an entry only when both still match, else the backend's rule decides. Rows say where their
+configuration came from (``config_source``: rule, cache, tuned or given) and ``tuning_s``.
+
+The cache lives at ``DECODE_BENCH_TUNING_CACHE`` (default ``~/.cache/decode-bench/tuning.json``);
+``--no-tuning-cache`` runs on the rules alone. Writers lock the file and replace it whole.
+"""
+
+from __future__ import annotations
+
+import datetime
+import fcntl
+import hashlib
+import importlib.util
+import json
+import os
+import tempfile
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from specs.problem import DecodeProblem, ProblemError
+
+CACHE_ENV = "DECODE_BENCH_TUNING_CACHE"
+DEFAULT_CACHE = Path("~/.cache/decode-bench/tuning.json")
+SHARED_SOURCES = ("impls/plan.py", "impls/common.py", "impls/launch.py")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cache_path() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE).expanduser()
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def shape_class(problem: DecodeProblem) -> str:
+    """What a launch configuration depends on, coarse where it varies smoothly (batch, length)."""
+    page = f"p{problem.page_size}" if problem.layout == "paged" else "dense"
+    lengths = "uniform" if problem.uniform else "ragged"
+    return (f"{problem.layout}/{problem.dtype}/d{problem.head_dim}/g{problem.group_size}/"
+            f"kv{problem.num_kv_heads}/{page}/b{_pow2(problem.batch)}/"
+            f"L{_pow2(problem.max_seq_len)}/{lengths}")
+
+
+def gpu_name(device: torch.device) -> str:
+    if device.type != "cuda":
+        return "cpu"
+    props = torch.cuda.get_device_properties(device)
+    return f"{props.name} ({props.multi_processor_count} SMs)"
+
+
+def key(gpu: str, backend: str, variant: str, problem: DecodeProblem) -> str:
+    return f"{gpu} | {backend} | {variant} | {shape_class(problem)}"
+
+
+@cache
+def source_digest(impl_module: str) -> str:
+    """SHA-256 of the backend's kernel sources: every file of its folder, and the launch code
+    all backends share (a change to either makes its cache entries stale)."""
+    spec = importlib.util.find_spec(impl_module)
+    folder = Path(spec.origin).parent
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in
+                   (".py", ".cu", ".cuh") and "__pycache__" not in p.parts)
+    files += [ROOT / f for f in SHARED_SOURCES]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def load(path: Path | None = None) -> dict:
+    path = path or cache_path()
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, json.JSONDecodeError) as e:
+        raise ProblemError(f"{CACHE_ENV}={path}: not a tuning cache ({e}); move it aside") from None
+
+
+def lookup(entries: dict, impl, variant: str, problem: DecodeProblem, gpu: str) -> dict | None:
+    """The cached entry for this cell, or None when there is none or it is stale (the kernel
+    sources or the GPU changed since it was tuned)."""
+    entry = entries.get(key(gpu, impl.backend.name, variant, problem))
+    if not entry or entry.get("gpu") != gpu or entry.get("source") != source_digest(impl.module):
+        return None
+    return entry
+
+
+def store(impl, variant: str, problem: DecodeProblem, gpu: str, config: dict, median_us,
+          tuning_s: float, tried: int, path: Path | None = None) -> None:
+    """Add (or replace) one entry, under a lock, the file replaced whole (no reader sees half)."""
+    path = path or cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entry = {"config": config, "gpu": gpu, "source": source_digest(impl.module),
+             "median_us": median_us, "tuned_on": problem.label(), "tuning_s": round(tuning_s, 2),
+             "tried": tried, "date": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        entries = load(path)
+        entries[key(gpu, impl.backend.name, variant, problem)] = entry
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tuning-")
+        with os.fdopen(fd, "w") as f:
+            json.dump(entries, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+
+
+def in_space(impl, config: dict) -> dict:
+    """The part of a launch's reported config that the backend's knobs set."""
+    return {k: v for k, v in config.items() if k in impl.backend.space.names}
+
+
+def search(impl, variant: str, layout: str, measure: Callable[[dict], float | None]) -> tuple:
+    """Every configuration of the backend's space on this cell: ``measure(config)`` gives its
+    median in us, or None where it is wrong or cannot run. (best config, its median, tried)."""
+    best, best_us, tried = None, None, 0
+    for config in impl.backend.space.configs(variant, layout):
+        tried += 1
+        us = measure(config)
+        if us is not None and (best_us is None or us < best_us):
+            best, best_us = config, us
+    return best, best_us, tried
+
+
+def choose(impl, problem: DecodeProblem, options: dict, tune: bool, use_cache: bool,
+           device: torch.device, measure: Callable[[dict], float | None]) -> tuple[dict, dict]:
+    """The launch options of one cell and the row fields saying where its config came from:
+    the user's ``config`` (given); ``tune``: the backend's own autotuner where it has one
+    (recorded after the check by ``record``), else ``search``; else a valid cache entry; else
+    the backend's rule."""
+    variant = impl.variant(problem.layout)
+    if "config" in options or not impl.backend.space.knobs or "config" not in impl.options:
+        return options, {"config_source": "given" if "config" in options else "rule"}
+    gpu = gpu_name(device)
+    if tune and "tune" not in impl.options:
+        start = time.perf_counter()
+        best, best_us, tried = search(impl, variant, problem.layout, measure)
+        seconds = time.perf_counter() - start
+        if best is None:
+            return options, {"config_source": "rule", "tuning_s": round(seconds, 2),
+                             "tuning_note": f"no configuration of {tried} ran correctly"}
+        store(impl, variant, problem, gpu, best, best_us, seconds, tried)
+        return {**options, "config": best}, {"config_source": "tuned",
+                                             "tuning_s": round(seconds, 2), "tuned_configs": tried}
+    if tune:
+        return options, {"config_source": "tuned"}  # the backend's autotuner; ``record`` stores
+    if use_cache:
+        try:
+            entry = lookup(load(), impl, variant, problem, gpu)
+        except ProblemError as e:
+            return options, {"config_source": "rule", "tuning_note": str(e)}
+        if entry:
+            return {**options, "config": entry["config"]}, {"config_source": "cache",
+                                                            "tuned_on": entry["tuned_on"]}
+    return options, {"config_source": "rule"}
+
+
+def record(impl, problem: DecodeProblem, device: torch.device, launch_config: dict,
+           tuning_s: float | None, median_us: Any = None) -> None:
+    """Store what a backend's own autotuner chose (its launch's reported knobs)."""
+    config = in_space(impl, launch_config)
+    if config and tuning_s is not None:
+        store(impl, impl.variant(problem.layout), problem, gpu_name(device), config, median_us,
+              tuning_s, 0)

@@ -1,0 +1,95 @@
+"""The tuning cache (harness.tuning): its key, when an entry is used and when it is ignored, and
+the search over a backend's declared space."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import impls  # noqa: F401  (first: CPU modes before any DSL import)
+from harness import tuning
+from impls import registry
+from specs.problem import DecodeProblem
+
+CPU = torch.device("cpu")
+TRITON = registry.get("triton/split-k")
+
+
+@pytest.fixture
+def cache_file(tmp_path, monkeypatch):
+    path = tmp_path / "tuning.json"
+    monkeypatch.setenv(tuning.CACHE_ENV, str(path))
+    return path
+
+
+def test_shape_class_groups_neighbours_and_splits_what_matters():
+    a = DecodeProblem(32, 8, 128, (3000, 2900), layout="paged", page_size=16)
+    assert tuning.shape_class(a) == tuning.shape_class(DecodeProblem(32, 8, 128, (4000, 10),
+                                                                     layout="paged", page_size=16))
+    for other in (DecodeProblem(32, 8, 128, (3000, 3000), layout="paged", page_size=16),  # uniform
+                  DecodeProblem(32, 8, 64, (3000, 2900), layout="paged", page_size=16),
+                  DecodeProblem(32, 4, 128, (3000, 2900), layout="paged", page_size=16),
+                  DecodeProblem(32, 8, 128, (3000, 2900), layout="paged", page_size=32),
+                  DecodeProblem(32, 8, 128, (3000, 2900, 1)),  # dense, batch 3 -> 4
+                  DecodeProblem(32, 8, 128, (5000, 2900), layout="paged", page_size=16)):
+        assert tuning.shape_class(other) != tuning.shape_class(a), other.label()
+
+
+def measure_by(times: dict):
+    """A stand-in for the harness's measurement: a median per block_n, None for a wrong one."""
+    return lambda config: times.get(config.get("block_n"))
+
+
+def test_tune_searches_the_space_and_later_runs_use_the_cache(cache_file):
+    p = DecodeProblem(8, 2, 64, (300, 40))
+    options, source = tuning.choose(TRITON, p, {}, tune=True, use_cache=True, device=CPU,
+                                    measure=measure_by({32: 5.0, 64: 3.0, 128: None}))
+    assert source["config_source"] == "tuned" and options["config"]["block_n"] == 64
+    assert source["tuned_configs"] == len(TRITON.backend.space.configs("split-k", "dense"))
+    stored = json.loads(cache_file.read_text())
+    assert len(stored) == 1 and next(iter(stored.values()))["config"] == options["config"]
+    # a later run of a neighbouring shape: from the cache, saying so
+    neighbour = DecodeProblem(8, 2, 64, (400, 30))
+    later, source = tuning.choose(TRITON, neighbour, {}, tune=False, use_cache=True, device=CPU,
+                                  measure=None)
+    assert later["config"] == options["config"]
+    assert source == {"config_source": "cache", "tuned_on": p.label()}
+    # --no-tuning-cache, a given config, another variant: the rule or the user's choice
+    assert tuning.choose(TRITON, neighbour, {}, False, False, CPU, None)[1] == {"config_source": "rule"}
+    given = tuning.choose(TRITON, neighbour, {"config": {"block_n": 32}}, False, True, CPU, None)
+    assert given == ({"config": {"block_n": 32}}, {"config_source": "given"})
+    dense = registry.get("triton/dense")
+    assert tuning.choose(dense, neighbour, {}, False, True, CPU, None)[1]["config_source"] == "rule"
+
+
+def test_an_entry_is_ignored_when_the_kernel_source_or_the_gpu_changed(cache_file, monkeypatch):
+    p = DecodeProblem(8, 2, 64, (300, 40))
+    tuning.store(TRITON, "split-k", p, "cpu", {"block_n": 32}, 1.0, 0.5, 3)
+    assert tuning.lookup(tuning.load(), TRITON, "split-k", p, "cpu")["config"] == {"block_n": 32}
+    assert tuning.lookup(tuning.load(), TRITON, "split-k", p, "NVIDIA H200 (132 SMs)") is None
+    monkeypatch.setattr(tuning, "source_digest", lambda module: "a-changed-kernel")
+    assert tuning.lookup(tuning.load(), TRITON, "split-k", p, "cpu") is None
+    _, source = tuning.choose(TRITON, p, {}, False, True, CPU, None)
+    assert source["config_source"] == "rule"
+
+
+def test_the_source_digest_follows_the_backend_folder(tmp_path):
+    """Different backends, different digests; the digest is stable within a process."""
+    assert tuning.source_digest("impls.triton.split_k") == tuning.source_digest("impls.triton.one_pass")
+    assert tuning.source_digest("impls.triton.split_k") != tuning.source_digest("impls.cupy.split_k")
+
+
+def test_a_search_with_nothing_correct_falls_back_to_the_rule(cache_file):
+    p = DecodeProblem(8, 2, 64, (300, 40))
+    options, source = tuning.choose(TRITON, p, {}, True, True, CPU, measure_by({}))
+    assert "config" not in options and source["config_source"] == "rule"
+    assert "no configuration" in source["tuning_note"] and not cache_file.exists()
+
+
+def test_a_corrupt_cache_is_named_not_used(cache_file):
+    cache_file.write_text("{oops")
+    p = DecodeProblem(8, 2, 64, (300, 40))
+    _, source = tuning.choose(TRITON, p, {}, False, True, CPU, None)
+    assert source["config_source"] == "rule" and tuning.CACHE_ENV in source["tuning_note"]
