@@ -13,6 +13,16 @@ Each probe is timed exactly as every row is (``harness.timing``'s ``cold`` mode)
 and denominator come from one method. Every row's % of bandwidth is over ``limit_gbps``, and the
 probes are kept in the provenance. A row above 100 % would say the probes missed the ceiling,
 not that it beat physics.
+
+Far below 4 GiB that limit says little: a 10 MB problem cannot stream at the asymptote, whatever
+the kernel (launch, the ramp of the first loads, the tail of the last wave). ``size_matched``
+times a pure read of the same bytes (a problem's K, V, queries and outputs: ``bytes_moved``)
+with the same cold-L2 protocol, by the fastest of the read probes, each launched to fill the GPU
+at that size (the Triton probe's block shrinks until the programs make several waves), measured
+once per size class (bytes rounded up to 1/8 of an octave) in the same run: what a decode
+kernel could reach on that problem, the ratio every row states as ``pct_read``. Past
+``NBYTES`` the asymptote holds and the class's time is its bytes over ``limit_gbps``. The read
+is contiguous where a kernel's reads are rows of pages: the limit is the easier one.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from harness.timing import GpuTimer
 from impls import registry
 
 NBYTES = 4 << 30
+CLASS_STEPS = 8  # size classes per octave (a row's bytes are at most 1/8 below its class's)
 
 
 def _gbps(timer: GpuTimer, call, nbytes: int) -> float:
@@ -61,3 +72,53 @@ def measure(device: torch.device) -> dict:
     numbers = {k: round(v, 1) for k, v in probes.items() if isinstance(v, float)}
     best = max(numbers, key=numbers.get)
     return {"probes": {**probes, **numbers}, "limit_gbps": numbers[best], "limit_probe": best}
+
+
+def size_class(nbytes: int) -> int:
+    """``nbytes`` rounded up to the next of CLASS_STEPS steps per octave (whole KiB)."""
+    nbytes = max(int(nbytes), 1 << 10)
+    step = max(1 << 10, 1 << max(0, nbytes.bit_length() - 1 - CLASS_STEPS.bit_length() + 1))
+    return -(-nbytes // step) * step
+
+
+def _read_calls(x: torch.Tensor) -> dict:
+    calls = {"torch sum": lambda: x.sum(dtype=torch.float32)}
+    for backend in registry.backends():
+        if not backend.read_probe:
+            continue
+        try:
+            backend.mode()
+            module = importlib.import_module(backend.read_probe)
+        except Exception:  # noqa: BLE001  (unavailable: the other probes stand)
+            continue
+        calls[backend.name] = module.read_probe(x, fill=True)
+    return calls
+
+
+def size_matched(device: torch.device, sizes, limit_gbps: float) -> dict[int, dict]:
+    """Per size class of ``sizes`` (bytes): the fastest read's median (us) and which probe."""
+    timer = GpuTimer(device, quick=True, modes=("cold",))
+    found = {}
+    for size in sorted({size_class(s) for s in sizes}):
+        if size >= NBYTES:
+            found[size] = {"us": round(size / limit_gbps / 1e3, 2), "probe": "asymptote"}
+            continue
+        x = torch.ones(size // 2, dtype=torch.bfloat16, device=device)
+        times = {}
+        for name, call in _read_calls(x).items():
+            try:
+                times[name] = timer(call)["cold"].estimate.median
+            except Exception:  # noqa: BLE001  (a probe that fails here: the others stand)
+                continue
+        best = min(times, key=times.get)
+        found[size] = {"us": round(times[best], 2), "probe": best}
+        del x
+    torch.cuda.empty_cache()
+    return found
+
+
+def read_limit_us(limits: dict, nbytes: int) -> float | None:
+    """The size-matched read time of ``nbytes`` (its class's, scaled to its bytes)."""
+    size = size_class(nbytes)
+    entry = limits.get(size) or limits.get(str(size))  # JSON keys are strings
+    return None if entry is None else entry["us"] * nbytes / size

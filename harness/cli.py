@@ -181,6 +181,9 @@ def cmd_run(args, argv) -> int:
         bw = bandwidth.measure(torch.device("cuda"))
         prov.update(bandwidth=bw["probes"], bandwidth_limit_gbps=bw["limit_gbps"],
                     bandwidth_limit_probe=bw["limit_probe"])
+        if not args.no_timing:  # the size-matched reads of this run's problems
+            prov["read_limits"] = bandwidth.size_matched(
+                torch.device("cuda"), [p.bytes_moved for p in problems], bw["limit_gbps"])
     else:
         print(_cpu_notice(impls))
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))

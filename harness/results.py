@@ -25,9 +25,10 @@ CSV_FIELDS = ("backend", "variant", "algorithm", "problem", "status", "reason", 
               "out_err_ratio", "lse_max_err", "lse_err_ratio", "median_us", "ci_lo_us", "ci_hi_us",
               "p20_us", "p80_us", "reps", "cold_stop", "graph_us", "graph_ci_us", "graph_note",
               "wall_us", "wall_ci_us", "launch_us", "launch_ci_us", "launch_note", "plan_us", "rank", "tied",
-              "bytes", "kv_bytes", "input_bytes", "peak_mem_bytes", "gbps", "pct_peak_bw", "vs_vendor",
+              "bytes", "kv_bytes", "input_bytes", "peak_mem_bytes", "gbps", "pct_peak_bw",
+              "read_limit_us", "pct_read", "vs_vendor",
               "vendor_best", "vendor_best_us",
-              "first_call_ms", "tuning_s", "timing", "config", "spec") + ROW_PROVENANCE
+              "first_call_ms", "tuning_s", "config_source", "timing", "config", "spec") + ROW_PROVENANCE
 
 
 def append_row(path: Path, row: dict) -> None:
@@ -121,7 +122,7 @@ def _cell_status(r: dict) -> str:
 
 
 TABLE_COLUMNS = ("problem", "variant", "status", "cold us [95% CI]", "graph us", "wall us",
-                 "launch us", "plan us", "GB/s", "% BW", "rank", "vs vendor", "1st call ms",
+                 "launch us", "plan us", "GB/s", "% BW", "% read", "rank", "vs vendor", "1st call ms",
                  "KV MB", "peak MB", "config / reason")
 
 
@@ -144,7 +145,8 @@ def _table_row(r: dict) -> list[str]:
     return [r["problem"], r["variant"], _cell_status(r), primary, _mode_cell(r, "graph"),
             _mode_cell(r, "wall"), _mode_cell(r, "launch"), _fmt(r.get("plan_us"), ".1f"),
             _fmt(r.get("gbps"), ".0f"),
-            _fmt(r.get("pct_peak_bw"), ".1f"), rank_text(r), _fmt(r.get("vs_vendor"), ".2f"),
+            _fmt(r.get("pct_peak_bw"), ".1f"), _fmt(r.get("pct_read"), ".0f"), rank_text(r),
+            _fmt(r.get("vs_vendor"), ".2f"),
             _fmt(r.get("first_call_ms"), ".0f"), _mb(r.get("kv_bytes")), _mb(r.get("peak_mem_bytes")),
             note]
 
@@ -421,12 +423,15 @@ COLUMNS_NOTE = (
     "does not support). 'plan us': the host time of the work a serving loop redoes per batch "
     "before the call (a split plan and its device tensors, a library's plan), median, apart from "
     "the timed call, with the device idle (a plan that copies from pageable memory waits for the "
-    "stream: behind running kernels it costs more). GB/s and % BW from the cold figure. 'rank' "
+    "stream: behind running kernels it costs more). GB/s and % BW from the cold figure; '% read' "
+    "is a pure read of the same bytes (same cold-L2 protocol, launched to fill the GPU at that "
+    "size, measured in the run) over the row's time: how near the size-matched limit. 'rank' "
     "on the problem: 1 + the rows "
     "faster beyond doubt (intervals apart); '=' marks a tie (overlapping intervals). 'vs vendor' "
     "is the fastest vendor kernel's time on the same problem over this row's: > 1 is faster than "
     "all of them. '1st call ms' is set-up plus the first launch, synced (JIT compilation "
-    "included; an autotuner's search, with --tune, is not: 'tuned in' in the last column).")
+    "included; an autotuner's search, with --tune, is not: 'tuned in' in the last column, and "
+    "'tuned:' / 'cache:' mark a config tuned in this run or read from the tuning cache).")
 
 
 def mode_notes(group: list[dict]) -> str:

@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from conformance.checks import InputSet, check, time_and_recheck
-from harness import cases, results, tuning
+from harness import bandwidth, cases, results, tuning
 from harness.progress import CELL_MARK, Progress
 from harness.timing import MODES, CpuTimer, GpuTimer, Timing, time_plan
 from impls import registry
@@ -182,6 +182,9 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
             row["gbps"] = round(gbps, 1)
             if limit := prov.get("bandwidth_limit_gbps"):
                 row["pct_peak_bw"] = round(100 * gbps / limit, 1)
+            if read_us := bandwidth.read_limit_us(prov.get("read_limits") or {}, problem.bytes_moved):
+                row["read_limit_us"] = round(read_us, 2)
+                row["pct_read"] = round(100 * read_us / row["median_us"], 1)
     return row
 
 

@@ -93,3 +93,18 @@ def test_a_corrupt_cache_is_named_not_used(cache_file):
     p = DecodeProblem(8, 2, 64, (300, 40))
     _, source = tuning.choose(TRITON, p, {}, False, True, CPU, None)
     assert source["config_source"] == "rule" and tuning.CACHE_ENV in source["tuning_note"]
+
+
+def test_size_classes_of_the_read_limit():
+    """Eight classes per octave: a row's bytes at most 1/8 below its class's; the class's read
+    time scales to the row's bytes."""
+    from harness import bandwidth
+
+    for n in (1 << 20, (1 << 20) + 1, 3_000_000, 123_456_789, 7 << 30):
+        c = bandwidth.size_class(n)
+        assert n <= c < n * (1 + 1 / 8) + 1024, n
+        assert bandwidth.size_class(c) == c
+    limits = {bandwidth.size_class(3_000_000): {"us": 10.0, "probe": "x"}}
+    assert bandwidth.read_limit_us(limits, 3_000_000) == pytest.approx(
+        10.0 * 3_000_000 / bandwidth.size_class(3_000_000))
+    assert bandwidth.read_limit_us({}, 3_000_000) is None

@@ -8,6 +8,8 @@ import triton
 import triton.language as tl
 
 READ_BLOCK = 16384  # bf16 elements per program: 32 KiB of loads in flight
+MIN_BLOCK = 1024  # the smallest block ``fill`` shrinks to (2 KiB a program)
+WAVES = 4  # ``fill``: blocks small enough that the programs make this many waves of the SMs
 NUM_WARPS = 8
 
 
@@ -19,8 +21,16 @@ def read_kernel(x_ptr, partial_ptr, n, BLOCK: tl.constexpr):
     tl.store(partial_ptr + pid, tl.sum(v.to(tl.float32)))
 
 
-def read_probe(x: torch.Tensor):
-    """A call that reads every element of ``x`` once."""
-    grid = (triton.cdiv(x.numel(), READ_BLOCK),)
+def read_probe(x: torch.Tensor, fill: bool = False):
+    """A call that reads every element of ``x`` once; ``fill``: blocks shrunk (to MIN_BLOCK at
+    least) until the grid makes WAVES waves of 4 programs per SM, so a small ``x`` still keeps
+    every SM reading."""
+    block = READ_BLOCK
+    if fill:
+        programs = WAVES * 4 * torch.cuda.get_device_properties(x.device).multi_processor_count
+        while block > MIN_BLOCK and triton.cdiv(x.numel(), block) < programs:
+            block //= 2
+    grid = (triton.cdiv(x.numel(), block),)
+    warps = NUM_WARPS if block >= 4096 else 4
     partial = torch.empty(grid[0], dtype=torch.float32, device=x.device)
-    return lambda: read_kernel[grid](x, partial, x.numel(), BLOCK=READ_BLOCK, num_warps=NUM_WARPS)
+    return lambda: read_kernel[grid](x, partial, x.numel(), BLOCK=block, num_warps=warps)
