@@ -59,15 +59,15 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                 if defines["TENSOR_CORES"] else planner.MIN_CHUNK)
 
     # items start on whole loop steps (and pages)
-    split = planner.split_launch(inputs, resident_ctas(defines), step, num_splits,
-                                 num_head_blocks(p, defines), shortest=shortest)
-    split_plan = split.plan
+    planned = planner.split_launch(inputs, resident_ctas(defines), step, num_splits,
+                                   num_head_blocks(p, defines), shortest=shortest)
+    split_plan = planned.plan
     fused = (merge or pick_merge(split_plan)) == "fused"
     defines["FUSED_MERGE"] = int(fused)
     require_alignment(inputs, LOAD_BYTES)
     split = get_kernel("split_k.cu", "split_kernel", defines)
     combine = get_kernel("split_k.cu", "combine_kernel", defines)
-    work, part_out, part_lse = split.tensors, split.part_out, split.part_lse
+    work, part_out, part_lse = planned.tensors, planned.part_out, planned.part_lse
     q, k, v = inputs.q, inputs.k, inputs.v
     table, stride_btb, page_size = cache_args(inputs)
     # finished pieces per (sequence, head block) for the fused merge, zero between launches (the
@@ -92,6 +92,6 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                                    split_plan.num_merges), combine_args, 0))
 
     return Launch(launcher(launches, defines),
-                  {**split.reported(), "merge": "fused" if fused else "kernel",
+                  {**planned.reported(), "merge": "fused" if fused else "kernel",
                    **reported(defines)},
-                  plan=split.replan)
+                  plan=planned.replan)
