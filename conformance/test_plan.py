@@ -176,9 +176,9 @@ def test_the_waves_bound():
 
 
 @pytest.mark.parametrize("n_regs, shared, num_warps, expected", [
-    (223, 133136, 4, 1),  # Gluon's TMA split kernel, BLOCK_N 128 (Nsight Compute: 1, by smem)
-    (117, 34620, 4, 4),  # the cp.async one-pass, BLOCK_N 32 (ncu: 4, by registers)
-    (96, 34620, 4, 5),  # the TMA one-pass, BLOCK_N 32 (ncu: 5, registers and smem)
+    (223, 133136, 4, 1),  # a TMA split kernel, BLOCK_N 128 (Nsight Compute: 1, by smem)
+    (117, 34620, 4, 4),  # a cp.async one-pass kernel, BLOCK_N 32 (ncu: 4, by registers)
+    (96, 34620, 4, 5),  # a TMA one-pass kernel, BLOCK_N 32 (ncu: 5, registers and smem)
     (192, 8192, 2, 4),  # 2 warps: each sub-partition holds 2 warps of 6144 registers, not 2.67
     (32, 0, 1, 32),  # the 32-programs-per-SM limit
     (32, 0, 32, 2),  # the threads per SM (2048)

@@ -18,7 +18,7 @@ Far below 4 GiB that limit says little: a 10 MB problem cannot stream at the asy
 the kernel (launch, the ramp of the first loads, the tail of the last wave). ``size_matched``
 times a pure read of the same bytes (a problem's K, V, queries and outputs: ``bytes_moved``)
 with the same cold-L2 protocol, by the fastest of the read probes, each launched to fill the GPU
-at that size (the Triton probe's block shrinks until the programs make several waves), measured
+at that size (a read probe's block shrinks until the programs make several waves), measured
 once per size class (bytes rounded up to 1/8 of an octave) in the same run: what a decode
 kernel could reach on that problem, the ratio every row states as ``pct_read``. Past
 ``NBYTES`` the asymptote holds and the class's time is its bytes over ``limit_gbps``. The read
