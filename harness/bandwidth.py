@@ -27,7 +27,9 @@ is contiguous where a kernel's reads are rows of pages: the limit is the easier 
 
 from __future__ import annotations
 
+import functools
 import importlib
+from typing import Any
 
 import torch
 
@@ -47,21 +49,33 @@ def _copy_gbps(timer: GpuTimer, x: torch.Tensor) -> float:
     return _gbps(timer, lambda: y.copy_(x), 2 * x.numel() * x.element_size())  # read + written
 
 
+def _read_probes() -> dict[str, Any]:
+    """Each registered backend's read probe module, or why it cannot be had here."""
+    found: dict[str, Any] = {}
+    for backend in registry.backends():
+        if not backend.read_probe:
+            continue
+        try:
+            backend.mode()
+            found[backend.name] = importlib.import_module(backend.read_probe)
+        except Exception as e:  # noqa: BLE001  (unavailable or failed: the other probes stand)
+            found[backend.name] = f"not measured: {type(e).__name__}: {str(e)[:120]}"
+    return found
+
+
 def _probes(device: torch.device) -> dict[str, float | str]:
     timer = GpuTimer(device, modes=("cold",))
     x = torch.ones(NBYTES // 2, dtype=torch.bfloat16, device=device)
     probes: dict[str, float | str] = {"copy": _copy_gbps(timer, x)}
     probes["read (torch sum)"] = _gbps(timer, lambda: x.sum(dtype=torch.float32), NBYTES)
-    for backend in registry.backends():
-        if not backend.read_probe:
+    for name, module in _read_probes().items():
+        if isinstance(module, str):
+            probes[f"read ({name})"] = module
             continue
-        name = f"read ({backend.name})"
         try:
-            backend.mode()
-            call = importlib.import_module(backend.read_probe).read_probe(x)
-            probes[name] = _gbps(timer, call, NBYTES)
-        except Exception as e:  # noqa: BLE001  (unavailable or failed: the other probes stand)
-            probes[name] = f"not measured: {type(e).__name__}: {str(e)[:120]}"
+            probes[f"read ({name})"] = _gbps(timer, module.read_probe(x), NBYTES)
+        except Exception as e:  # noqa: BLE001  (a probe that fails: the other probes stand)
+            probes[f"read ({name})"] = f"not measured: {type(e).__name__}: {str(e)[:120]}"
     return probes
 
 
@@ -81,23 +95,15 @@ def size_class(nbytes: int) -> int:
     return -(-nbytes // step) * step
 
 
-def _read_calls(x: torch.Tensor) -> dict:
-    calls = {"torch sum": lambda: x.sum(dtype=torch.float32)}
-    for backend in registry.backends():
-        if not backend.read_probe:
-            continue
-        try:
-            backend.mode()
-            module = importlib.import_module(backend.read_probe)
-        except Exception:  # noqa: BLE001  (unavailable: the other probes stand)
-            continue
-        calls[backend.name] = module.read_probe(x, fill=True)
-    return calls
-
-
 def size_matched(device: torch.device, sizes, limit_gbps: float) -> dict[int, dict]:
     """Per size class of ``sizes`` (bytes): the fastest read's median (us) and which probe."""
     timer = GpuTimer(device, quick=True, modes=("cold",))
+    # read(x) -> a call reading x; one per probe kernel (backends may share one)
+    reads, seen = {"torch sum": lambda x: lambda: x.sum(dtype=torch.float32)}, set()
+    for name, module in _read_probes().items():
+        if not isinstance(module, str) and module.__name__ not in seen:
+            seen.add(module.__name__)
+            reads[name] = functools.partial(module.read_probe, fill=True)
     found = {}
     for size in sorted({size_class(s) for s in sizes}):
         if size >= NBYTES:
@@ -105,9 +111,9 @@ def size_matched(device: torch.device, sizes, limit_gbps: float) -> dict[int, di
             continue
         x = torch.ones(size // 2, dtype=torch.bfloat16, device=device)
         times = {}
-        for name, call in _read_calls(x).items():
+        for name, read in reads.items():
             try:
-                times[name] = timer(call)["cold"].estimate.median
+                times[name] = timer(read(x))["cold"].estimate.median
             except Exception:  # noqa: BLE001  (a probe that fails here: the others stand)
                 continue
         best = min(times, key=times.get)

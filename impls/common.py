@@ -37,8 +37,8 @@ def check_num_splits(num_splits) -> None:
 # ---- launch configuration -----------------------------------------------------------------------
 def with_overrides(defaults: dict[str, Any], config: dict[str, Any] | None) -> dict[str, Any]:
     """``defaults`` with the ``config`` launch option applied (its keys were checked against
-    ``Backend.tunable`` by ``Impl.prepare``; ``scripts/sweep.py`` tunes through it, ``--config``
-    passes it from the command line)."""
+    ``Backend.space`` and put in the kernel's names by ``Impl.prepare``; ``scripts/sweep.py``
+    and ``--tune`` search through it, ``--config`` passes it from the command line)."""
     return {**defaults, **(config or {})}
 
 

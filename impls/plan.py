@@ -438,9 +438,10 @@ class SplitLaunch:
 
 def split_launch(inputs, programs_per_sm: int, tile: int, num_splits: int | None,
                  head_blocks: int = 1, whole_pages: bool = False, shortest: int = MIN_CHUNK,
-                 overhead: int = OVERHEAD_TOKENS) -> SplitLaunch:
-    """Plan, workspace and partials of one split-K launch (``for_launch``'s arguments)."""
-    lens = host_lengths(inputs)
+                 overhead: int = OVERHEAD_TOKENS, seq_lens=None) -> SplitLaunch:
+    """Plan, workspace and partials of one split-K launch (``for_launch``'s arguments;
+    ``seq_lens`` the host lengths where the launcher already made them)."""
+    lens = host_lengths(inputs) if seq_lens is None else seq_lens
 
     def make_plan() -> SplitPlan:
         return for_launch(inputs, programs_per_sm, tile, num_splits, head_blocks, whole_pages,

@@ -108,3 +108,36 @@ def test_size_classes_of_the_read_limit():
     assert bandwidth.read_limit_us(limits, 3_000_000) == pytest.approx(
         10.0 * 3_000_000 / bandwidth.size_class(3_000_000))
     assert bandwidth.read_limit_us({}, 3_000_000) is None
+
+
+def test_size_matched_times_each_probe_kernel_once_per_class(monkeypatch):
+    """Backends that share a read probe are timed once; the faster read wins; past NBYTES the
+    class's time is the asymptote's."""
+    import types
+
+    from harness import bandwidth
+
+    made = []
+
+    def read_probe(x, fill=False):
+        made.append((x.numel(), fill))
+        return lambda: None
+
+    shared = types.SimpleNamespace(__name__="probe_module", read_probe=read_probe)
+    monkeypatch.setattr(bandwidth, "_read_probes",
+                        lambda: {"a": shared, "b": shared, "c": "not measured: no GPU"})
+
+    class Timer:  # the probe's call reads faster than torch's sum
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def __call__(self, call):
+            us = 1.0 if call() is None else 2.0
+            return {"cold": types.SimpleNamespace(estimate=types.SimpleNamespace(median=us))}
+
+    monkeypatch.setattr(bandwidth, "GpuTimer", Timer)
+    found = bandwidth.size_matched(torch.device("cpu"), [3_000_000, 3_000_001, 8 << 30], 1000.0)
+    small = bandwidth.size_class(3_000_000)
+    assert found[small] == {"us": 1.0, "probe": "a"}
+    assert made == [(small // 2, True)]  # one probe kernel, one class
+    assert found[bandwidth.size_class(8 << 30)]["probe"] == "asymptote"

@@ -51,7 +51,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     config, merge = split_merge(config)
     defines = launch_config(inputs, config)
 
-    lens = planner.host_lengths(inputs)  # (the floor below reads them too)
+    lens = planner.host_lengths(inputs)
     step = step_tokens(defines)
     head_blocks = p.num_kv_heads * num_head_blocks(p, defines)
     # the floor follows from the lengths and the launch alone: once, not per timed plan
@@ -60,7 +60,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
 
     # items start on whole loop steps (and pages)
     planned = planner.split_launch(inputs, resident_ctas(defines), step, num_splits,
-                                   num_head_blocks(p, defines), shortest=shortest)
+                                   num_head_blocks(p, defines), shortest=shortest, seq_lens=lens)
     split_plan = planned.plan
     fused = (merge or pick_merge(split_plan)) == "fused"
     defines["FUSED_MERGE"] = int(fused)

@@ -107,17 +107,22 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     p = inputs.problem
     require_alignment(inputs, COPY_BYTES)
 
-    def split_for(cfg, programs_per_sm):  # the batch's plan, workspace and partials
-        return planner.split_launch(inputs, programs_per_sm, cfg["BLOCK_N"], num_splits,
-                                    whole_pages=cfg["PAGE_SIZE"] > 0)
+    lens = planner.host_lengths(inputs)
+
+    def plan_for(cfg, programs_per_sm):  # the batch's plan from the host lengths (every step)
+        return planner.for_launch(inputs, programs_per_sm, cfg["BLOCK_N"], num_splits,
+                                  whole_pages=cfg["PAGE_SIZE"] > 0, seq_lens=lens)
 
     def kernel_args(cfg, split):
         split_args, combine_args = tile_kernel_args(inputs, out, lse, split.tensors,
                                                     split.part_out, split.part_lse)
         return (*split_args, *kv_descriptors(inputs, cfg)), combine_args
 
-    def compiled_residency(cfg):  # compiled for cfg (on a stand-in plan: the same argument types)
-        split_args, _ = kernel_args(cfg, split_for(cfg, 1))
+    # compiled for a cfg on a stand-in plan (the same argument types) to read its residency
+    stand_in = planner.SplitLaunch.of(planner.whole_sequences(p.seq_lens), inputs)
+
+    def compiled_residency(cfg):
+        split_args, _ = kernel_args(cfg, stand_in)
         return resident_programs(split_kernel.warmup(*split_args, grid=(1,), **cfg), cfg,
                                  inputs.device)
 
@@ -129,15 +134,15 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     if not cfg["DENSE_TMA"]:  # paged, or DENSE_TMA=0 asked for
         cfg = pick_launch_config(p, config)
     resident = compiled_residency(cfg)
-    split = split_for(cfg, resident)
+    split_plan = plan_for(cfg, resident)
     if not cfg["DENSE_TMA"]:
-        sharers = -(-split.plan.num_items * p.num_kv_heads // sm_count(inputs.device))
+        sharers = -(-split_plan.num_items * p.num_kv_heads // sm_count(inputs.device))
         if sharers < MAX_SHARERS:
             cfg = pick_launch_config(p, config, sharers=sharers)
             resident = compiled_residency(cfg)
-            split = split_for(cfg, resident)
+            split_plan = plan_for(cfg, resident)
 
-    split_plan = split.plan
+    split = planner.SplitLaunch.of(split_plan, inputs, lambda: plan_for(cfg, resident))
     split_args, combine_args = kernel_args(cfg, split)
     split_grid = (p.num_kv_heads, split_plan.num_items)
     combine_grid = (split_plan.num_merges, p.num_q_heads)

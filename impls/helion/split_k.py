@@ -144,13 +144,13 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
         _common.interpreter_math()
     cfg = _common.pick_launch_config(p, config)
     split = planner.split_launch(inputs, RESIDENT_PROGRAMS, cfg["BLOCK_N"], num_splits)
-    split_plan, work, part_out, part_lse = split.plan, split, split.part_out, split.part_lse
+    split_plan, part_out, part_lse = split.plan, split.part_out, split.part_lse
     table = inputs.block_table if p.layout == "paged" else inputs.seq_lens.view(-1, 1)
     upcast = _common.interpreting() and p.dtype == "bfloat16"
-    split_args = (inputs.q, inputs.k, inputs.v, work.tensors["items"], table, out, lse, part_out,
+    split_args = (inputs.q, inputs.k, inputs.v, split.tensors["items"], table, out, lse, part_out,
                   part_lse, p.scale * LOG2E, p.layout == "paged", upcast)
     split_bound, reported, tuning_s = _common.bind(split_kernel, split_args, p, config, tune)
-    combine_args = (part_out, part_lse, work.tensors["merge_seqs"], work.tensors["merge_indptr"],
+    combine_args = (part_out, part_lse, split.tensors["merge_seqs"], split.tensors["merge_indptr"],
                     out, lse)
     combine_bound = combine_kernel.bind(combine_args)
     combine_bound.set_config(helion.Config(block_sizes=[COMBINE_BLOCK_H, COMBINE_BLOCK_S],

@@ -125,11 +125,11 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     tile = tile_bound("split-k", p.layout) if tune else cfg["BLOCK_N"]
     granule = math.lcm(tile, p.page_size) if p.layout == "paged" else tile  # tiles in a page
     split = planner.split_launch(inputs, RESIDENT_PROGRAMS, granule, num_splits)
-    split_plan, work, part_out, part_lse = split.plan, split, split.part_out, split.part_lse
+    split_plan, part_out, part_lse = split.plan, split.part_out, split.part_lse
     table = inputs.block_table if p.layout == "paged" else inputs.seq_lens.view(-1, 1)
-    split_args = (inputs.q, inputs.k, inputs.v, work.tensors["items"], table, out, lse, part_out,
+    split_args = (inputs.q, inputs.k, inputs.v, split.tensors["items"], table, out, lse, part_out,
                   part_lse, p.scale * LOG2E)
-    combine_args = (part_out, part_lse, work.tensors["merge_seqs"], work.tensors["merge_indptr"],
+    combine_args = (part_out, part_lse, split.tensors["merge_seqs"], split.tensors["merge_indptr"],
                     out, lse)
     tuning_s = None
     if tune:

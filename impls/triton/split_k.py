@@ -166,7 +166,7 @@ def resident_programs(inputs, out, lse, cfg: dict, counters) -> int:
     stand-in plan: the same argument types) by the occupancy rules."""
     if interpreting():
         return RESIDENT_PROGRAMS
-    stand_in = planner.split_launch(inputs, RESIDENT_PROGRAMS, cfg["BLOCK_N"], None)
+    stand_in = planner.SplitLaunch.of(planner.whole_sequences(inputs.problem.seq_lens), inputs)
     args, _ = split_args_for(inputs, out, lse, stand_in, counters)
     kernel = split_kernel.warmup(*args, grid=(1,), **cfg, BLOCK_S=COMBINE_BLOCK_S)
     kernel._init_handles()  # loads the binary: n_regs is known from then on
@@ -188,11 +188,13 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     split_grid = (p.num_kv_heads, split_plan.num_items)
     combine_grid = (split_plan.num_merges, p.num_q_heads)
     block_s = min(COMBINE_BLOCK_S, triton.next_power_of_2(split_plan.max_items_per_seq))
+    # the split kernel reads BLOCK_S only to merge fused: else the binary residency was read from
+    split_block_s = block_s if cfg["FUSED_MERGE"] else COMBINE_BLOCK_S
     combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=cfg["HEAD_DIM_PAD"],
                        BLOCK_S=block_s, num_warps=cfg["num_warps"])
 
     def run():
-        split_kernel[split_grid](*split_args, **cfg, BLOCK_S=block_s)
+        split_kernel[split_grid](*split_args, **cfg, BLOCK_S=split_block_s)
         if separate_merge:
             combine_kernel[combine_grid](*combine_args, **combine_cfg)
 
