@@ -115,15 +115,17 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
     options = {k: v for k, v in spec.options.items() if k in impl.options}
     tune = bool(spec.options.get("tune"))
 
-    def measure(config: dict) -> float | None:  # one candidate of the tuner: checked, timed
+    def measure(config: dict | None) -> tuple | None:  # a tuner's candidate (None: the rule's)
         try:
-            candidate = check(impl, inputs, ref, {**options, "config": config})
+            candidate = check(impl, inputs, ref,
+                              options if config is None else {**options, "config": config})
         except Exception:  # noqa: BLE001  (refused or failed to build: not a candidate)
             return None
         if not candidate.comparison.passed:
             return None
         timed = tuning_timer(inputs.device)(candidate.run.launch.run)
-        return next(iter(timed.values())).estimate.median  # cold on a GPU, wall on the CPU
+        median = next(iter(timed.values())).estimate.median  # cold on a GPU, wall on the CPU
+        return median, tuning.in_space(impl, candidate.run.launch.config)
 
     try:
         options, source = tuning.choose(impl, problem, options, tune, spec.tuning_cache,

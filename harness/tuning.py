@@ -2,10 +2,11 @@
 
 ``--tune`` picks each cell's launch configuration by measurement: a backend with an autotuner
 of its own (the ``tune`` launch option) runs it; any other backend with a declared search space
-(``Backend.space``, impls.launch) is searched here, every configuration checked against the
-reference first (a wrong one is never chosen, one the problem cannot take is skipped) and timed
-with the harness's own cold-L2 protocol at ``quick`` size, so a configuration wins on what the
-tables will measure. The choice is stored in a JSON cache under a key of
+(``Backend.space``, impls.launch) is searched here from its rule's choice, one knob at a time
+(``search``), every configuration checked against the reference first (a wrong one is never
+chosen, one the problem cannot take is skipped) and timed with the harness's own cold-L2
+protocol at ``quick`` size, so a configuration wins on what the tables will measure. The choice
+is stored in a JSON cache under a key of
 
     (GPU, backend, variant, shape class)
 
@@ -130,20 +131,65 @@ def in_space(impl, config: dict) -> dict:
     return {k: v for k, v in config.items() if k in impl.backend.space.names}
 
 
-def search(impl, variant: str, layout: str, measure: Callable[[dict], float | None]) -> tuple:
-    """Every configuration of the backend's space on this cell: ``measure(config)`` gives its
-    median in us, or None where it is wrong or cannot run. (best config, its median, tried)."""
-    best, best_us, tried = None, None, 0
-    for config in impl.backend.space.configs(variant, layout):
-        tried += 1
-        us = measure(config)
-        if us is not None and (best_us is None or us < best_us):
-            best, best_us = config, us
-    return best, best_us, tried
+# A neighbour replaces the current configuration only when faster by more than this share: the
+# quick cold-L2 medians scatter by about 1 %, and a move on noise costs another round of builds.
+MIN_GAIN = 0.02
+MAX_ROUNDS = 6
+
+
+def neighbours(space, config: dict, candidates: list[dict]) -> list[dict]:
+    """The configurations of ``candidates`` one free knob away from ``config`` (the knobs bound to
+    a value of another by ``when`` go along with it)."""
+    free = [k.name for k in space.knobs if not k.when]
+    return [c for c in candidates if c != config and
+            sum(c.get(name) != config.get(name) for name in free) <= 1]
+
+
+def nearest(config: dict, candidates: list[dict]) -> dict:
+    """The candidate sharing most knob values with ``config`` (the first such)."""
+    return max(candidates, key=lambda c: sum(config.get(k) == v for k, v in c.items()))
+
+
+def search(impl, variant: str, layout: str, measure: Callable[[dict | None], tuple | None]) -> tuple:
+    """A steepest-descent search of the backend's space on this cell, from its rule's choice:
+    ``measure(config)`` gives (median in us, the launch's knobs) for a configuration (None: the
+    rule's own), or None where it is wrong or cannot run. Each round times the neighbours of the
+    best so far (one knob changed) and moves to the fastest if it gains more than MIN_GAIN; it
+    stops where none does. A rule that already sits in the best basin costs one round (the
+    space's knob count, not its product); the rule's own configuration stays a candidate, so a
+    tuned cell is never slower than the rule by more than the timing's noise.
+    (best config, its median, configurations timed)."""
+    space = impl.backend.space
+    candidates = space.configs(variant, layout)
+    timed: dict[str, float | None] = {}
+
+    def time_of(config: dict | None) -> float | None:
+        key = json.dumps(config, sort_keys=True)
+        if key not in timed:
+            found = measure(config)
+            timed[key] = found[0] if found else None
+        return timed[key]
+
+    rule = measure(None)
+    best, best_us = (rule[1], rule[0]) if rule else (None, None)
+    current = nearest(rule[1], candidates) if rule else candidates[0]
+    current_us = time_of(current)
+    for _ in range(MAX_ROUNDS):
+        around = [(us, c) for c in neighbours(space, current, candidates)
+                  if (us := time_of(c)) is not None]
+        if not around:
+            break
+        us, config = min(around, key=lambda t: t[0])
+        if current_us is not None and us >= current_us * (1 - MIN_GAIN):
+            break
+        current, current_us = config, us
+    if current_us is not None and (best_us is None or current_us < best_us):
+        best, best_us = current, current_us
+    return best, best_us, len(timed) + 1
 
 
 def choose(impl, problem: DecodeProblem, options: dict, tune: bool, use_cache: bool,
-           device: torch.device, measure: Callable[[dict], float | None]) -> tuple[dict, dict]:
+           device: torch.device, measure: Callable[[dict | None], tuple | None]) -> tuple[dict, dict]:
     """The launch options of one cell and the row fields saying where its config came from:
     the user's ``config`` (given); ``tune``: the backend's own autotuner where it has one
     (recorded after the check by ``record``), else ``search``; else a valid cache entry; else

@@ -37,9 +37,17 @@ def test_shape_class_groups_neighbours_and_splits_what_matters():
         assert tuning.shape_class(other) != tuning.shape_class(a), other.label()
 
 
-def measure_by(times: dict):
-    """A stand-in for the harness's measurement: a median per block_n, None for a wrong one."""
-    return lambda config: times.get(config.get("block_n"))
+RULE = {"block_n": 32, "num_warps": 4, "num_stages": 2, "merge": "kernel"}  # a stand-in rule
+
+
+def measure_by(times: dict, rule: dict = RULE):
+    """A stand-in for the harness's measurement: a median per block_n, None for a wrong one;
+    (median, knobs), the rule's knobs for ``None``."""
+    def measure(config):
+        config = rule if config is None else config
+        us = times.get(config.get("block_n"))
+        return None if us is None else (us, config)
+    return measure
 
 
 def test_tune_searches_the_space_and_later_runs_use_the_cache(cache_file):
@@ -47,7 +55,7 @@ def test_tune_searches_the_space_and_later_runs_use_the_cache(cache_file):
     options, source = tuning.choose(TRITON, p, {}, tune=True, use_cache=True, device=CPU,
                                     measure=measure_by({32: 5.0, 64: 3.0, 128: None}))
     assert source["config_source"] == "tuned" and options["config"]["block_n"] == 64
-    assert source["tuned_configs"] == len(TRITON.backend.space.configs("split-k", "dense"))
+    assert 1 < source["tuned_configs"] < len(TRITON.backend.space.configs("split-k", "dense"))
     stored = json.loads(cache_file.read_text())
     assert len(stored) == 1 and next(iter(stored.values()))["config"] == options["config"]
     # a later run of a neighbouring shape: from the cache, saying so
@@ -79,6 +87,32 @@ def test_the_source_digest_follows_the_backend_folder(tmp_path):
     """Different backends, different digests; the digest is stable within a process."""
     assert tuning.source_digest("impls.triton.split_k") == tuning.source_digest("impls.triton.one_pass")
     assert tuning.source_digest("impls.triton.split_k") != tuning.source_digest("impls.cupy.split_k")
+
+
+def test_the_search_walks_one_knob_at_a_time_to_the_best():
+    """A cost with one best configuration, reached from the rule's by single-knob moves, far
+    short of timing the whole space; a rule that is already the best is kept."""
+    space = TRITON.backend.space
+    everything = space.configs("split-k", "paged")
+    cost = {"block_n": {32: 3, 64: 2, 128: 0}, "num_warps": {4: 1, 8: 0},
+            "num_stages": {2: 2, 3: 0, 4: 1}, "gather": {"page": 0, "token": 1},
+            "merge": {"kernel": 1, "fused": 0}}
+    rule = {"block_n": 32, "num_warps": 4, "num_stages": 2, "gather": "token", "merge": "kernel"}
+    seen = []
+
+    def measure(config):
+        config = rule if config is None else config
+        seen.append(config)
+        return 10 + sum(cost[k][v] for k, v in config.items()), config
+
+    best, best_us, tried = tuning.search(TRITON, "split-k", "paged", measure)
+    assert best == {"block_n": 128, "num_warps": 8, "num_stages": 3, "gather": "page",
+                    "merge": "fused"} and best_us == 10
+    assert tried == len(seen) and tried < len(everything) / 2
+    # the rule is the optimum: one round of neighbours, none better, the rule kept
+    best, _, tried = tuning.search(TRITON, "split-k", "paged",
+                                   lambda c: (10 if c is None else 11, c or {"rule": 1}))
+    assert best == {"rule": 1}
 
 
 def test_a_search_with_nothing_correct_falls_back_to_the_rule(cache_file):

@@ -46,6 +46,18 @@ def shortest_item(lens: np.ndarray, step: int, ctas_per_item: int, num_sms: int)
     return step if 2 * items * ctas_per_item <= num_sms else planner.MIN_CHUNK
 
 
+def compiled_residency(inputs, defines: dict[str, int], merge: str | None) -> int:
+    """CTAs of the split kernel one SM holds, from its build by the occupancy rules: the fused
+    merge's build unless the merge is fixed to the combine kernel (the plan, which needs this
+    number, picks the merge; the fused build is the larger). Off a GPU, the estimate."""
+    if inputs.device.type != "cuda":
+        return resident_ctas(defines)
+    kernel = get_kernel("split_k.cu", "split_kernel",
+                        {**defines, "FUSED_MERGE": int(merge != "kernel")})
+    return planner.residency(kernel.num_regs, kernel.shared_size_bytes + dynamic_smem(defines),
+                             defines["NUM_WARPS"], planner.sm_limits(inputs.device))
+
+
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     p = inputs.problem
     config, merge = split_merge(config)
@@ -59,7 +71,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                 if defines["TENSOR_CORES"] else planner.MIN_CHUNK)
 
     # items start on whole loop steps (and pages)
-    planned = planner.split_launch(inputs, resident_ctas(defines), step, num_splits,
+    planned = planner.split_launch(inputs, compiled_residency(inputs, defines, merge), step, num_splits,
                                    num_head_blocks(p, defines), shortest=shortest, seq_lens=lens)
     split_plan = planned.plan
     fused = (merge or pick_merge(split_plan)) == "fused"

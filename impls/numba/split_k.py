@@ -17,20 +17,35 @@ two Numba launches at short sequences.
 
 from impls import plan as planner
 from impls.common import require_alignment
+from impls.numba._compat import SIMULATOR
 from impls.numba._kernels import LOAD_BYTES
 from impls.numba._launch import launcher, launches_for, num_head_blocks, pick_launch_config
 from impls.registry import Launch
 
-# blocks resident per SM: the launch bounds ask for two where the registers allow
+# blocks resident per SM in the simulator, which builds nothing to read it from
 RESIDENT_PROGRAMS = 2
+
+
+def compiled_residency(inputs, out, lse, config: dict | None) -> int:
+    """Blocks of the attention kernel one SM holds, from its build (for a stand-in plan's
+    arguments: the same types as the real launch's) by the occupancy rules."""
+    if SIMULATOR:
+        return RESIDENT_PROGRAMS
+    import numba
+
+    stand_in = planner.SplitLaunch.of(planner.whole_sequences(inputs.problem.seq_lens), inputs)
+    (kernel, _, threads, args), *_ = launches_for(inputs, out, lse, stand_in, config)[0]
+    built = kernel.compile(tuple(numba.typeof(a) for a in args))
+    return planner.residency(built.regs_per_thread, built.shared_mem_per_block, threads // 32,
+                             planner.sm_limits(inputs.device))
 
 
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     step = pick_launch_config(inputs.problem, config).STEP
 
     # items start on whole loop steps (and pages)
-    split = planner.split_launch(inputs, RESIDENT_PROGRAMS, step, num_splits,
-                                 num_head_blocks(inputs.problem))
+    split = planner.split_launch(inputs, compiled_residency(inputs, out, lse, config), step,
+                                 num_splits, num_head_blocks(inputs.problem))
     require_alignment(inputs, LOAD_BYTES)
     launches, reported = launches_for(inputs, out, lse, split, config)
     return Launch(launcher(launches), {**reported, **split.reported()}, plan=split.replan)
