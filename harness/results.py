@@ -383,6 +383,48 @@ def side_by_side(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     return ["problem", "fastest vendor (us)", *names], body
 
 
+VENDOR_NOTE = ("Against the vendors: per backend, over the problems where it and a vendor kernel "
+               "both pass, its fastest variant's time against the fastest vendor kernel's "
+               "(> 1: faster); '% read' is the median over those problems of a pure read of the "
+               "same bytes over its time. 'KV >= 256 MB' lists the same over the problems that "
+               "large (bandwidth-bound).")
+LARGE_KV = 256 * 10**6  # bytes of K and V past which a decode step is bound by HBM bandwidth
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def vendor_summary(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """One line per non-vendor backend: its fastest passing variant per problem against the
+    fastest vendor kernel there (rows annotated), median / worst / best, over all problems and
+    over those of KV >= 256 MB (with the best backend's % of the size-matched read there)."""
+    groups = by_backend(rows)
+    body = []
+    for name in sorted(b for b, g in groups.items() if not any(r.get("vendor") for r in g)):
+        best: dict[str, dict] = {}
+        for r in groups[name]:
+            if r["status"] == "PASS" and r.get("vs_vendor") is not None:
+                key = problem_key(r)
+                if key not in best or r["median_us"] < best[key]["median_us"]:
+                    best[key] = r
+        if not best:
+            continue
+        ratios = [r["vs_vendor"] for r in best.values()]
+        reads = [r["pct_read"] for r in best.values() if r.get("pct_read") is not None]
+        large = [r for r in best.values() if (r.get("kv_bytes") or 0) >= LARGE_KV]
+        large_reads = [r["pct_read"] for r in large if r.get("pct_read") is not None]
+        body.append([name, str(len(ratios)), f"{_median(ratios):.2f}x", f"{min(ratios):.2f}x",
+                     f"{max(ratios):.2f}x", f"{_median(reads):.0f}" if reads else "",
+                     str(len(large)),
+                     f"{_median([r['vs_vendor'] for r in large]):.2f}x" if large else "",
+                     f"{min(large_reads):.0f}-{max(large_reads):.0f}" if large_reads else ""])
+    return ["backend", "problems", "median", "worst", "best", "% read (median)",
+            "KV >= 256 MB", "median there", "% read there"], body
+
+
 def compile_note(group: list[dict], on_gpu: bool) -> str:
     """How long first calls took (prepare + first launch, synced), for a backend that compiles."""
     what = next((r.get("compiles") for r in group if r.get("compiles")), "")
@@ -402,6 +444,9 @@ def render_markdown(prov: dict, rows: list[dict]) -> str:
     mark = incomplete(prov, rows)
     parts = ["# decode-bench results", "", *([f"**{mark}** (the run was stopped)", ""] if mark else []),
              *provenance_lines(prov), "", f"Cells: {summary_counts(rows)}. " + COLUMNS_NOTE, ""]
+    header, body = vendor_summary(rows)
+    if body:
+        parts += ["## Against the vendors", "", VENDOR_NOTE, "", markdown(header, body), ""]
     header, body = side_by_side(rows)
     if len(header) > 2:
         parts += ["## Side by side", "", SIDE_NOTE, "", markdown(header, body), ""]
@@ -463,6 +508,9 @@ def render_text(prov: dict, rows: list[dict], width: int | None = None) -> str:
     header, body = side_by_side(rows)
     if len(header) > 2:
         parts += [f"\n== side by side ==\n{SIDE_NOTE}", *fit_columns(header, body, width)]
+    header, body = vendor_summary(rows)
+    if body:
+        parts += [f"\n== against the vendors ==\n{VENDOR_NOTE}", columns(header, body)]
     return "\n".join(parts)
 
 

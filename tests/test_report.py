@@ -222,3 +222,26 @@ def test_report_on_a_folder_of_runs_writes_the_index(tmp_path):
     assert "**current**" in lines["gpu/new"] and "superseded" in lines["gpu/old"]
     assert "incomplete: " in lines["gpu/stopped"] and "**current**" not in lines["gpu/stopped"]
     assert "plots" in lines["gpu/new"]  # a missing file is named
+
+
+def test_vendor_summary_takes_each_backends_fastest_variant_per_problem():
+    """Median / worst / best of the fastest variant against the fastest vendor kernel, and the
+    bandwidth-bound problems apart; vendor backends get no line."""
+    from harness import results
+
+    def row(backend, variant, problem, us, vendor=False, kv=10**9):
+        return {"backend": backend, "variant": variant, "problem": problem, "status": "PASS",
+                "impl": f"{backend}/{variant}", "spec": {"p": problem}, "median_us": us,
+                "vendor": vendor, "kv_bytes": kv, "pct_read": 1000 / us}
+
+    rows = [row("v1", "one-pass", "a", 10.0, True), row("v2", "one-pass", "a", 9.0, True),
+            row("dsl", "dense", "a", 12.0), row("dsl", "split-k", "a", 6.0),
+            row("v1", "one-pass", "b", 10.0, True, kv=1), row("dsl", "dense", "b", 20.0, kv=1),
+            row("dsl", "dense", "c", 5.0)]  # no vendor on c: not counted
+    results.add_vendor_ratios(rows)
+    header, body = results.vendor_summary(rows)
+    assert [line[0] for line in body] == ["dsl"]
+    line = dict(zip(header, body[0]))
+    assert line["problems"] == "2" and line["worst"] == "0.50x" and line["best"] == "1.50x"
+    assert line["median"] == "1.00x" and line["KV >= 256 MB"] == "1"
+    assert line["median there"] == "1.50x" and line["% read there"] == "167-167"

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# One GPU run over several device calls on one warm machine (a call is at most 600 s; the machine
+# and what was written outside $OUT stay while calls follow each other). Phases, one per call:
+#   copy DIR          a folder of wheel pieces (scripts/repack_wheels.sh) onto the machine
+#   install DIR       source DIR/install.sh (the last folder; TARGET=... installs elsewhere)
+#   start PIPELINE    run PIPELINE (a bash script; $W is its folder, $OUT unused) in the background,
+#                     detached, and wait for it up to 520 s
+#   wait [SECONDS]    wait for it (default 540 s), then pack $W into $OUT/run.tar.xz
+# Every phase prints the pipeline log's tail. The vendor wheels go to /tmp/site, TileLang's to
+# /tmp/site-tilelang (its pins conflict: its own environment, DECODE_BENCH_ENV_TILELANG).
+#   OUT=<dir> bash scripts/device_run.sh PHASE [ARG]
+set -uo pipefail
+W=/root/run
+mkdir -p "$W"
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH=.:/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages
+export DECODE_BENCH_ENV_TILELANG=/tmp/site-tilelang
+wait_pipeline() {  # until the pipeline ends or $1 seconds pass
+  local end=$((SECONDS + $1))
+  while [ -e "$W/running" ] && [ $SECONDS -lt $end ]; do sleep 5; done
+  tail -c 2000 "$W/pipeline.log" 2>/dev/null; echo
+  if [ -e "$W/running" ]; then echo "still running"; else echo "pipeline ended"; fi
+}
+case "${1:-}" in
+copy) mkdir -p /root/wh && cp "$2"/* /root/wh/ && ls /root/wh | wc -l ;;
+install) source "$2/install.sh" && rm -rf /root/wh && echo "installed into ${TARGET:-/tmp/site}" ;;
+start)
+  rm -rf "${W:?}"/*; touch "$W/running"
+  { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    python3 -c "import torch, triton; print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version(), 'triton', triton.__version__)"
+    pip list 2>/dev/null | grep -iE "^(cupy|numba|hypothesis)" || true
+    python3 -c "import importlib.metadata as m
+for p in ('flashinfer-python', 'flash-attn-4', 'flash_attn_3', 'helion', 'nvidia-cutlass-dsl'):
+    try: print(p, m.version(p))
+    except Exception as e: print(p, 'not installed')"
+    PYTHONPATH=/tmp/site-tilelang:. python3 -c "import tilelang; print('tilelang', tilelang.__version__)"
+    echo "commit ${DECODE_BENCH_COMMIT:-unset}"; } > "$W/env.txt" 2>&1
+  cat "$W/env.txt"
+  W=$W setsid bash -c "bash '$2'; rm -f '$W/running'" < /dev/null > "$W/pipeline.log" 2>&1 &
+  wait_pipeline 520 ;;
+wait) wait_pipeline "${2:-540}"; tar -C "$W" -cJf "$OUT/run.tar.xz" --exclude='*.png' . ;;
+*) echo "phase: copy DIR | install DIR | start PIPELINE | wait [SECONDS]" >&2; exit 2 ;;
+esac
