@@ -1,7 +1,9 @@
 """Each backend against the fastest vendor kernel over the rows of one or more run folders of
 the same GPU (runs split by backend, e.g. a slow one given its own time limit): the report's
 'against the vendors' table over their rows together, then, per problem of KV >= 256 MB, the
-fastest non-vendor backend's share of the size-matched read.
+fastest non-vendor backend's share of the size-matched read. A row of a later folder replaces
+the same implementation's row on the same problem from an earlier one (a rerun with the tuning
+cache after a run on the rules: ``RULES_DIR CACHE_DIR``).
     python scripts/vendor_ratios.py RUN_DIR [RUN_DIR ...]
 """
 
@@ -14,11 +16,12 @@ def main(folders: list[str]) -> int:
     if not folders:
         print(__doc__, file=sys.stderr)
         return 2
-    rows, gpus = [], set()
+    latest, gpus = {}, set()
     for folder in folders:
         prov, found = report.load(folder)
         gpus.add(prov.get("gpu"))
-        rows += found
+        latest.update({(r["impl"], results.problem_key(r)): r for r in found})
+    rows = list(latest.values())
     if len(gpus) > 1:
         print(f"runs of different GPUs ({sorted(map(str, gpus))}): their times do not compare",
               file=sys.stderr)

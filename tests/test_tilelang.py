@@ -65,3 +65,11 @@ def test_token_gather_is_one_stage():
         pick_launch_config(p, {"num_stages": 2})
     with pytest.raises(ProblemError, match="BLOCK_N=48"):
         pick_launch_config(p, {"BLOCK_N": 48})
+
+
+@pytest.mark.parametrize("head_dim", [160, 224])
+def test_combine_kernel_builds_at_head_dims_no_power_of_two(head_dim):
+    """A row of 160 or 224 over the combine block's threads (a divisor of the row, else layout
+    inference finds no layout: held-out shapes on an H100)."""
+    source = build(split_k.combine_kernel(head_dim, 8, "float16"))
+    assert "expf" in source

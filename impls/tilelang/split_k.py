@@ -29,7 +29,9 @@ from impls.tilelang._common import (REPORTED, attend_macro, autotune, compile_ke
                                     compiled, pick_launch_config, store_macro, tile_bound)
 
 RESIDENT_PROGRAMS = 1  # split blocks per SM: the K/V pipeline buffers take its shared memory
-COMBINE_THREADS = 128  # a combine block per (split sequence, query head): its HEAD_DIM row, <= 128
+# a combine block per (split sequence, query head): its HEAD_DIM row over at most this many
+# threads, a divisor of HEAD_DIM (layout inference finds no layout for 160 over 128 threads)
+COMBINE_THREADS = 128
 
 
 def split_kernel(HEAD_DIM, GROUP_SIZE, NUM_KV_HEADS, DTYPE, BLOCK_H, BLOCK_N, PAGE_SIZE, GATHER,
@@ -79,7 +81,7 @@ def combine_kernel(HEAD_DIM, NUM_Q_HEADS, DTYPE):
     """The merge prim_func: one block per (split sequence ``merge_seqs[pid_m]``, query head
     ``pid_h``), over its slots [merge_indptr[pid_m], merge_indptr[pid_m + 1])."""
     batch, slots, num_merges, indptr_len = T.dynamic("batch, slots, merges, indptr_len")
-    threads = min(COMBINE_THREADS, HEAD_DIM)
+    threads = math.gcd(COMBINE_THREADS, HEAD_DIM)
 
     @T.prim_func
     def combine(
@@ -134,17 +136,17 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     tuning_s = None
     if tune:
         start = time.perf_counter()
-        cfg, split = autotune(split_kernel, p, split_args, "split-k")
+        cfg, kernel = autotune(split_kernel, p, split_args, "split-k")
         tuning_s = time.perf_counter() - start
     else:
-        split = compiled(split_kernel, compile_key(cfg))
+        kernel = compiled(split_kernel, compile_key(cfg))
     combine = compiled(combine_kernel, compile_key(dict(HEAD_DIM=p.head_dim,
                                                         NUM_Q_HEADS=p.num_q_heads,
                                                         DTYPE=p.dtype)))
     merges = split_plan.num_merges
 
     def run():
-        split(*split_args)
+        kernel(*split_args)
         if merges:
             combine(*combine_args)
 
