@@ -21,13 +21,13 @@ DECODE_BENCH_PROFILE=gpu DECODE_BENCH_EXAMPLES=4 PYTHONPATH=/tmp/site-tilelang:$
 echo "conformance tilelang rc $?"; tail -1 "$W/conformance-tilelang.log"
 VENDORS2=flashinfer,torch-cudnn,torch-fa2
 run heldout2-vendors 150 --workloads heldout:2 --backends $VENDORS2 --no-tuning-cache
-run models-vendors 240 --workloads models --quick --backends $VENDORS2 --no-tuning-cache
-run heldout2-tilelang 150 --workloads heldout:2 --backends tilelang --no-tuning-cache
-run heldout2-helion 150 --workloads heldout:2 --backends helion --no-tuning-cache
-run models-tilelang 160 --workloads models --quick --backends tilelang --no-tuning-cache
-run models-helion 160 --workloads models --quick --backends helion --no-tuning-cache
-run models-tune 150 --workloads models --quick --backends gluon,cupy --tune
-run models-cache 100 --workloads models --quick --backends gluon,cupy
+run models-vendors 200 --workloads models --quick --backends $VENDORS2 --no-tuning-cache
+run heldout2-tilelang 140 --workloads heldout:2 --backends tilelang --no-tuning-cache
+run heldout2-helion 140 --workloads heldout:2 --backends helion --no-tuning-cache
+run models-tilelang 140 --workloads models --quick --backends tilelang --no-tuning-cache
+run models-helion 140 --workloads models --quick --backends helion --no-tuning-cache
+run models-tune 120 --workloads models --quick --backends gluon,cupy --tune
+run models-cache 90 --workloads models --quick --backends gluon,cupy
 for P in '{"name": "heldout2.17", "num_q_heads": 18, "num_kv_heads": 2, "head_dim": 160, "seq_lens": [2372]}' \
          '{"name": "heldout2.13", "num_q_heads": 8, "num_kv_heads": 1, "head_dim": 176, "seq_lens": [1522, 1522]}' \
          '{"name": "llama3-70b-tp8", "num_q_heads": 8, "num_kv_heads": 1, "head_dim": 128, "seq_lens": [32768], "layout": "paged", "page_size": 16}'; do
