@@ -15,8 +15,17 @@ import numpy as np
 import torch
 
 from impls.registry import Backend, Capabilities, Impl, Launch
+from specs.problem import KV_DTYPES
 
-_BOTH = Capabilities(frozenset({"dense", "paged"}))
+# every layout, and fp8 caches too (the controls read the values a cache stands for, _rows)
+_BOTH = Capabilities(frozenset({"dense", "paged"}), kv_dtypes=frozenset(KV_DTYPES))
+
+
+def _rows(inputs, b: int, start: int, stop: int):
+    """Sequence ``b``'s K and V rows as the values they stand for (an fp8 cache's times its
+    scales, in float64; a 16-bit cache's as stored)."""
+    k, v = inputs.rows(b, start, stop)
+    return inputs.values64(k, v) if inputs.k_scale is not None else (k, v)
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, kv_head_of):
@@ -29,8 +38,9 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, kv_
     return torch.einsum("hn,nhd->hd", torch.exp(s - lse[:, None]), v), lse
 
 
-def _per_sequence(inputs, out, lse, length_of, kv_head_of=None) -> Launch:
-    """A launch that attends sequence b over ``length_of(b)`` rows (0: writes nothing)."""
+def _per_sequence(inputs, out, lse, length_of, kv_head_of=None, rows=_rows) -> Launch:
+    """A launch that attends sequence b over ``length_of(b)`` rows (0: writes nothing), read by
+    ``rows(inputs, b, start, stop)``."""
     p = inputs.problem
     kv_head_of = kv_head_of or (lambda h: h // p.group_size)
 
@@ -38,7 +48,7 @@ def _per_sequence(inputs, out, lse, length_of, kv_head_of=None) -> Launch:
         for b in range(p.batch):
             n = length_of(b)
             if n > 0:
-                k, v = inputs.rows(b, 0, n)
+                k, v = rows(inputs, b, 0, n)
                 o, l = _attend(inputs.q[b], k, v, p.scale, kv_head_of)
                 out[b] = o.to(out.dtype)
                 lse[b] = l
@@ -74,6 +84,23 @@ def wrong_gqa_mapping(inputs, out, lse) -> Launch:
                          kv_head_of=lambda h: h % p.num_kv_heads)
 
 
+def swapped_head_scales(inputs, out, lse) -> Launch:
+    """An fp8 cache with per-head scales: KV heads 0 and 1 dequantised with each other's scales
+    (a scale indexed by the wrong head); right wherever that cannot happen."""
+    p = inputs.problem
+
+    def rows(inputs, b, start, stop):
+        if inputs.k_scale is None or inputs.k_scale.numel() < 2:
+            return _rows(inputs, b, start, stop)
+        k, v = inputs.rows(b, start, stop)
+        swap = torch.arange(p.num_kv_heads, device=inputs.device)
+        swap[0], swap[1] = 1, 0
+        return (k.double() * inputs.k_scale.double()[swap].view(1, -1, 1),
+                v.double() * inputs.v_scale.double()[swap].view(1, -1, 1))
+
+    return _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b], rows=rows)
+
+
 def first_length_for_all(inputs, out, lse) -> Launch:
     """Reads seq_lens[0] for every sequence (a missing batch stride), clipped to what exists."""
     p = inputs.problem
@@ -88,7 +115,7 @@ def low_precision_accumulation(inputs, out, lse) -> Launch:
 
     def run():
         for b in range(p.batch):
-            k, v = inputs.rows(b, 0, p.seq_lens[b])
+            k, v = _rows(inputs, b, 0, p.seq_lens[b])
             heads = torch.arange(p.num_q_heads, device=inputs.device) // p.group_size
             s_all = torch.einsum("hd,nhd->hn", inputs.q[b].float(), k.float()[:, heads]) * p.scale
             m = s_all.max(dim=-1).values  # exact max: only the sums are low precision
@@ -113,7 +140,7 @@ def unweighted_split_combine(inputs, out, lse, num_splits: int | None = None) ->
     def run():
         for b in range(p.batch):
             n = p.seq_lens[b]
-            k, v = inputs.rows(b, 0, n)
+            k, v = _rows(inputs, b, 0, n)
             bounds = torch.linspace(0, n, splits + 1).round().long().tolist()
             parts = [_attend(inputs.q[b], k[lo:hi], v[lo:hi], p.scale, lambda h: h // p.group_size)
                      for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
@@ -147,7 +174,7 @@ def planned_split_dropping_last_chunk(inputs, out, lse, num_splits: int | None =
         for b in range(p.batch):
             parts = []
             for _, start, end, _ in split_plan.items[split_plan.items[:, 0] == b]:
-                k, v = inputs.rows(b, 0, int(end))
+                k, v = _rows(inputs, b, 0, int(end))
                 parts.append(_attend(inputs.q[b], k[int(start):], v[int(start):], p.scale,
                                      lambda h: h // p.group_size))
             if parts:  # a sequence left with no item is never written
@@ -261,6 +288,7 @@ CONTROLS: list[Control] = [
     _control("first-length-for-all", "first_length_for_all",
              ("matches_reference", "batch_permutation")),
     _control("low-precision-accumulation", "low_precision_accumulation", ("matches_reference",)),
+    _control("swapped-head-scales", "swapped_head_scales", ("matches_reference",)),
     _control("unweighted-split-combine", "unweighted_split_combine",
              ("matches_reference", "split_invariance"), algorithm="split-k",
              options=("num_splits",)),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 from impls.registry import Impl, ProblemLimit
-from specs.problem import DecodeProblem
+from specs.problem import KV_DTYPES, KV_SCALES, DecodeProblem
 
 HEAD_DIMS = (64, 96, 128, 256)  # the spec's head dims: 96 is the non-power-of-two one
 GROUP_SIZES = (1, 2, 3, 4, 7, 8, 16)  # MHA, GQA (7: Qwen2.5-7B), MQA-like
@@ -69,8 +69,12 @@ def problems(draw, layout: str | None = None, min_group: int = 1, min_batch: int
     page_size = draw(st.sampled_from(PAGE_SIZES))
     batch = draw(st.integers(min_batch, max(min_batch, sz.max_batch)))
     seq_lens = draw(st.lists(_lengths(page_size, sz.max_seq_len), min_size=batch, max_size=batch))
+    # an fp8 cache beside a 16-bit query (fit drops it where the implementation reads none)
+    kv_dtype = draw(st.sampled_from((None, *KV_DTYPES))) if dtype != "float32" else None
+    kv_scale = draw(st.sampled_from(KV_SCALES))
     return DecodeProblem(num_kv_heads * group, num_kv_heads, head_dim, tuple(seq_lens),
-                         layout=layout, page_size=page_size, dtype=dtype)
+                         layout=layout, page_size=page_size, dtype=dtype, kv_dtype=kv_dtype,
+                         kv_scale=kv_scale)
 
 
 seeds = st.integers(0, 2**16)
@@ -85,10 +89,18 @@ def fit(problem: DecodeProblem, impl: Impl, layout: str | None = None) -> Decode
     if layout is not None and layout != problem.layout:
         problem = problem.replace(layout=layout)
     caps = impl.caps.on(problem.layout)
+    if problem.cache.quantised and problem.kv_dtype not in caps.kv_dtypes:
+        problem = problem.replace(kv_dtype=None)
+    if problem.cache.quantised and problem.kv_scale not in caps.kv_scales:
+        problem = problem.replace(kv_scale=sorted(caps.kv_scales)[0])
+
+    def with_dtype(problem, dtype):  # a float32 query takes no fp8 cache
+        return problem.replace(dtype=dtype, **({"kv_dtype": None} if dtype == "float32" else {}))
+
     if problem.dtype not in caps.dtypes:
-        problem = problem.replace(dtype=sorted(caps.dtypes)[0])
+        problem = with_dtype(problem, sorted(caps.dtypes)[0])
     if impl.availability() is None and impl.backend.mode_unsupported(problem):
-        problem = problem.replace(dtype="float16" if "float16" in caps.dtypes else "float32")
+        problem = with_dtype(problem, "float16" if "float16" in caps.dtypes else "float32")
     step = caps.head_dim_multiple
     head_dim = max(problem.head_dim, caps.min_head_dim)
     head_dim = min(-(-head_dim // step) * step, caps.max_head_dim // step * step)

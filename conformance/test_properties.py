@@ -39,6 +39,8 @@ PINNED = [
     (DecodeProblem(4, 4, 96, (5, 3), layout="paged", page_size=1), 4),  # page_size 1, head_dim 96
     (DecodeProblem(8, 1, 128, (700, 300), layout="dense"), 5),  # long: low precision shows
     (DecodeProblem(16, 8, 256, (33, 64), layout="dense", dtype="float16"), 6),  # head_dim 256
+    (DecodeProblem(8, 4, 64, (40, 9), layout="paged", kv_dtype="float8_e4m3fn",  # fp8, a scale
+                   kv_scale="head"), 8),  # per KV head (an fp8-less implementation: 16-bit)
 ]
 
 

@@ -6,7 +6,8 @@ arrays and a ``meta.json``:
 * ``inputs/``, written once per problem whatever the number of implementations: ``q [B, Hq,
   D]``, and of the logical cache only the rows each sequence owns, ``k, v [sum(seq_lens), Hkv,
   D]`` (sequence b's rows after those of 0..b-1), in the input dtype (bfloat16 as its raw bits,
-  ``int16``), ``seq_lens``; ``meta.json``: format, problem spec, seed, dtype;
+  ``int16``; an fp8 cache in its storage dtype as ``uint8`` bits, with ``k_scale``/``v_scale``),
+  ``seq_lens``; ``meta.json``: format, problem spec, seed, dtype;
 * ``<backend>_<variant>/`` per implementation: ``out`` (raw bits as above), ``lse`` (float32,
   natural log; absent when the kernel declared none); ``meta.json``: format, row name, the run's
   status and error figures, the LSE declaration the tolerance depends on.
@@ -54,10 +55,16 @@ def problem_folder(root: Path, problem: DecodeProblem) -> Path:
     return root / f"{label}-{hashlib.sha1(spec.encode()).hexdigest()[:10]}"
 
 
+# dtypes numpy has no type for, saved as their raw bits
+RAW_BITS = {"bfloat16": (torch.int16, np.int16), "float8_e4m3fn": (torch.uint8, np.uint8),
+            "float8_e5m2": (torch.uint8, np.uint8)}
+
+
 def _bits(t: torch.Tensor) -> torch.Tensor:
-    """The tensor as numpy can hold it: bfloat16 as its raw int16 bits (no copy)."""
+    """The tensor as numpy can hold it: bfloat16 and fp8 as their raw bits (no copy)."""
     t = t.detach().contiguous()
-    return t.view(torch.int16) if t.dtype == torch.bfloat16 else t
+    raw = RAW_BITS.get(str(t.dtype).removeprefix("torch."))
+    return t.view(raw[0]) if raw else t
 
 
 STAGING_BYTES = 64 << 20  # the pinned host buffer device arrays go through on their way to disk
@@ -103,7 +110,7 @@ def _save_array(path: Path, t: torch.Tensor | Rows) -> int:
 
 def _from_bits(a: np.ndarray, dtype: str) -> torch.Tensor:
     t = torch.from_numpy(np.ascontiguousarray(a))
-    return t.view(torch.bfloat16) if dtype == "bfloat16" else t
+    return t.view(getattr(torch, dtype)) if dtype in RAW_BITS else t
 
 
 def _write(folder: Path, arrays: dict[str, torch.Tensor], meta: dict) -> int:
@@ -153,10 +160,10 @@ def _meta(folder: Path, required: tuple[str, ...] = ()) -> dict:
 
 
 def _load_array(path: Path, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    """A saved ``.npy`` that holds exactly ``shape`` of ``dtype`` (bfloat16 as its int16 bits),
+    """A saved ``.npy`` that holds exactly ``shape`` of ``dtype`` (bfloat16, fp8: raw bits),
     C order, its header's size to the byte, or a CaseRefused naming the file and the rule it
     breaks. The header is read first and the data as raw numbers: nothing is unpickled."""
-    want = np.dtype(np.int16) if dtype == "bfloat16" else np.dtype(dtype)
+    want = np.dtype(RAW_BITS[dtype][1] if dtype in RAW_BITS else dtype)
     try:
         with open(path, "rb") as f:
             version = np.lib.format.read_magic(f)
@@ -216,9 +223,10 @@ def save(root: Path, row_name: str, inputs: DecodeInputs, out: torch.Tensor,
         for stale in folder.iterdir():  # other implementations' results on the old inputs
             if stale.is_dir() and stale.name != INPUTS:
                 shutil.rmtree(stale, ignore_errors=True)
+        scales = {"k_scale": inputs.k_scale, "v_scale": inputs.v_scale} if p.cache.quantised else {}
         written += _write(folder / INPUTS, {
             "q": inputs.q, "k": _owned_rows(inputs, 0), "v": _owned_rows(inputs, 1),
-            "seq_lens": torch.tensor(p.seq_lens, dtype=torch.int64)}, meta)
+            "seq_lens": torch.tensor(p.seq_lens, dtype=torch.int64), **scales}, meta)
     arrays = {"out": out}
     if lse is not None:
         arrays["lse"] = lse.detach().float()
@@ -240,17 +248,26 @@ def load_inputs(folder: Path, device: torch.device) -> DecodeInputs:
         raise CaseRefused(f"{folder / INPUTS / META}: dtype {meta['dtype']!r} differs from its "
                           f"spec's {p.dtype!r}")
     kv = (p.total_tokens, p.num_kv_heads, p.head_dim)
-    arrays = {name: _load_array(folder / INPUTS / f"{name}.npy", shape, p.dtype)
-              for name, shape in (("q", (p.batch, p.num_q_heads, p.head_dim)), ("k", kv), ("v", kv))}
+    kv_dtype = p.cache.storage_dtype(p.query)
+    arrays = {name: _load_array(folder / INPUTS / f"{name}.npy", shape, dtype)
+              for name, shape, dtype in (("q", (p.batch, p.num_q_heads, p.head_dim), p.dtype),
+                                         ("k", kv, kv_dtype), ("v", kv, kv_dtype))}
+    scales = {}
+    if p.cache.quantised:
+        n = p.num_kv_heads if p.kv_scale == "head" else 1
+        scales = {name: torch.from_numpy(_load_array(folder / INPUTS / f"{name}.npy", (n,),
+                                                     "float32")).to(device)
+                  for name in ("k_scale", "v_scale")}
     lens = _load_array(folder / INPUTS / "seq_lens.npy", (p.batch,), "int64")
     if lens.tolist() != list(p.seq_lens):
         raise CaseRefused(f"{folder / INPUTS / 'seq_lens.npy'}: differs from the spec's seq_lens")
-    q, k, v = (_from_bits(arrays[n], p.dtype).to(device) for n in ("q", "k", "v"))
+    q = _from_bits(arrays["q"], p.dtype).to(device)
+    k, v = (_from_bits(arrays[n], kv_dtype).to(device) for n in ("k", "v"))
     starts = [0]
     for n in p.seq_lens[:-1]:
         starts.append(starts[-1] + n)
     seq_lens = torch.tensor(p.seq_lens, dtype=torch.int32, device=device)
-    return DecodeInputs(p, q, k, v, seq_lens, None, meta["seed"], starts=starts)
+    return DecodeInputs(p, q, k, v, seq_lens, None, meta["seed"], starts=starts, **scales)
 
 
 def _replay_output(path: Path, inputs: DecodeInputs, ref) -> dict:

@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--problem", action="append", default=[], metavar="JSON",
                      help="one problem as JSON fields (repeatable); replaces the default workloads")
     run.add_argument("--dtype", help="override every problem's dtype: float16, bfloat16, float32")
+    run.add_argument("--kv-dtype", help="store every problem's KV cache as float8_e4m3fn or "
+                                        "float8_e5m2 (float32 scales), or 'none' (the query's dtype)")
+    run.add_argument("--kv-scale", choices=("tensor", "head"),
+                     help="an fp8 cache's scales: one per tensor (default) or one per KV head")
     run.add_argument("--quick", action="store_true", help="smaller grid, fewer repetitions")
     run.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
     run.add_argument("--num-splits", type=int, help="force split-k's split count")
@@ -137,7 +141,9 @@ def resolve_problems(args) -> list[DecodeProblem]:
         default = workloads.DEFAULT_GPU if torch.cuda.is_available() else workloads.DEFAULT_CPU
         problems = workloads.named(default, args.quick)
     # a problem two workloads share (batch 1 at 4k is in grid and sched) runs once
-    return list(dict.fromkeys(workloads.with_dtype(problems, args.dtype)))
+    problems = workloads.with_kv_dtype(workloads.with_dtype(problems, args.dtype), args.kv_dtype,
+                                       args.kv_scale)
+    return list(dict.fromkeys(problems))
 
 
 def cmd_run(args, argv) -> int:

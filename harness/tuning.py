@@ -56,6 +56,8 @@ def _pow2(n: int) -> int:
 def shape_class(problem: DecodeProblem) -> str:
     """What a launch configuration depends on, coarse where it varies smoothly (batch, length)."""
     page = f"p{problem.page_size}" if problem.layout == "paged" else "dense"
+    if problem.cache.quantised:
+        page += f"/{problem.kv_dtype}/{problem.kv_scale}"
     lengths = "uniform" if problem.uniform else "ragged"
     return (f"{problem.layout}/{problem.dtype}/d{problem.head_dim}/g{problem.group_size}/"
             f"kv{problem.num_kv_heads}/{page}/b{_pow2(problem.batch)}/"

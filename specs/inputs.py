@@ -26,6 +26,15 @@ Everything a correct kernel must not read is poisoned so that reading it shows u
   page (TAIL_PAGES more columns than the longest sequence needs) point at such pages, so a
   kernel that walks too far reads NaN.
 
+An fp8 cache (``kv_dtype``) stores each real value x as fp8(x / scale), its scale a float32 per
+tensor or per KV head (``k_scale``/``v_scale``, [1] or [Hkv]); the value it stands for is the
+stored one times the scale, exactly what the oracle reads. The scales are seeded, distinct per
+head, and have 4-bit significands (m / 8 x 2^e, m in 8..15), so every dequantised value is
+exact in bf16 and fp16 too: a kernel may apply a scale before or after its products without a
+rounding the tolerance would have to allow. The finite V poison is the fp8 dtype's largest
+finite value (x [1/2, 1)), e4m3's 448 being below POISON_V; the unused pages are NaN (both fp8
+dtypes have one).
+
 Pages are handed to sequences in a shuffled order (``page_seed``, by default ``seed``). The poison
 values come from their own stream (``poison_seed``): the same cache with two poison seeds must
 give bit-identical outputs from a kernel that reads only what it should.
@@ -50,8 +59,13 @@ TAIL_PAGES = 1  # block-table columns past the longest sequence's pages, pointin
 UNUSED_PAGES = 8  # the pool has one NaN page per this many pages in use (at least one)
 SLICE_VALUES = 1 << 22  # values drawn per step: bounds the generator's scratch memory (~0.2 GB)
 
-TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
-STREAMS = {"q": 1, "k": 2, "v": 3, "spike": 4, "poison": 5}  # what a value is, in its hash
+TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+                "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
+STREAMS = {"q": 1, "k": 2, "v": 3, "spike": 4, "poison": 5, "scale": 6}  # what a value is, in its hash
+# fp8 scales m / 8 x 2^-e: K's and V's real values (|x| <= ~10 with spikes) land within e4m3's
+# range (448) at the smallest scale, and V's poison (the largest fp8 value) dequantises to at
+# least 448 / 16 = 28x the largest real V
+SCALE_EXPONENTS = (2, 3, 4)
 MASK32 = 0xFFFFFFFF
 GOLDEN = 0x9E3779B9  # 2^32 / golden ratio: spreads consecutive counters over the hash's input
 TRIANGLE_MEAN = 65535  # the mean of two uniforms on [0, 65535] ...
@@ -135,7 +149,26 @@ class Draw:
             if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= INT32_MAX:
                 raise ProblemError(f"seq_ids[{i}]={s!r}: must be an integer in [0, {INT32_MAX}]")
         self.dtype = TORCH_DTYPES[problem.dtype]
+        self.kv_dtype = TORCH_DTYPES[problem.cache.storage_dtype(problem.query)]
         self._on: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._scales: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def scales(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(k_scale, v_scale) of a quantised cache, float32 [Hkv] (per head) or [1]; None
+        otherwise. Distinct per head and between K and V, 4-bit significands (see above)."""
+        p = self.problem
+        if not p.cache.quantised:
+            return None
+        if device not in self._scales:
+            n = p.num_kv_heads if p.kv_scale == "head" else 1
+            heads = torch.arange(n, dtype=torch.int32)
+            bits = _bits(_token_keys(self.keys["scale"], heads, torch.zeros_like(heads)), 4)
+            significand = 8 + (bits[:, :2] & 7).float()  # 8..15
+            exponent = torch.tensor(SCALE_EXPONENTS, dtype=torch.float32)[
+                (bits[:, 2:] & 0x7FFFFFFF) % len(SCALE_EXPONENTS)]
+            k_scale, v_scale = (significand[:, i] / 8 * torch.exp2(-exponent[:, i]) for i in (0, 1))
+            self._scales[device] = (k_scale.to(device), v_scale.to(device))
+        return self._scales[device]
 
     def _per_entry(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """Each batch entry's sequence id and length on ``device`` (made once, not per slice)."""
@@ -161,12 +194,20 @@ class Draw:
         spikes = _uniform(_token_keys(self.keys["spike"], seqs, t), hkv) < SPIKE_PROB
         k = torch.where(spikes[..., None], k * SPIKE_SCALE, k).view(-1, width)
         v = _triangular(_token_keys(self.keys["v"], seqs, t), width)
+        scales = self.scales(b.device)
+        if scales is not None:  # stored values: the real ones over their head's scale
+            k_scale, v_scale = (sc.repeat_interleave(p.head_dim) if sc.numel() > 1 else sc
+                                for sc in scales)
+            k, v = k / k_scale, v / v_scale
         past = t >= lengths[b]
         if bool(past.any()):
             u = _uniform(_token_keys(self.keys["poison"], seqs[past], t[past]), 2 * width).view(-1, width, 2)
             sign = torch.where(u[..., 0] < 0.5, -1.0, 1.0)
-            v[past] = sign * (1 + u[..., 1]) * POISON_V
-        return k.to(self.dtype), v.to(self.dtype)
+            if scales is None:
+                v[past] = sign * (1 + u[..., 1]) * POISON_V
+            else:  # the largest finite fp8 value (x [1/2, 1)), stored as is
+                v[past] = sign * (1 + u[..., 1]) / 2 * torch.finfo(self.kv_dtype).max
+        return k.to(self.kv_dtype), v.to(self.kv_dtype)
 
 
 def _slices(total: int, width: int):
@@ -193,6 +234,9 @@ class DecodeInputs:
     block_table: torch.Tensor | None  # int32 [batch, max_pages_per_seq] (paged only)
     seed: int
     starts: list[int] | None = None  # packed rows: sequence b's first row
+    # an fp8 cache's float32 scales, [Hkv] (per head) or [1] (per tensor); None when unquantised
+    k_scale: torch.Tensor | None = None
+    v_scale: torch.Tensor | None = None
 
     @property
     def device(self) -> torch.device:
@@ -201,8 +245,8 @@ class DecodeInputs:
     @property
     def nbytes(self) -> int:
         """Bytes held on the device (q, the cache in its layout, lengths, block table)."""
-        return sum(t.nbytes for t in (self.q, self.k, self.v, self.seq_lens, self.block_table)
-                   if t is not None)
+        return sum(t.nbytes for t in (self.q, self.k, self.v, self.seq_lens, self.block_table,
+                                      self.k_scale, self.v_scale) if t is not None)
 
     def rows(self, b: int, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Sequence ``b``'s K and V rows ``start:stop`` ``[n, Hkv, D]``, read through the layout
@@ -216,6 +260,14 @@ class DecodeInputs:
         t = torch.arange(start, stop, device=self.device)
         pages = self.block_table[b, t // ps].long()
         return self.k[pages, t % ps], self.v[pages, t % ps]
+
+    def values64(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rows ``[n, Hkv, D]`` of ``rows()`` as the float64 values they stand for (stored value
+        x its head's scale for an fp8 cache: exact in float64)."""
+        if self.k_scale is None:
+            return k.double(), v.double()
+        return (k.double() * self.k_scale.double().view(1, -1, 1),
+                v.double() * self.v_scale.double().view(1, -1, 1))
 
     def new_outputs(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Output buffers ``out [B, Hq, D]`` (input dtype) and ``lse [B, Hq]`` (float32), NaN."""
@@ -237,7 +289,7 @@ def _dense(problem: DecodeProblem, draw: Draw, device: torch.device):
     rows = dense_rows(p)
     width = p.num_kv_heads * p.head_dim
     shape = (p.batch, rows, p.num_kv_heads, p.head_dim)
-    k = torch.empty(shape, dtype=draw.dtype, device=device)
+    k = torch.empty(shape, dtype=draw.kv_dtype, device=device)
     v = torch.empty_like(k)
     kf, vf = k.view(-1, width), v.view(-1, width)
     for start, stop in _slices(p.batch * rows, width):
@@ -274,7 +326,7 @@ def _paged(problem: DecodeProblem, draw: Draw, device: torch.device, page_seed: 
     table = table.to(device)
 
     width = p.num_kv_heads * p.head_dim
-    k = torch.full((num_pages, ps, p.num_kv_heads, p.head_dim), float("nan"), dtype=draw.dtype,
+    k = torch.full((num_pages, ps, p.num_kv_heads, p.head_dim), float("nan"), dtype=draw.kv_dtype,
                    device=device)
     v = torch.full_like(k, float("nan"))
     kf, vf = k.view(-1, width), v.view(-1, width)
@@ -301,17 +353,18 @@ def make_inputs(problem: DecodeProblem, seed: int = 0, device: torch.device | st
     draw = Draw(problem, seed, poison_seed, seq_ids)
     q = draw.q(device)
     seq_lens = torch.tensor(problem.seq_lens, dtype=torch.int32, device=device)
+    k_scale, v_scale = draw.scales(device) or (None, None)
     if problem.layout == "dense":
         k, v = _dense(problem, draw, device)
-        return DecodeInputs(problem, q, k, v, seq_lens, None, seed)
+        return DecodeInputs(problem, q, k, v, seq_lens, None, seed, k_scale=k_scale, v_scale=v_scale)
     k, v, table = _paged(problem, draw, device, seed if page_seed is None else page_seed)
-    return DecodeInputs(problem, q, k, v, seq_lens, table, seed)
+    return DecodeInputs(problem, q, k, v, seq_lens, table, seed, k_scale=k_scale, v_scale=v_scale)
 
 
 def input_bytes(problem: DecodeProblem) -> int:
     """Bytes ``make_inputs`` keeps on the device for ``problem`` (before drawing anything)."""
     p = problem
-    row = 2 * p.num_kv_heads * p.head_dim * p.itemsize  # K and V of one token
+    row = 2 * p.num_kv_heads * p.head_dim * p.kv_itemsize  # K and V of one token
     if p.layout == "dense":
         cache = p.batch * dense_rows(p) * row
     else:
@@ -324,8 +377,11 @@ def repeat_kv_heads(inputs: DecodeInputs, times: int) -> DecodeInputs:
     """The same inputs with each KV head repeated ``times`` times (GQA as MHA), in its layout."""
     p = inputs.problem
     mha = p.replace(num_kv_heads=p.num_kv_heads * times)
+    per_head = {name: getattr(inputs, name).repeat_interleave(times)
+                for name in ("k_scale", "v_scale")
+                if getattr(inputs, name) is not None and getattr(inputs, name).numel() > 1}
     return dataclasses.replace(inputs, problem=mha, k=inputs.k.repeat_interleave(times, dim=2),
-                               v=inputs.v.repeat_interleave(times, dim=2))
+                               v=inputs.v.repeat_interleave(times, dim=2), **per_head)
 
 
 # ---- validation of tensors against the problem (run before any kernel launch) --------------
@@ -336,8 +392,8 @@ def _expect(name: str, tensor: torch.Tensor, shape: tuple, dtype: torch.dtype,
     if tuple(tensor.shape) != tuple(shape):
         raise ProblemError(f"{name}.shape={tuple(tensor.shape)}: expected {tuple(shape)}")
     if tensor.dtype != dtype:
-        raise ProblemError(f"{name}.dtype={tensor.dtype}: expected {dtype} "
-                           "(q, k, v share the problem's dtype)")
+        raise ProblemError(f"{name}.dtype={tensor.dtype}: expected {dtype} (q and out in the "
+                           "problem's dtype, k and v in its kv_dtype, the LSE and scales float32)")
     if tensor.device != device:
         raise ProblemError(f"{name}.device={tensor.device}: expected {device} (same as q)")
 
@@ -352,6 +408,7 @@ def validate_inputs(inputs: DecodeInputs, out: torch.Tensor | None = None,
     p = inputs.problem
     dev = inputs.q.device
     dtype = TORCH_DTYPES[p.dtype]
+    kv_dtype = TORCH_DTYPES[p.cache.storage_dtype(p.query)]
     B, Hq, Hkv, D = p.batch, p.num_q_heads, p.num_kv_heads, p.head_dim
     _expect("q", inputs.q, (B, Hq, D), dtype, dev)
     _expect("seq_lens", inputs.seq_lens, (B,), torch.int32, dev)
@@ -364,13 +421,13 @@ def validate_inputs(inputs: DecodeInputs, out: torch.Tensor | None = None,
             if t.dim() != 4 or t.shape[1] < p.max_seq_len:
                 raise ProblemError(f"{name}.shape={tuple(t.shape)}: dense layout needs "
                                    f"[{B}, >= max(seq_lens)={p.max_seq_len}, {Hkv}, {D}]")
-            _expect(name, t, (B, inputs.k.shape[1], Hkv, D), dtype, dev)
+            _expect(name, t, (B, inputs.k.shape[1], Hkv, D), kv_dtype, dev)
         if inputs.block_table is not None:
             raise ProblemError("block_table: must be None for the dense layout")
     else:
         num_pages = inputs.k.shape[0] if inputs.k.dim() == 4 else -1
         for name in ("k", "v"):
-            _expect(name, getattr(inputs, name), (num_pages, p.page_size, Hkv, D), dtype, dev)
+            _expect(name, getattr(inputs, name), (num_pages, p.page_size, Hkv, D), kv_dtype, dev)
         table = inputs.block_table
         if table is None:
             raise ProblemError("block_table: required for the paged layout")
@@ -390,6 +447,7 @@ def validate_inputs(inputs: DecodeInputs, out: torch.Tensor | None = None,
                 j = int(bad[0])
                 raise ProblemError(f"block_table[{b}, {j}]={int(row[j])} is outside the page pool "
                                    f"[0, {num_pages})")
+    _validate_scales(inputs, dev)
     if out is not None:
         _expect("out", out, (B, Hq, D), dtype, dev)
     if lse is not None:
@@ -402,3 +460,24 @@ def validate_inputs(inputs: DecodeInputs, out: torch.Tensor | None = None,
     if inputs.k.stride() != inputs.v.stride():
         raise ProblemError(f"v.stride()={inputs.v.stride()} differs from k.stride()="
                            f"{inputs.k.stride()}: k and v must share one layout")
+
+
+def _validate_scales(inputs: DecodeInputs, device: torch.device) -> None:
+    """An fp8 cache's scales: float32, one per tensor ([1]) or per KV head ([Hkv]) as the
+    problem's ``kv_scale`` says, finite and positive (a host read: set-up time only)."""
+    p = inputs.problem
+    for name in ("k_scale", "v_scale"):
+        t = getattr(inputs, name)
+        if not p.cache.quantised:
+            if t is not None:
+                raise ProblemError(f"{name}: must be None for an unquantised cache (kv_dtype None)")
+            continue
+        if t is None:
+            raise ProblemError(f"{name}: required for kv_dtype={p.kv_dtype!r}")
+        n = p.num_kv_heads if p.kv_scale == "head" else 1
+        _expect(name, t, (n,), torch.float32, device)
+        host = t.cpu()
+        bad = (~torch.isfinite(host) | (host <= 0)).nonzero()
+        if len(bad):
+            i = int(bad[0])
+            raise ProblemError(f"{name}[{i}]={float(host[i])}: a scale must be finite and > 0")

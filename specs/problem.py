@@ -24,7 +24,8 @@ A problem is three parts and the lengths, each part an axis of the problem that 
 itself, states its bytes and its label:
 
     Query   what a query is: heads, head dim, the query/output dtype (later: tokens per query)
-    Cache   how the cache is stored: layout, page size (later: the storage dtype and its scales)
+    Cache   how the cache is stored: layout, page size, the storage dtype (fp8 or the query's)
+            and, for fp8, the granularity of its float32 scales
     Mask    how scores are formed and what is masked: the softmax scale (later: window, softcap)
 
 A new axis of the problem is a field of the part it belongs to (with its rule in that part's
@@ -45,8 +46,14 @@ from typing import Any, Mapping
 
 DTYPES = ("float16", "bfloat16", "float32")
 LAYOUTS = ("dense", "paged")
-DTYPE_SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
+DTYPE_SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32",
+               "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float8_e4m3fn": 1, "float8_e5m2": 1}
+# A quantised cache's storage dtypes (the query and output stay 16-bit) and its scales' granularity:
+# one float32 scale per tensor (K and V) or one per KV head, as serving engines keep them.
+KV_DTYPES = ("float8_e4m3fn", "float8_e5m2")
+KV_SCALES = ("tensor", "head")
+QUANTISED_QUERY_DTYPES = ("bfloat16", "float16")
 
 
 class ProblemError(ValueError):
@@ -107,30 +114,53 @@ class Query:
 @dataclass(frozen=True)
 class Cache:
     """How the KV cache is stored: ``layout`` (dense or paged) and, paged, ``page_size`` tokens a
-    page. Its values are in the query's dtype."""
+    page; ``kv_dtype`` its storage dtype (None: the query's; or an fp8 dtype of KV_DTYPES, the
+    values then stand for value x scale, ``kv_scale`` saying whether K and V have one float32
+    scale each ("tensor") or one per KV head ("head"))."""
 
     layout: str = "dense"
     page_size: int = 16  # only meaningful for the paged layout
+    kv_dtype: str | None = None
+    kv_scale: str = "tensor"  # only meaningful for an fp8 cache
 
     def validate(self) -> None:
         if self.layout not in LAYOUTS:
             raise ProblemError(f"layout={self.layout!r}: must be one of {LAYOUTS}")
         _require_int("page_size", self.page_size, 1)
+        if self.kv_dtype is not None and self.kv_dtype not in KV_DTYPES:
+            raise ProblemError(f"kv_dtype={self.kv_dtype!r}: must be one of {KV_DTYPES}, or None "
+                               "(the query's dtype)")
+        if self.kv_scale not in KV_SCALES:
+            raise ProblemError(f"kv_scale={self.kv_scale!r}: must be one of {KV_SCALES}")
+
+    @property
+    def quantised(self) -> bool:
+        return self.kv_dtype is not None
+
+    def storage_dtype(self, query: "Query") -> str:
+        return self.kv_dtype or query.dtype
 
     def pages_for(self, length: int) -> int:
         return -(-length // self.page_size)
 
     def kv_bytes(self, seq_lens: tuple[int, ...], query: Query) -> int:
         """K and V of the tokens that exist: what any correct kernel must read."""
-        return 2 * sum(seq_lens) * query.num_kv_heads * query.head_dim * ITEMSIZE[query.dtype]
+        return 2 * sum(seq_lens) * query.num_kv_heads * query.head_dim * \
+            ITEMSIZE[self.storage_dtype(query)]
 
     def bytes(self, seq_lens: tuple[int, ...], query: Query) -> int:
-        """The K and V it must read, plus the block table's entries in use when paged."""
+        """The K and V it must read, plus the block table's entries in use when paged, plus the
+        scales of a quantised cache."""
         table = 4 * sum(self.pages_for(n) for n in seq_lens) if self.layout == "paged" else 0
-        return self.kv_bytes(seq_lens, query) + table
+        scales = 2 * 4 * (query.num_kv_heads if self.kv_scale == "head" else 1) \
+            if self.quantised else 0
+        return self.kv_bytes(seq_lens, query) + table + scales
 
     def label(self) -> str:
-        return f"paged{self.page_size}" if self.layout == "paged" else "dense"
+        where = f"paged{self.page_size}" if self.layout == "paged" else "dense"
+        if not self.quantised:
+            return where
+        return f"{where} kv-{DTYPE_SHORT[self.kv_dtype]}" + ("/head" if self.kv_scale == "head" else "")
 
 
 @dataclass(frozen=True)
@@ -218,6 +248,10 @@ class DecodeProblem:
                                    "sums of the sequence's terms may err by half their value: no "
                                    "tolerance can judge the result)")
         self.cache.validate()
+        if self.cache.quantised and self.query.dtype not in QUANTISED_QUERY_DTYPES:
+            raise ProblemError(f"kv_dtype={self.cache.kv_dtype!r} with dtype={self.query.dtype!r}: "
+                               f"a quantised cache is read with a {' or '.join(QUANTISED_QUERY_DTYPES)} "
+                               "query (the dtype of q and out)")
         self.mask.validate()
 
     def __getattr__(self, attr: str) -> Any:
@@ -265,7 +299,13 @@ class DecodeProblem:
     # ---- bytes the problem must move (the roofline's numerator) ----------------------------
     @property
     def itemsize(self) -> int:
+        """Bytes of a query or output element."""
         return ITEMSIZE[self.dtype]
+
+    @property
+    def kv_itemsize(self) -> int:
+        """Bytes of a stored K or V element (1 for an fp8 cache)."""
+        return ITEMSIZE[self.cache.storage_dtype(self.query)]
 
     @property
     def kv_bytes(self) -> int:

@@ -1,10 +1,10 @@
 """The oracle: decode attention in float64, independent of every implementation.
 
 It reads only the first ``seq_lens[b]`` rows of each sequence, through the layout
-(``DecodeInputs.rows``: never the poison), a chunk of rows at a time (``CHUNK_VALUES``), so its
-memory stays bounded whatever the sequence's length: a first pass finds each head's largest
-score and log-sum-exp, a second sums the probabilities against V. It runs on the inputs' device
-(the GPU when there is one).
+(``DecodeInputs.rows``: never the poison; an fp8 cache's values times their scales, exactly),
+a chunk of rows at a time (``CHUNK_VALUES``), so its memory stays bounded whatever the
+sequence's length: a first pass finds each head's largest score and log-sum-exp, a second sums
+the probabilities against V. It runs on the inputs' device (the GPU when there is one).
 
 Beside the result it returns, per output element, the softmax-weighted magnitude of V,
 ``sum_t p_t |v_t[d]|``: the scale of the roundings any kernel at the input precision must make,
@@ -56,8 +56,8 @@ def reference(inputs: DecodeInputs) -> Reference:
         q = inputs.q[b].view(Hkv, G, D).double()  # query head h = kv_head * G + g
 
         def scores(start, stop):
-            k, v = inputs.rows(b, start, stop)  # [n, Hkv, D]
-            return torch.einsum("hgd,lhd->hgl", q, k.double()) * p.scale, v
+            k, v = inputs.values64(*inputs.rows(b, start, stop))  # [n, Hkv, D], dequantised
+            return torch.einsum("hgd,lhd->hgl", q, k) * p.scale, v
 
         # pass 1: the largest score and the normaliser l = sum exp(s - max), per query head
         top = torch.full((Hkv, G), -torch.inf, dtype=torch.float64, device=dev)
@@ -73,7 +73,6 @@ def reference(inputs: DecodeInputs) -> Reference:
                                  for _ in range(3))
         for start, stop in _chunks(length, width):
             s, v = scores(start, stop)
-            v = v.double()
             p64 = torch.exp(s - lse64[..., None])
             acc += torch.einsum("hgl,lhd->hgd", p64, v)
             acc_abs += torch.einsum("hgl,lhd->hgd", p64, v.abs())

@@ -66,6 +66,15 @@ one <= UNDERFLOW when it is subnormal in the dtype (fp16 below 2^-14); the norma
 gains that much (2^-8 in bf16) for that kernel only, the output bound is unchanged, and the
 harness reports the declaration beside the row.
 
+An fp8 cache (``kv_dtype``) adds no term. Its values stand for value x scale, and the spec's
+scales have 4-bit significands (``specs.inputs``), so every such product is exact in float32 and
+in the 16-bit query dtype alike: a kernel that dequantises K and V before its products, one that
+folds K's scale into the softmax scale and V's into the output, and the float64 oracle all see
+the same values. What a kernel must round after dequantising is what it rounds on a 16-bit
+cache: the probabilities and the output in the query dtype (u of the query's dtype), and the
+float32 sums. Reading a scale of the wrong head or none at all moves every score by the ratio of
+two scales (1/2 to 2 and more), far outside this rule (tests/test_fp8.py).
+
 A kernel that declares it returns no LSE (``Impl.returns_lse``) is judged on ``out`` alone: its
 LSE figures are None.
 

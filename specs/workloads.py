@@ -268,3 +268,20 @@ def with_dtype(problems: list[DecodeProblem], dtype: str | None) -> list[DecodeP
     if dtype not in DTYPES:
         raise ProblemError(f"--dtype={dtype!r}: must be one of {DTYPES}")
     return [p.replace(dtype=dtype) for p in problems]
+
+
+def with_kv_dtype(problems: list[DecodeProblem], kv_dtype: str | None,
+                  kv_scale: str | None = None) -> list[DecodeProblem]:
+    """Every problem with its cache stored as ``kv_dtype`` (an fp8 dtype, or "none": the query's
+    dtype) and scales of ``kv_scale`` granularity; None leaves them as they are."""
+    changes = {}
+    if kv_dtype is not None:
+        changes["kv_dtype"] = None if kv_dtype == "none" else kv_dtype
+    if kv_scale is not None:
+        changes["kv_scale"] = kv_scale
+    if not changes:
+        return problems
+    try:
+        return [p.replace(**changes) for p in problems]
+    except ProblemError as e:
+        raise ProblemError(f"--kv-dtype/--kv-scale: {e}") from None

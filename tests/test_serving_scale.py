@@ -128,7 +128,7 @@ def test_problems_of_the_old_format_still_load():
     assert results.problem_key({"spec": {k: v for k, v in OLD_ROW_SPEC.items() if k != "sm_scale"}}) == \
         results.problem_key({"spec": p.to_dict()})
     with pytest.raises(ProblemError, match="unknown field"):
-        DecodeProblem.from_dict({**OLD_ROW_SPEC, "kv_dtype": "float8_e4m3fn"})
+        DecodeProblem.from_dict({**OLD_ROW_SPEC, "no_such_field": 1})
     with pytest.raises(ProblemError, match="head_dim belongs to query"):
         DecodeProblem.from_dict({**grouped, "cache": {"head_dim": 64}})
     assert p.replace(query=Query(8, 1, 64)).query == Query(8, 1, 64)
