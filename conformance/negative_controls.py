@@ -90,7 +90,7 @@ def swapped_head_scales(inputs, out, lse) -> Launch:
     p = inputs.problem
 
     def rows(inputs, b, start, stop):
-        if inputs.k_scale is None or inputs.k_scale.numel() < 2:
+        if inputs.k_scale is None or inputs.k_scale.numel() < 2:  # one scale: nothing to swap
             return _rows(inputs, b, start, stop)
         k, v = inputs.rows(b, start, stop)
         swap = torch.arange(p.num_kv_heads, device=inputs.device)

@@ -379,7 +379,7 @@ def repeat_kv_heads(inputs: DecodeInputs, times: int) -> DecodeInputs:
     mha = p.replace(num_kv_heads=p.num_kv_heads * times)
     per_head = {name: getattr(inputs, name).repeat_interleave(times)
                 for name in ("k_scale", "v_scale")
-                if getattr(inputs, name) is not None and getattr(inputs, name).numel() > 1}
+                if getattr(inputs, name) is not None and p.kv_scale == "head"}
     return dataclasses.replace(inputs, problem=mha, k=inputs.k.repeat_interleave(times, dim=2),
                                v=inputs.v.repeat_interleave(times, dim=2), **per_head)
 

@@ -100,6 +100,10 @@ def main() -> None:
     problems += [DecodeProblem(32, 8, 128, (300, 70), layout="paged", page_size=12)]
     # one long sequence on one KV head: split on the nominal 4 SMs of a CPU, the combine launched
     problems += [DecodeProblem(8, 1, 128, (8192,), layout=layout) for layout in ("dense", "paged")]
+    # fp8 caches (where the backend reads them): e4m3 per head, e5m2 per tensor
+    problems += [DecodeProblem(32, 8, 128, (300, 70), layout=layout, kv_dtype=kv, kv_scale=scale)
+                 for layout in ("dense", "paged")
+                 for kv, scale in (("float8_e4m3fn", "head"), ("float8_e5m2", "tensor"))]
     backend = sys.argv[1] if len(sys.argv) > 1 else "triton"
     for line in compile_all(problems, backend, GLUON_CONFIGS if backend == "gluon" else TRITON_CONFIGS):
         print(line)

@@ -2,6 +2,7 @@
 
 from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl
+from specs.problem import KV_DTYPES
 
 BACKEND = Backend(
     name="triton",
@@ -22,7 +23,9 @@ BACKEND = Backend(
 )
 
 # Head dims are padded to a power of two inside the kernels (masked), up to 256.
-CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256)
+# fp8 caches: converted to the query's dtype as tiles land, the scales folded into the score
+# scale and the output
+CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, kv_dtypes=frozenset(KV_DTYPES))
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.triton.one_pass", CAPS, options=("config",),
          summary="grid (batch, kv_heads); paged: per-token page gather (any page size)"),

@@ -67,13 +67,15 @@ def load_q_group(q_ptr, pid_b, pid_kvh, group_size, stride_qb, stride_qh, offs_h
 def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
                  stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale,
                  offs_d, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr,
-                 PAGE_SIZE: tl.constexpr, UPCAST_DOT: tl.constexpr):
+                 PAGE_SIZE: tl.constexpr, UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr):
     """Online softmax over tokens [start, end) of one sequence and KV head.
 
     Masked tokens are never loaded (no read of poisoned rows or pages); their scores are -inf.
     ``UPCAST_DOT`` (constexpr so the casts vanish from GPU builds) feeds ``tl.dot`` float32
     copies: the CPU interpreter multiplies bf16 bit patterns as integers (triton-lang/triton
     #11584), so there bf16 operands are upcast after rounding, which keeps the result exact.
+    ``KV_SCALED``: K/V are fp8, converted to the query's dtype as they land (exact: every fp8
+    value is a bf16 and an fp16 value); their scales are applied by ``attend``.
     """
     mask_d = offs_d < HEAD_DIM
     # the block-table entries of the next tile are loaded a tile ahead and carried in the loop:
@@ -94,6 +96,9 @@ def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh
         mask = mask_n[:, None] & mask_d[None, :]
         k = tl.load(k_ptr + kv_off[:, None] + offs_d[None, :], mask=mask, other=0.0)
         v = tl.load(v_ptr + kv_off[:, None] + offs_d[None, :], mask=mask, other=0.0)
+        if KV_SCALED:
+            k = k.to(q.dtype)
+            v = v.to(q.dtype)
         if UPCAST_DOT:
             s = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)), input_precision="ieee")
         else:
@@ -125,11 +130,15 @@ def finish(m_i, l_i, acc):
 @triton.jit
 def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, group_size,
            stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale,
+           k_scale_ptr, v_scale_ptr, scale_stride,
            HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
            BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
-           UPCAST_DOT: tl.constexpr):
+           UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr):
     """Attention of KV head ``pid_kvh``'s query group over tokens [start, end): (out, lse) for
-    the ``BLOCK_H`` rows (rows >= group_size are padding), out normalised, lse natural-log."""
+    the ``BLOCK_H`` rows (rows >= group_size are padding), out normalised, lse natural-log.
+    An fp8 cache (``KV_SCALED``): K's scale folds into the score scale and V's into the output,
+    one float32 product each, never a rounded dequantised tile (``scale_stride`` 1: a scale per
+    KV head; 0: one for all)."""
     offs_h = tl.arange(0, BLOCK_H)
     offs_d = tl.arange(0, HEAD_DIM_PAD)
     q = load_q_group(q_ptr, pid_b, pid_kvh, group_size, stride_qb, stride_qh, offs_h, offs_d,
@@ -137,10 +146,14 @@ def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, gro
     m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_H], tl.float32)
     acc = tl.zeros([BLOCK_H, HEAD_DIM_PAD], tl.float32)
+    if KV_SCALED:
+        qk_scale = qk_scale * tl.load(k_scale_ptr + pid_kvh * scale_stride)
     m_i, l_i, acc = attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh,
                                  start, end, stride_kp, stride_kt, stride_kh, stride_btb,
                                  page_size, qk_scale, offs_d, HEAD_DIM, BLOCK_N, IS_PAGED,
-                                 PAGE_SIZE, UPCAST_DOT)
+                                 PAGE_SIZE, UPCAST_DOT, KV_SCALED)
+    if KV_SCALED:
+        acc = acc * tl.load(v_scale_ptr + pid_kvh * scale_stride)
     return finish(m_i, l_i, acc)
 
 
@@ -182,7 +195,7 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
     overrides the tunable ones (``BLOCK_N``, ``num_warps``, ``num_stages``, ``GATHER``,
     ``MERGE``; ``FUSED_MERGE`` is the split kernel's alone)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
-    fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.itemsize)  # tokens in one stage's K+V
+    fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.kv_itemsize)  # tokens in one stage's K+V
     paged = problem.layout == "paged"
     many = paged and problem.batch * problem.num_kv_heads >= MANY_PROGRAMS
     defaults = dict(
@@ -193,6 +206,7 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
         # the CPU interpreter multiplies bf16 bit patterns in tl.dot (see attend_range)
         UPCAST_DOT=interpreting() and problem.dtype == "bfloat16",
         IS_PAGED=paged,
+        KV_SCALED=problem.cache.quantised,
         GATHER="page",
         # the merge in a kernel of its own: measured faster at batch 1 than fused into the split
         # kernel's last program (results/nvidia-h100/2026-11-24-plan/), the same elsewhere
@@ -212,3 +226,13 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
     per_page = paged and gather == "page" and (tile % ps == 0 or ps % tile == 0)
     return {**cfg, "PAGE_SIZE": ps if per_page else 0}
 
+
+
+def scale_args(inputs) -> dict:
+    """The kernels' fp8 scale arguments (keywords): K's and V's scales and their stride over KV
+    heads (1: one each, 0: one for all); an unquantised cache passes the lengths as a stand-in
+    the kernels never read (KV_SCALED is False)."""
+    if inputs.k_scale is None:
+        return dict(k_scale_ptr=inputs.seq_lens, v_scale_ptr=inputs.seq_lens, scale_stride=0)
+    return dict(k_scale_ptr=inputs.k_scale, v_scale_ptr=inputs.v_scale,
+                scale_stride=int(inputs.problem.kv_scale == "head"))

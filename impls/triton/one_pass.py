@@ -16,7 +16,7 @@ import triton.language as tl
 
 from impls.common import tile_kernel_args
 from impls.registry import Launch
-from impls.triton._common import REPORTED, attend, pick_launch_config, store_group
+from impls.triton._common import REPORTED, attend, pick_launch_config, scale_args, store_group
 
 
 # runtime ints that vary per problem are not specialised (fewer recompiles, same code)
@@ -24,18 +24,19 @@ from impls.triton._common import REPORTED, attend, pick_launch_config, store_gro
 def decode_kernel(
     q_ptr, k_ptr, v_ptr, seq_lens_ptr, block_table_ptr, out_ptr, lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
-    stride_lb, page_size, group_size, qk_scale,
+    stride_lb, page_size, group_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
     HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
     BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
-    UPCAST_DOT: tl.constexpr,
+    UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr,
 ):
     pid_b = tl.program_id(0)
     pid_kvh = tl.program_id(1)
     seq_len = tl.load(seq_lens_ptr + pid_b)
     out, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, 0, seq_len,
                       group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
-                      stride_btb, page_size, qk_scale, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N,
-                      IS_PAGED, PAGE_SIZE, UPCAST_DOT)
+                      stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
+                      HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE, UPCAST_DOT,
+                      KV_SCALED)
     head0 = pid_kvh * group_size
     store_group(out_ptr + pid_b * stride_ob + head0 * stride_oh, lse_ptr + pid_b * stride_lb + head0,
                 out, lse, stride_oh, 1, group_size, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
@@ -47,8 +48,9 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     del cfg["FUSED_MERGE"]  # nothing to merge in one pass
     grid = (p.batch, p.num_kv_heads)
     args = tile_kernel_args(inputs, out, lse)
+    scales = scale_args(inputs)
 
     def run():
-        decode_kernel[grid](*args, **cfg)
+        decode_kernel[grid](*args, **scales, **cfg)
 
     return Launch(run, {key: cfg[key] for key in REPORTED})

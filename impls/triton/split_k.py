@@ -28,7 +28,8 @@ import triton.language as tl
 from impls import plan as planner
 from impls.common import tile_kernel_args
 from impls.registry import Launch
-from impls.triton._common import REPORTED, attend, interpreting, pick_launch_config, store_group
+from impls.triton._common import (REPORTED, attend, interpreting, pick_launch_config,
+                                  scale_args, store_group)
 
 # Programs of the split kernel resident per SM in the CPU interpreter (nothing compiled to ask);
 # on a GPU the compiled kernel's registers and shared memory say (planner.residency)
@@ -42,10 +43,11 @@ def split_kernel(
     q_ptr, k_ptr, v_ptr, items_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
     stride_lb, stride_pos, stride_poh, stride_pls, page_size, group_size, qk_scale,
-    seq_lens_ptr, counters_ptr, chunk, num_kv_heads,
+    seq_lens_ptr, counters_ptr, chunk, num_kv_heads, k_scale_ptr, v_scale_ptr, scale_stride,
     HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
     BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
-    UPCAST_DOT: tl.constexpr, FUSED_MERGE: tl.constexpr, BLOCK_S: tl.constexpr,
+    UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, FUSED_MERGE: tl.constexpr,
+    BLOCK_S: tl.constexpr,
 ):
     pid_kvh = tl.program_id(0)  # KV heads vary fastest: an item's programs start together, and
     pid_i = tl.program_id(1)  # the items' longest-first order holds across the whole grid
@@ -56,8 +58,9 @@ def split_kernel(
     slot = tl.load(item + 3)
     out, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
                       group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
-                      stride_btb, page_size, qk_scale, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N,
-                      IS_PAGED, PAGE_SIZE, UPCAST_DOT)
+                      stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
+                      HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE, UPCAST_DOT,
+                      KV_SCALED)
     head0 = pid_kvh * group_size
     if slot < 0:  # a whole sequence: the final result
         store_group(out_ptr + pid_b * stride_ob + head0 * stride_oh,
@@ -157,8 +160,9 @@ def split_args_for(inputs, out, lse, split: planner.SplitLaunch, counters):
     p = inputs.problem
     split_args, combine_args = tile_kernel_args(inputs, out, lse, split.tensors, split.part_out,
                                                 split.part_lse)
-    return ((*split_args, inputs.seq_lens, counters, split.plan.chunk, p.num_kv_heads),
-            combine_args)
+    scales = scale_args(inputs)
+    return ((*split_args, inputs.seq_lens, counters, split.plan.chunk, p.num_kv_heads,
+             scales["k_scale_ptr"], scales["v_scale_ptr"], scales["scale_stride"]), combine_args)
 
 
 def resident_programs(inputs, out, lse, cfg: dict, counters) -> int:
