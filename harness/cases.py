@@ -258,6 +258,9 @@ def load_inputs(folder: Path, device: torch.device) -> DecodeInputs:
         scales = {name: torch.from_numpy(_load_array(folder / INPUTS / f"{name}.npy", (n,),
                                                      "float32")).to(device)
                   for name in ("k_scale", "v_scale")}
+        for name, t in scales.items():
+            if not bool((torch.isfinite(t) & (t > 0)).all()):
+                raise CaseRefused(f"{folder / INPUTS / name}.npy: a scale that is not finite and > 0")
     lens = _load_array(folder / INPUTS / "seq_lens.npy", (p.batch,), "int64")
     if lens.tolist() != list(p.seq_lens):
         raise CaseRefused(f"{folder / INPUTS / 'seq_lens.npy'}: differs from the spec's seq_lens")

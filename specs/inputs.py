@@ -32,7 +32,8 @@ stored one times the scale, exactly what the oracle reads. The scales are seeded
 head, and have 4-bit significands (m / 8 x 2^e, m in 8..15), so every dequantised value is
 exact in bf16 and fp16 too: a kernel may apply a scale before or after its products without a
 rounding the tolerance would have to allow. The finite V poison is the fp8 dtype's largest
-finite value (x [1/2, 1)), e4m3's 448 being below POISON_V; the unused pages are NaN (both fp8
+finite value (x [1/2, 1)) stored as is, e4m3's 448 being below POISON_V: V's scales are large
+(2 to 7.5) so that it dequantises far above every real V; the unused pages are NaN (both fp8
 dtypes have one).
 
 Pages are handed to sequences in a shuffled order (``page_seed``, by default ``seed``). The poison
@@ -62,10 +63,12 @@ SLICE_VALUES = 1 << 22  # values drawn per step: bounds the generator's scratch 
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
                 "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
 STREAMS = {"q": 1, "k": 2, "v": 3, "spike": 4, "poison": 5, "scale": 6}  # what a value is, in its hash
-# fp8 scales m / 8 x 2^-e: K's and V's real values (|x| <= ~10 with spikes) land within e4m3's
-# range (448) at the smallest scale, and V's poison (the largest fp8 value) dequantises to at
-# least 448 / 16 = 28x the largest real V
-SCALE_EXPONENTS = (2, 3, 4)
+# fp8 scales m / 8 x 2^e, m distinct per head: K's (|x| <= ~10 with spikes) are small enough
+# that its values use most of e4m3's range (448); V's are large, so its real values (|x| <=
+# 2.45) are stored small and its poison, the largest fp8 value stored as is, dequantises to at
+# least 448 x 2 / 2 = 448, 180x the largest real V (16-bit caches: 1e4, 4000x)
+K_SCALE_EXPONENTS = (-2, -3, -4)
+V_SCALE_EXPONENTS = (1, 2)
 MASK32 = 0xFFFFFFFF
 GOLDEN = 0x9E3779B9  # 2^32 / golden ratio: spreads consecutive counters over the hash's input
 TRIANGLE_MEAN = 65535  # the mean of two uniforms on [0, 65535] ...
@@ -155,18 +158,23 @@ class Draw:
 
     def scales(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor] | None:
         """(k_scale, v_scale) of a quantised cache, float32 [Hkv] (per head) or [1]; None
-        otherwise. Distinct per head and between K and V, 4-bit significands (see above)."""
+        otherwise. Distinct per head (up to 8 heads), 4-bit significands (see above)."""
         p = self.problem
         if not p.cache.quantised:
             return None
         if device not in self._scales:
             n = p.num_kv_heads if p.kv_scale == "head" else 1
-            heads = torch.arange(n, dtype=torch.int32)
-            bits = _bits(_token_keys(self.keys["scale"], heads, torch.zeros_like(heads)), 4)
-            significand = 8 + (bits[:, :2] & 7).float()  # 8..15
-            exponent = torch.tensor(SCALE_EXPONENTS, dtype=torch.float32)[
-                (bits[:, 2:] & 0x7FFFFFFF) % len(SCALE_EXPONENTS)]
-            k_scale, v_scale = (significand[:, i] / 8 * torch.exp2(-exponent[:, i]) for i in (0, 1))
+            one = torch.zeros(1, dtype=torch.int32)
+            bits = _bits(_token_keys(self.keys["scale"], one, one), 4)[0] & 0x7FFFFFFF
+            heads = torch.arange(n)
+            scales = []
+            for i, exponents in enumerate((K_SCALE_EXPONENTS, V_SCALE_EXPONENTS)):
+                # significands 8..15 in turn from a seeded start: distinct for up to 8 heads,
+                # and two of them never differ by a power of two (15 / 8 < 2)
+                significand = 8 + (int(bits[i]) + heads) % 8
+                exponent = torch.tensor(exponents)[(int(bits[2 + i]) + heads * 5) % len(exponents)]
+                scales.append((significand / 8 * torch.exp2(exponent.double())).float())
+            k_scale, v_scale = scales
             self._scales[device] = (k_scale.to(device), v_scale.to(device))
         return self._scales[device]
 
@@ -370,7 +378,8 @@ def input_bytes(problem: DecodeProblem) -> int:
     else:
         cache = _pool_pages(p)[2] * p.page_size * row \
             + 4 * p.batch * (p.max_pages_per_seq + TAIL_PAGES)
-    return cache + p.batch * (p.num_q_heads * p.head_dim * p.itemsize + 4)
+    scales = 2 * 4 * (p.num_kv_heads if p.kv_scale == "head" else 1) if p.cache.quantised else 0
+    return cache + scales + p.batch * (p.num_q_heads * p.head_dim * p.itemsize + 4)
 
 
 def repeat_kv_heads(inputs: DecodeInputs, times: int) -> DecodeInputs:
@@ -476,6 +485,9 @@ def _validate_scales(inputs: DecodeInputs, device: torch.device) -> None:
             raise ProblemError(f"{name}: required for kv_dtype={p.kv_dtype!r}")
         n = p.num_kv_heads if p.kv_scale == "head" else 1
         _expect(name, t, (n,), torch.float32, device)
+        if not t.is_contiguous():
+            raise ProblemError(f"{name}.stride()={t.stride()}: scales must be contiguous (kernels "
+                               "index them by KV head)")
         host = t.cpu()
         bad = (~torch.isfinite(host) | (host <= 0)).nonzero()
         if len(bad):

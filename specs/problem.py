@@ -133,6 +133,11 @@ class Cache:
         if self.kv_scale not in KV_SCALES:
             raise ProblemError(f"kv_scale={self.kv_scale!r}: must be one of {KV_SCALES}")
 
+    def __post_init__(self):
+        # an unquantised cache has no scales: one spelling of it, whatever kv_scale was given
+        if self.kv_dtype is None and self.kv_scale != "tensor":
+            object.__setattr__(self, "kv_scale", "tensor")
+
     @property
     def quantised(self) -> bool:
         return self.kv_dtype is not None

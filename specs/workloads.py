@@ -272,8 +272,9 @@ def with_dtype(problems: list[DecodeProblem], dtype: str | None) -> list[DecodeP
 
 def with_kv_dtype(problems: list[DecodeProblem], kv_dtype: str | None,
                   kv_scale: str | None = None) -> list[DecodeProblem]:
-    """Every problem with its cache stored as ``kv_dtype`` (an fp8 dtype, or "none": the query's
-    dtype) and scales of ``kv_scale`` granularity; None leaves them as they are."""
+    """Every problem of a 16-bit query with its cache stored as ``kv_dtype`` (an fp8 dtype, or
+    "none": the query's dtype) and scales of ``kv_scale`` granularity; None leaves them as they
+    are, and float32 problems (no fp8 cache is read with a float32 query) stay as they are."""
     changes = {}
     if kv_dtype is not None:
         changes["kv_dtype"] = None if kv_dtype == "none" else kv_dtype
@@ -282,6 +283,7 @@ def with_kv_dtype(problems: list[DecodeProblem], kv_dtype: str | None,
     if not changes:
         return problems
     try:
-        return [p.replace(**changes) for p in problems]
+        return [p if p.dtype == "float32" and changes.get("kv_dtype") else p.replace(**changes)
+                for p in problems]
     except ProblemError as e:
         raise ProblemError(f"--kv-dtype/--kv-scale: {e}") from None

@@ -129,3 +129,20 @@ def test_saved_fp8_cases_replay(tmp_path):
     assert torch.equal(loaded.k_scale, x.k_scale) and loaded.k.dtype == x.k.dtype
     found, disagree, refused = cases.replay(tmp_path)
     assert not disagree and not refused and found[0]["replay"] == "PASS"
+
+
+@pytest.mark.parametrize("kv_dtype", KV_DTYPES)
+def test_a_row_past_the_end_is_seen_at_serving_lengths(kv_dtype):
+    """V's poison stays far above every real V in fp8 too (large V scales): one row read past
+    the end of an 8000-token sequence fails the tolerance."""
+    x = make_inputs(fp8(kv_dtype, num_kv_heads=2, seq_lens=(8000,), layout="dense"), 5, "cpu")
+    out, lse = x.new_outputs()
+    nc._per_sequence(x, out, lse, lambda b: 8001).run()
+    assert not compare(x.problem, out, lse, reference(x)).passed
+
+
+def test_kv_dtype_option_leaves_float32_problems_and_unquantised_scales_alone():
+    fp32, bf16 = DecodeProblem(8, 2, 64, (5,), dtype="float32"), DecodeProblem(8, 2, 64, (5,))
+    got = workloads.with_kv_dtype([fp32, bf16], "float8_e5m2", "head")
+    assert got[0] == fp32 and got[1].kv_dtype == "float8_e5m2" and got[1].kv_scale == "head"
+    assert DecodeProblem(8, 2, 64, (5,), kv_scale="head") == bf16  # no scales: one spelling
