@@ -9,6 +9,7 @@ them with a strict xfail, so a property that stops catching its control fails th
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,9 +39,8 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, kv_
     return torch.einsum("hn,nhd->hd", torch.exp(s - lse[:, None]), v), lse
 
 
-def _per_sequence(inputs, out, lse, length_of, kv_head_of=None, rows=_rows) -> Launch:
-    """A launch that attends sequence b over ``length_of(b)`` rows (0: writes nothing), read by
-    ``rows(inputs, b, start, stop)``."""
+def _per_sequence(inputs, out, lse, length_of, kv_head_of=None) -> Launch:
+    """A launch that attends sequence b over ``length_of(b)`` rows (0: writes nothing)."""
     p = inputs.problem
     kv_head_of = kv_head_of or (lambda h: h // p.group_size)
 
@@ -48,7 +48,7 @@ def _per_sequence(inputs, out, lse, length_of, kv_head_of=None, rows=_rows) -> L
         for b in range(p.batch):
             n = length_of(b)
             if n > 0:
-                k, v = rows(inputs, b, 0, n)
+                k, v = _rows(inputs, b, 0, n)
                 o, l = _attend(inputs.q[b], k, v, p.scale, kv_head_of)
                 out[b] = o.to(out.dtype)
                 lse[b] = l
@@ -88,17 +88,12 @@ def swapped_head_scales(inputs, out, lse) -> Launch:
     """An fp8 cache with per-head scales: KV heads 0 and 1 dequantised with each other's scales
     (a scale indexed by the wrong head); right wherever that cannot happen."""
     p = inputs.problem
-
-    def rows(inputs, b, start, stop):
-        if inputs.k_scale is None or inputs.k_scale.numel() < 2:  # one scale: nothing to swap
-            return _rows(inputs, b, start, stop)
-        k, v = inputs.rows(b, start, stop)
+    if inputs.k_scale is not None and inputs.k_scale.numel() > 1:  # one scale: nothing to swap
         swap = torch.arange(p.num_kv_heads, device=inputs.device)
         swap[0], swap[1] = 1, 0
-        return (k.double() * inputs.k_scale.double()[swap].view(1, -1, 1),
-                v.double() * inputs.v_scale.double()[swap].view(1, -1, 1))
-
-    return _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b], rows=rows)
+        inputs = dataclasses.replace(inputs, k_scale=inputs.k_scale[swap],
+                                     v_scale=inputs.v_scale[swap])
+    return _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b])
 
 
 def first_length_for_all(inputs, out, lse) -> Launch:

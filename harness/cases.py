@@ -254,7 +254,7 @@ def load_inputs(folder: Path, device: torch.device) -> DecodeInputs:
                                          ("k", kv, kv_dtype), ("v", kv, kv_dtype))}
     scales = {}
     if p.cache.quantised:
-        n = p.num_kv_heads if p.kv_scale == "head" else 1
+        n = p.cache.scales_per_tensor(p.query)
         scales = {name: torch.from_numpy(_load_array(folder / INPUTS / f"{name}.npy", (n,),
                                                      "float32")).to(device)
                   for name in ("k_scale", "v_scale")}

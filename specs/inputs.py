@@ -163,7 +163,7 @@ class Draw:
         if not p.cache.quantised:
             return None
         if device not in self._scales:
-            n = p.num_kv_heads if p.kv_scale == "head" else 1
+            n = p.cache.scales_per_tensor(p.query)
             one = torch.zeros(1, dtype=torch.int32)
             bits = _bits(_token_keys(self.keys["scale"], one, one), 4)[0] & 0x7FFFFFFF
             heads = torch.arange(n)
@@ -378,8 +378,7 @@ def input_bytes(problem: DecodeProblem) -> int:
     else:
         cache = _pool_pages(p)[2] * p.page_size * row \
             + 4 * p.batch * (p.max_pages_per_seq + TAIL_PAGES)
-    scales = 2 * 4 * (p.num_kv_heads if p.kv_scale == "head" else 1) if p.cache.quantised else 0
-    return cache + scales + p.batch * (p.num_q_heads * p.head_dim * p.itemsize + 4)
+    return cache + p.cache.scale_bytes(p.query) + p.batch * (p.num_q_heads * p.head_dim * p.itemsize + 4)
 
 
 def repeat_kv_heads(inputs: DecodeInputs, times: int) -> DecodeInputs:
@@ -483,8 +482,7 @@ def _validate_scales(inputs: DecodeInputs, device: torch.device) -> None:
             continue
         if t is None:
             raise ProblemError(f"{name}: required for kv_dtype={p.kv_dtype!r}")
-        n = p.num_kv_heads if p.kv_scale == "head" else 1
-        _expect(name, t, (n,), torch.float32, device)
+        _expect(name, t, (p.cache.scales_per_tensor(p.query),), torch.float32, device)
         if not t.is_contiguous():
             raise ProblemError(f"{name}.stride()={t.stride()}: scales must be contiguous (kernels "
                                "index them by KV head)")

@@ -145,6 +145,12 @@ class Cache:
     def storage_dtype(self, query: "Query") -> str:
         return self.kv_dtype or query.dtype
 
+    def scales_per_tensor(self, query: "Query") -> int:
+        """Float32 scales K (and V) each hold: one per KV head or one; none unquantised."""
+        if not self.quantised:
+            return 0
+        return query.num_kv_heads if self.kv_scale == "head" else 1
+
     def pages_for(self, length: int) -> int:
         return -(-length // self.page_size)
 
@@ -157,9 +163,11 @@ class Cache:
         """The K and V it must read, plus the block table's entries in use when paged, plus the
         scales of a quantised cache."""
         table = 4 * sum(self.pages_for(n) for n in seq_lens) if self.layout == "paged" else 0
-        scales = 2 * 4 * (query.num_kv_heads if self.kv_scale == "head" else 1) \
-            if self.quantised else 0
-        return self.kv_bytes(seq_lens, query) + table + scales
+        return self.kv_bytes(seq_lens, query) + table + self.scale_bytes(query)
+
+    def scale_bytes(self, query: "Query") -> int:
+        """K's and V's float32 scales."""
+        return 2 * 4 * self.scales_per_tensor(query)
 
     def label(self) -> str:
         where = f"paged{self.page_size}" if self.layout == "paged" else "dense"
