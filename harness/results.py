@@ -12,6 +12,7 @@ import functools
 import io
 import json
 import shutil
+import statistics
 from pathlib import Path
 from typing import Iterable
 
@@ -95,16 +96,22 @@ def add_vendor_ratios(rows: list[dict]) -> None:
     lengths, layout, page size and dtype) over this row's, so > 1 means faster than every vendor
     kernel timed on it; ``vendor_best`` names that kernel and ``vendor_best_us`` gives its time.
     Only PASS rows of vendor backends count (a wrong answer is no baseline)."""
-    best: dict[str, tuple[float, str]] = {}
-    for r in rows:
-        if r.get("vendor") and r["status"] == "PASS" and r.get("median_us"):
-            key = problem_key(r)
-            if key not in best or r["median_us"] < best[key][0]:
-                best[key] = (r["median_us"], r["impl"])
+    best = fastest_by_problem(r for r in rows if r.get("vendor"))
     for r in rows:
         b = best.get(problem_key(r))
-        r["vendor_best"], r["vendor_best_us"] = (b[1], b[0]) if b else (None, None)
-        r["vs_vendor"] = round(b[0] / r["median_us"], 3) if b and r.get("median_us") else None
+        r["vendor_best"], r["vendor_best_us"] = (b["impl"], b["median_us"]) if b else (None, None)
+        r["vs_vendor"] = round(b["median_us"] / r["median_us"], 3) if b and r.get("median_us") else None
+
+
+def fastest_by_problem(rows: Iterable[dict]) -> dict[str, dict]:
+    """The fastest timed PASS row of ``rows`` on each problem (by ``problem_key``)."""
+    best: dict[str, dict] = {}
+    for r in rows:
+        if r["status"] == "PASS" and r.get("median_us"):
+            key = problem_key(r)
+            if key not in best or r["median_us"] < best[key]["median_us"]:
+                best[key] = r
+    return best
 
 
 def _fmt(value, spec: str = "") -> str:
@@ -391,12 +398,6 @@ VENDOR_NOTE = ("Against the vendors: per backend, over the problems where it and
 LARGE_KV = 256 * 10**6  # bytes of K and V past which a decode step is bound by HBM bandwidth
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def vendor_summary(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     """One line per non-vendor backend: its fastest passing variant per problem against the
     fastest vendor kernel there (rows annotated), median / worst / best, over all problems and
@@ -404,22 +405,17 @@ def vendor_summary(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     groups = by_backend(rows)
     body = []
     for name in sorted(b for b, g in groups.items() if not any(r.get("vendor") for r in g)):
-        best: dict[str, dict] = {}
-        for r in groups[name]:
-            if r["status"] == "PASS" and r.get("vs_vendor") is not None:
-                key = problem_key(r)
-                if key not in best or r["median_us"] < best[key]["median_us"]:
-                    best[key] = r
+        best = fastest_by_problem(r for r in groups[name] if r.get("vs_vendor") is not None)
         if not best:
             continue
         ratios = [r["vs_vendor"] for r in best.values()]
         reads = [r["pct_read"] for r in best.values() if r.get("pct_read") is not None]
         large = [r for r in best.values() if (r.get("kv_bytes") or 0) >= LARGE_KV]
         large_reads = [r["pct_read"] for r in large if r.get("pct_read") is not None]
-        body.append([name, str(len(ratios)), f"{_median(ratios):.2f}x", f"{min(ratios):.2f}x",
-                     f"{max(ratios):.2f}x", f"{_median(reads):.0f}" if reads else "",
+        body.append([name, str(len(ratios)), f"{statistics.median(ratios):.2f}x", f"{min(ratios):.2f}x",
+                     f"{max(ratios):.2f}x", f"{statistics.median(reads):.0f}" if reads else "",
                      str(len(large)),
-                     f"{_median([r['vs_vendor'] for r in large]):.2f}x" if large else "",
+                     f"{statistics.median([r['vs_vendor'] for r in large]):.2f}x" if large else "",
                      f"{min(large_reads):.0f}-{max(large_reads):.0f}" if large_reads else ""])
     return ["backend", "problems", "median", "worst", "best", "% read (median)",
             "KV >= 256 MB", "median there", "% read there"], body

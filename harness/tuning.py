@@ -174,6 +174,8 @@ def search(impl, variant: str, layout: str, measure: Callable[[dict | None], tup
 
     rule = measure(None)
     best, best_us = (rule[1], rule[0]) if rule else (None, None)
+    if rule:  # the rule's knobs are usually a candidate: not timed a second time
+        timed[json.dumps(rule[1], sort_keys=True)] = rule[0]
     current = nearest(rule[1], candidates) if rule else candidates[0]
     current_us = time_of(current)
     for _ in range(MAX_ROUNDS):
@@ -187,7 +189,7 @@ def search(impl, variant: str, layout: str, measure: Callable[[dict | None], tup
         current, current_us = config, us
     if current_us is not None and (best_us is None or current_us < best_us):
         best, best_us = current, current_us
-    return best, best_us, len(timed) + 1
+    return best, best_us, len(timed) + (not rule)  # the rule's failed call is not in ``timed``
 
 
 def choose(impl, problem: DecodeProblem, options: dict, tune: bool, use_cache: bool,

@@ -28,13 +28,9 @@ def main(folders: list[str]) -> int:
         return 2
     results.annotate(rows)
     print(results.columns(*results.vendor_summary(rows)))
-    best: dict[str, dict] = {}
-    for r in rows:
-        if not r.get("vendor") and r["status"] == "PASS" and r.get("pct_read") is not None \
-                and (r.get("kv_bytes") or 0) >= results.LARGE_KV:
-            key = results.problem_key(r)
-            if key not in best or r["median_us"] < best[key]["median_us"]:
-                best[key] = r
+    best = results.fastest_by_problem(
+        r for r in rows if not r.get("vendor") and r.get("pct_read") is not None
+        and (r.get("kv_bytes") or 0) >= results.LARGE_KV)
     if best:
         print("\nKV >= 256 MB: the fastest non-vendor row's % of the size-matched read")
         for r in sorted(best.values(), key=lambda r: r["pct_read"]):
