@@ -56,6 +56,10 @@ PINNED = [
     DecodeProblem(8, 2, 64, (1, 40), dtype="float16"),  # a one-token sequence; GQA 4
     DecodeProblem(7, 1, 32, (129, 17), layout="paged", page_size=12),  # group of 7, odd pages
     DecodeProblem(4, 4, 96, (70,), layout="paged", page_size=16, dtype="float32"),  # MHA, pad dim
+    # fp8 caches: e4m3 with a scale per KV head (paged), e5m2 with one per tensor (dense)
+    DecodeProblem(8, 2, 64, (45, 3), layout="paged", page_size=16, dtype="float16",
+                  kv_dtype="float8_e4m3fn", kv_scale="head"),
+    DecodeProblem(8, 2, 64, (33,), kv_dtype="float8_e5m2"),
 ]
 
 
@@ -91,6 +95,8 @@ def test_kernels_compile_for_sm90():
               "ps = [P(32, 8, 128, (300, 70), layout=l, dtype=d) for d in ('bfloat16', 'float32')"
               " for l in ('dense', 'paged')]\n"
               "ps += [P(8, 1, 128, (8192,), layout='paged', page_size=12)]  # split, merged\n"
+              "ps += [P(32, 8, 128, (300, 70), layout=l, kv_dtype='float8_e4m3fn', kv_scale='head')"
+              " for l in ('dense', 'paged')]  # fp8: still on the tensor cores\n"
               "print('\\n'.join(t.compile_all(ps, 'helion')))")
     res = subprocess.run([sys.executable, "-c", script], cwd=ROOT, text=True, capture_output=True,
                          timeout=900, env={**os.environ, "TRITON_INTERPRET": "0"})

@@ -27,9 +27,9 @@ def test_all_kernels_compile_for_sm90(backend):
     assert names == {"decode_kernel", "split_kernel", "combine_kernel"}
     attention = [l for l in lines if not l.startswith("combine") and ("*bf16" in l or "*fp16" in l)]
     assert attention and all("mma=True" in l for l in attention), "\n".join(attention)
-    if backend == "triton":  # fp8 caches built too, their products still on the tensor cores
-        scaled = [l for l in attention if "'KV_SCALED': True" in l]
-        assert scaled and all("mma=True" in l for l in scaled), "\n".join(scaled)
+    # fp8 caches built too, their products still on the tensor cores
+    scaled = [l for l in attention if "'KV_SCALED': True" in l]
+    assert scaled and all("mma=True" in l for l in scaled), "\n".join(scaled)
     if backend == "triton":  # the fused merge counts finished pieces with acquire-release atomics
         fused = [l for l in lines if l.startswith("split_kernel") and "'FUSED_MERGE': True" in l]
         assert fused and all("acq_rel=True" in l for l in fused), "\n".join(fused)

@@ -3,6 +3,7 @@ with the K/V pipeline, layouts and tensor-core instruction written out (GPU only
 
 from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl
+from specs.problem import KV_DTYPES
 
 BACKEND = Backend(
     name="gluon",
@@ -23,9 +24,10 @@ BACKEND = Backend(
 )
 
 # Gluon has no interpreter: no CPU mode (the CPU tests compile the kernels for sm_90 instead).
+# fp8 caches: tiles converted to the query's dtype as their fragments leave shared memory.
 CAPS = Capabilities(
     frozenset({"dense", "paged"}), dtypes=frozenset({"bfloat16", "float16"}), max_head_dim=256,
-    head_dim_multiple=8,
+    head_dim_multiple=8, kv_dtypes=frozenset(KV_DTYPES),
     note="16-bit only: mma_v2 multiplies float32 as tf32, outside the float32 tolerance; rows "
          "are copied in 16-byte cp.async vectors, so head_dim is a multiple of 8")
 IMPLS = [

@@ -44,7 +44,8 @@ from specs.problem import ProblemError
 
 LN2 = gl.constexpr(_LN2)
 COPY_BYTES = 16  # one cp.async vector: the widest the instruction copies
-TORCH_TO_GL = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
+TORCH_TO_GL = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16,
+               torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5}
 
 
 @gluon.constexpr_function
@@ -106,15 +107,17 @@ def issue_tile(k_slot, v_slot, k_ptr, v_ptr, page, row, mask_n, kvh_off, offs_d,
 def softmax_step(q, k_tile, v_tile, tile_start, end, qk_scale, m_i, l_i, acc):
     """One online-softmax step over a landed ``[BLOCK_N, HEAD_DIM_PAD]`` K/V tile in shared
     memory whose first token is ``tile_start`` (tokens >= ``end`` are masked out of the scores;
-    their V rows must hold finite values): the updated (m_i, l_i, acc)."""
-    dtype: gl.constexpr = k_tile.dtype
+    their V rows must hold finite values): the updated (m_i, l_i, acc). An fp8 tile is
+    converted to the query's dtype as its fragments leave shared memory (exact: every fp8 value
+    is a bf16 and an fp16 value), so both products stay 16-bit mma_v2."""
+    dtype: gl.constexpr = q.dtype
     MMA: gl.constexpr = mma_layout(gl.num_warps())
     K_WIDTH: gl.constexpr = 32 // dtype.primitive_bitwidth  # operand elements per 32-bit register
     A_OP: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=K_WIDTH)
     B_OP: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=K_WIDTH)
     BLOCK_H: gl.constexpr = q.shape[0]
     BLOCK_N: gl.constexpr = k_tile.shape[0]
-    k = k_tile.permute([1, 0]).load(B_OP)  # K^T fragments (ldmatrix)
+    k = k_tile.permute([1, 0]).load(B_OP).to(dtype)  # K^T fragments (ldmatrix where 16-bit)
     s = mma_v2(q, k, gl.zeros([BLOCK_H, BLOCK_N], gl.float32, MMA))
     valid = (tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(0, MMA))) < end
     s = gl.where(valid[None, :], s * qk_scale, float("-inf"))
@@ -122,7 +125,7 @@ def softmax_step(q, k_tile, v_tile, tile_start, end, qk_scale, m_i, l_i, acc):
     alpha = gl.exp2(m_i - m_new)
     p = gl.exp2(s - m_new[:, None])
     l_i = l_i * alpha + gl.sum(p, 1)
-    v = v_tile.load(B_OP)
+    v = v_tile.load(B_OP).to(dtype)
     # P V in the input dtype on the tensor cores, float32 accumulation
     acc = mma_v2(gl.convert_layout(p.to(dtype), A_OP), v, acc * alpha[:, None])
     return m_new, l_i, acc
@@ -214,7 +217,8 @@ def stream_tma(q, k_desc, v_desc, pid_b, pid_kvh, start, end, qk_scale, m_i, l_i
         tile_start = start + i * BLOCK_N
         if tile_start + BLOCK_N > end:  # the last tile: zero the V rows past the range
             rows = tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(1, LOAD))
-            v_tile.store(gl.where((rows < end)[:, None], v_tile.load(LOAD), 0.0))
+            v_rows = v_tile.load(LOAD)
+            v_tile.store(gl.where((rows < end)[:, None], v_rows, gl.zeros_like(v_rows)))
             gl.thread_barrier()
         m_i, l_i, acc = softmax_step(q, k_tile, v_tile, tile_start, end, qk_scale, m_i, l_i, acc)
     for i in gl.static_range(NUM_STAGES):
@@ -233,14 +237,17 @@ def issue_tma(k_desc, v_desc, k_slot, v_slot, bar, pid_b, tile_start, pid_kvh, n
 @gluon.jit
 def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh, start, end,
            group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb,
-           page_size, qk_scale, HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr,
-           BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr,
-           PAGE_SIZE: gl.constexpr, NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr):
+           page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride, HEAD_DIM: gl.constexpr,
+           HEAD_DIM_PAD: gl.constexpr, BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr,
+           IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr, NUM_STAGES: gl.constexpr,
+           DENSE_TMA: gl.constexpr, KV_SCALED: gl.constexpr):
     """Attention of KV head ``pid_kvh``'s query group over tokens [start, end): (out, lse) in
     the MMA layout for the ``BLOCK_H`` rows (rows >= group_size are padding), out normalised,
     lse natural-log; an empty range gives 0 and -inf. Dense caches stream by TMA (``k_desc``,
-    ``v_desc``) unless ``DENSE_TMA`` is 0, paged ones by cp.async gathers (descriptors None)."""
-    dtype: gl.constexpr = k_ptr.dtype.element_ty
+    ``v_desc``) unless ``DENSE_TMA`` is 0, paged ones by cp.async gathers (descriptors None).
+    An fp8 cache (``KV_SCALED``): K's scale folds into the score scale and V's into the output,
+    one float32 product each (``scale_stride`` 1: a scale per KV head; 0: one for all)."""
+    dtype: gl.constexpr = q_ptr.dtype.element_ty
     LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, dtype.primitive_bitwidth, gl.num_warps())
     MMA: gl.constexpr = mma_layout(gl.num_warps())
     A_OP: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA,
@@ -254,6 +261,8 @@ def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh,
     m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, gl.SliceLayout(1, MMA))
     l_i = gl.zeros([BLOCK_H], gl.float32, gl.SliceLayout(1, MMA))
     acc = gl.zeros([BLOCK_H, HEAD_DIM_PAD], gl.float32, MMA)
+    if KV_SCALED:
+        qk_scale = qk_scale * gl.load(k_scale_ptr + pid_kvh * scale_stride)
     if IS_PAGED or not DENSE_TMA:
         m_i, l_i, acc = stream_gathered(q, k_ptr, v_ptr, block_table_ptr, pid_b,
                                         pid_kvh.to(gl.int64) * stride_kh, start, end, stride_kp,
@@ -263,6 +272,8 @@ def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh,
     else:
         m_i, l_i, acc = stream_tma(q, k_desc, v_desc, pid_b, pid_kvh, start, end, qk_scale, m_i,
                                    l_i, acc, NUM_STAGES)
+    if KV_SCALED:
+        acc = acc * gl.load(v_scale_ptr + pid_kvh * scale_stride)
 
     empty = l_i == 0.0
     out = acc / gl.where(empty, 1.0, l_i)[:, None]
@@ -307,7 +318,7 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     sharers = min(max(1, sharers), MAX_SHARERS)
     slot = SM_SLOT_BYTES // sharers
-    fit = slot // (2 * head_dim_pad * problem.itemsize)  # tokens in one slot's K + V
+    fit = slot // (2 * head_dim_pad * problem.kv_itemsize)  # tokens in one slot's K + V
     defaults = dict(
         HEAD_DIM=problem.head_dim,
         HEAD_DIM_PAD=head_dim_pad,
@@ -316,6 +327,7 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
         IS_PAGED=problem.layout == "paged",
         NUM_STAGES=NUM_STAGES,
         DENSE_TMA=int(tma),
+        KV_SCALED=problem.cache.quantised,
         num_warps=NUM_WARPS,
     )
     cfg = with_overrides(defaults, config)

@@ -12,7 +12,7 @@ grid is too small (8 programs at batch 1 for Llama-3-8B) and split-K is the answ
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from impls.common import require_alignment, sm_count, tile_kernel_args
+from impls.common import kv_scale_args, require_alignment, sm_count, tile_kernel_args
 from impls.gluon._common import COPY_BYTES, REPORTED, attend, kv_descriptors, pick_launch_config, store_group
 from impls.registry import Launch
 
@@ -23,17 +23,19 @@ def decode_kernel(
     q_ptr, k_ptr, v_ptr, seq_lens_ptr, block_table_ptr, out_ptr, lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
     stride_lb, page_size, group_size, qk_scale, k_desc, v_desc,
+    k_scale_ptr, v_scale_ptr, scale_stride,
     HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_H: gl.constexpr,
     BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
-    NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr,
+    NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr, KV_SCALED: gl.constexpr,
 ):
     pid_b = gl.program_id(0)
     pid_kvh = gl.program_id(1)
     seq_len = gl.load(seq_lens_ptr + pid_b)
     out, lse = attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh, 0,
                       seq_len, group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
-                      stride_btb, page_size, qk_scale, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N,
-                      IS_PAGED, PAGE_SIZE, NUM_STAGES, DENSE_TMA)
+                      stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
+                      HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES,
+                      DENSE_TMA, KV_SCALED)
     head0 = pid_kvh * group_size
     store_group(out_ptr + pid_b * stride_ob + head0 * stride_oh, lse_ptr + pid_b * stride_lb + head0,
                 out, lse, stride_oh, group_size, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
@@ -47,7 +49,8 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     cfg = pick_launch_config(p, config, sharers=waves, tma=False)
     require_alignment(inputs, COPY_BYTES)
     grid = (p.batch, p.num_kv_heads)
-    args = (*tile_kernel_args(inputs, out, lse), *kv_descriptors(inputs, cfg))
+    args = (*tile_kernel_args(inputs, out, lse), *kv_descriptors(inputs, cfg),
+            *kv_scale_args(inputs).values())
 
     def run():
         decode_kernel[grid](*args, **cfg)

@@ -21,7 +21,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 from impls import plan as planner
-from impls.common import require_alignment, sm_count, tile_kernel_args
+from impls.common import kv_scale_args, require_alignment, sm_count, tile_kernel_args
 from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, REPORTED, attend, kv_descriptors,
                                  pick_launch_config, resident_programs, store_group)
 from impls.registry import Launch
@@ -35,9 +35,10 @@ def split_kernel(
     q_ptr, k_ptr, v_ptr, items_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
     stride_lb, stride_pos, stride_poh, stride_pls, page_size, group_size, qk_scale, k_desc, v_desc,
+    k_scale_ptr, v_scale_ptr, scale_stride,
     HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_H: gl.constexpr,
     BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
-    NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr,
+    NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr, KV_SCALED: gl.constexpr,
 ):
     pid_kvh = gl.program_id(0)  # KV heads vary fastest: an item's programs start together, and
     pid_i = gl.program_id(1)  # the items' longest-first order holds across the whole grid
@@ -48,8 +49,9 @@ def split_kernel(
     slot = gl.load(item + 3)
     out, lse = attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh, start,
                       end, group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
-                      stride_btb, page_size, qk_scale, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N,
-                      IS_PAGED, PAGE_SIZE, NUM_STAGES, DENSE_TMA)
+                      stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
+                      HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES,
+                      DENSE_TMA, KV_SCALED)
     head0 = pid_kvh * group_size
     if slot < 0:  # a whole sequence: the final result
         store_group(out_ptr + pid_b * stride_ob + head0 * stride_oh,
@@ -116,7 +118,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     def kernel_args(cfg, split):
         split_args, combine_args = tile_kernel_args(inputs, out, lse, split.tensors,
                                                     split.part_out, split.part_lse)
-        return (*split_args, *kv_descriptors(inputs, cfg)), combine_args
+        return (*split_args, *kv_descriptors(inputs, cfg),
+                *kv_scale_args(inputs).values()), combine_args
 
     # compiled for a cfg on a stand-in plan (the same argument types) to read its residency
     stand_in = planner.SplitLaunch.of(planner.whole_sequences(p.seq_lens), inputs)

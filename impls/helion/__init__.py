@@ -3,6 +3,7 @@ compiles them to Triton (GPU, or Triton's CPU interpreter) and can autotune thei
 
 from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl
+from specs.problem import KV_DTYPES
 
 BACKEND = Backend(
     name="helion",
@@ -25,8 +26,9 @@ BACKEND = Backend(
                 Knob("num_stages", (2, 3, 4))),
 )
 
-# Head dims are padded to a power of two inside the kernels (masked), up to 256.
-CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256)
+# Head dims are padded to a power of two inside the kernels (masked), up to 256. fp8 caches:
+# tiles converted to the query's dtype as they land, the scales applied once per program.
+CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, kv_dtypes=frozenset(KV_DTYPES))
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.helion.one_pass", CAPS, options=("config", "tune"),
          summary="hl.tile over (batch, kv_heads, group); paged: per-token page gather"),

@@ -26,6 +26,7 @@ import os
 import time
 
 import helion
+import torch
 
 from impls.common import with_overrides
 from impls.registry import Unsupported
@@ -64,7 +65,7 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
     ``config`` overrides the tunable ones (``BLOCK_H``, ``BLOCK_N``, ``num_warps``,
     ``num_stages``)."""
     head_dim_pad = helion.next_power_of_2(problem.head_dim)
-    fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.itemsize)  # tokens in one stage's K+V
+    fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.kv_itemsize)  # tokens in a stage's K+V
     defaults = dict(
         BLOCK_H=max(MIN_BLOCK_H, helion.next_power_of_2(problem.group_size)),
         BLOCK_N=min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1)),
@@ -77,6 +78,18 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
         if not isinstance(size, int) or size < MIN_BLOCK_H or size & (size - 1):
             raise ProblemError(f"config: {key}={size!r}: must be a power of two >= {MIN_BLOCK_H}")
     return cfg
+
+
+def kv_scales(inputs) -> tuple:
+    """K's and V's scales as the kernels index them, by KV head: a per-tensor scale broadcast
+    (a stride-0 view, so the inputs' own scale is read), and 1.0 for an unquantised cache (one
+    kernel for both: multiplying by 1.0 changes no bit, and an fp8 tile's conversion to the
+    query's dtype is a no-op on a 16-bit one)."""
+    heads = inputs.problem.num_kv_heads
+    if inputs.k_scale is None:
+        one = torch.ones(1, dtype=torch.float32, device=inputs.device)
+        return one.expand(heads), one.expand(heads)
+    return inputs.k_scale.expand(heads), inputs.v_scale.expand(heads)
 
 
 def helion_config(cfg: dict) -> helion.Config:

@@ -23,7 +23,8 @@ from impls.registry import Launch
 @helion.kernel(**_common.SETTINGS)
 def decode_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seq_lens: torch.Tensor,
                   block_table: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
-                  qk_scale: float, IS_PAGED: hl.constexpr, UPCAST_DOT: hl.constexpr) -> None:
+                  qk_scale: float, k_scale: torch.Tensor, v_scale: torch.Tensor,
+                  IS_PAGED: hl.constexpr, UPCAST_DOT: hl.constexpr) -> None:
     """q, out [batch, Hq, D]; k, v dense [batch, rows, Hkv, D] or pool [pages, page_size, Hkv,
     D]; lse [batch, Hq] float32 natural log; block_table [batch, pages per sequence] (paged)."""
     batch, num_q_heads, head_dim = q.shape
@@ -44,6 +45,7 @@ def decode_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seq_lens: t
         m_i = hl.full([tile_h], float("-inf"), dtype=torch.float32)
         l_i = hl.zeros([tile_h], dtype=torch.float32)
         acc = hl.zeros([tile_h, head_dim], dtype=torch.float32)
+        score_scale = qk_scale * k_scale[pid_kvh]  # the cache's scales: see _common.kv_scales
         seq_len = seq_lens[pid_b]
         for tile_n in hl.tile(seq_len):  # loads indexed by tile_n are masked to [0, seq_len)
             if IS_PAGED:  # token t: row t % page_size of page block_table[pid_b, t // page_size]
@@ -54,11 +56,13 @@ def decode_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seq_lens: t
             else:
                 k_tile = k[pid_b, tile_n, pid_kvh, :]
                 v_tile = v[pid_b, tile_n, pid_kvh, :]
+            k_tile = k_tile.to(q_tile.dtype)  # fp8 values as the query's (exact); else no-op
+            v_tile = v_tile.to(q_tile.dtype)
             if UPCAST_DOT:
                 s = hl.dot(q_tile.to(torch.float32), k_tile.to(torch.float32).T)
             else:
                 s = hl.dot(q_tile, k_tile.T, out_dtype=torch.float32)
-            s = torch.where(tile_n.index[None, :] < seq_len, s * qk_scale, float("-inf"))
+            s = torch.where(tile_n.index[None, :] < seq_len, s * score_scale, float("-inf"))
             m_new = torch.maximum(m_i, torch.amax(s, -1))
             alpha = torch.exp2(m_i - m_new)
             p = torch.exp2(s - m_new[:, None])
@@ -70,6 +74,7 @@ def decode_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seq_lens: t
             else:
                 acc = hl.dot(p, v_tile, acc=acc * alpha[:, None])
             m_i = m_new
+        acc = acc * v_scale[pid_kvh]
         out_grouped[pid_b, pid_kvh, tile_h, :] = (acc / l_i[:, None]).to(out.dtype)
         lse_grouped[pid_b, pid_kvh, tile_h] = (m_i + torch.log2(l_i)) * LN2
 
@@ -82,7 +87,7 @@ def kernel_args(inputs, out, lse) -> tuple:
     table = inputs.block_table if paged else inputs.seq_lens.view(-1, 1)
     upcast = _common.interpreting() and p.dtype == "bfloat16"
     return (inputs.q, inputs.k, inputs.v, inputs.seq_lens, table, out, lse, p.scale * LOG2E,
-            paged, upcast)
+            *_common.kv_scales(inputs), paged, upcast)
 
 
 def prepare(inputs, out, lse, config: dict | None = None, tune: bool = False) -> Launch:

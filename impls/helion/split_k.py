@@ -38,7 +38,8 @@ COMBINE_NUM_WARPS = 4
 def split_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, items: torch.Tensor,
                  block_table: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
                  part_out: torch.Tensor, part_lse: torch.Tensor, qk_scale: float,
-                 IS_PAGED: hl.constexpr, UPCAST_DOT: hl.constexpr) -> None:
+                 k_scale: torch.Tensor, v_scale: torch.Tensor, IS_PAGED: hl.constexpr,
+                 UPCAST_DOT: hl.constexpr) -> None:
     """``one_pass.decode_kernel`` over the plan's ``items`` int32 [num_items, 4] (sequence,
     start, end, slot or -1) instead of whole sequences; part_out [slots, Hq, D], part_lse
     [slots, Hq] float32."""
@@ -73,6 +74,7 @@ def split_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, items: torch
         m_i = hl.full([tile_h], float("-inf"), dtype=torch.float32)
         l_i = hl.zeros([tile_h], dtype=torch.float32)
         acc = hl.zeros([tile_h, head_dim], dtype=torch.float32)
+        score_scale = qk_scale * k_scale[pid_kvh]  # the cache's scales: see _common.kv_scales
         for tile_n in hl.tile(start, end):  # loads indexed by tile_n are masked to [start, end)
             if IS_PAGED:  # token t: row t % page_size of page block_table[pid_b, t // page_size]
                 entries = pid_b * max_pages + tile_n.index // page_size  # one tensor index:
@@ -82,11 +84,13 @@ def split_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, items: torch
             else:
                 k_tile = k[pid_b, tile_n, pid_kvh, :]
                 v_tile = v[pid_b, tile_n, pid_kvh, :]
+            k_tile = k_tile.to(q_tile.dtype)  # fp8 values as the query's (exact); else no-op
+            v_tile = v_tile.to(q_tile.dtype)
             if UPCAST_DOT:
                 s = hl.dot(q_tile.to(torch.float32), k_tile.to(torch.float32).T)
             else:
                 s = hl.dot(q_tile, k_tile.T, out_dtype=torch.float32)
-            s = torch.where(tile_n.index[None, :] < end, s * qk_scale, float("-inf"))
+            s = torch.where(tile_n.index[None, :] < end, s * score_scale, float("-inf"))
             m_new = torch.maximum(m_i, torch.amax(s, -1))
             alpha = torch.exp2(m_i - m_new)
             p = torch.exp2(s - m_new[:, None])
@@ -98,6 +102,7 @@ def split_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, items: torch
             else:
                 acc = hl.dot(p, v_tile, acc=acc * alpha[:, None])
             m_i = m_new
+        acc = acc * v_scale[pid_kvh]
         result = acc / l_i[:, None]
         result_lse = (m_i + torch.log2(l_i)) * LN2
         if slot < 0:  # a whole sequence: the final result
@@ -148,7 +153,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     table = inputs.block_table if p.layout == "paged" else inputs.seq_lens.view(-1, 1)
     upcast = _common.interpreting() and p.dtype == "bfloat16"
     split_args = (inputs.q, inputs.k, inputs.v, split.tensors["items"], table, out, lse, part_out,
-                  part_lse, p.scale * LOG2E, p.layout == "paged", upcast)
+                  part_lse, p.scale * LOG2E, *_common.kv_scales(inputs), p.layout == "paged",
+                  upcast)
     split_bound, reported, tuning_s = _common.bind(split_kernel, split_args, p, config, tune)
     combine_args = (part_out, part_lse, split.tensors["merge_seqs"], split.tensors["merge_indptr"],
                     out, lse)

@@ -225,14 +225,3 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
     ps, tile = problem.page_size, cfg["BLOCK_N"]
     per_page = paged and gather == "page" and (tile % ps == 0 or ps % tile == 0)
     return {**cfg, "PAGE_SIZE": ps if per_page else 0}
-
-
-
-def scale_args(inputs) -> dict:
-    """The kernels' fp8 scale arguments (keywords): K's and V's scales and their stride over KV
-    heads (1: one each, 0: one for all); an unquantised cache passes the lengths as a stand-in
-    the kernels never read (KV_SCALED is False)."""
-    if inputs.k_scale is None:
-        return dict(k_scale_ptr=inputs.seq_lens, v_scale_ptr=inputs.seq_lens, scale_stride=0)
-    return dict(k_scale_ptr=inputs.k_scale, v_scale_ptr=inputs.v_scale,
-                scale_stride=int(inputs.problem.kv_scale == "head"))

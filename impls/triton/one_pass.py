@@ -14,9 +14,9 @@ pages add block-table reads and shorter contiguous runs.
 import triton
 import triton.language as tl
 
-from impls.common import tile_kernel_args
+from impls.common import kv_scale_args, tile_kernel_args
 from impls.registry import Launch
-from impls.triton._common import REPORTED, attend, pick_launch_config, scale_args, store_group
+from impls.triton._common import REPORTED, attend, pick_launch_config, store_group
 
 
 # runtime ints that vary per problem are not specialised (fewer recompiles, same code)
@@ -48,7 +48,7 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     del cfg["FUSED_MERGE"]  # nothing to merge in one pass
     grid = (p.batch, p.num_kv_heads)
     args = tile_kernel_args(inputs, out, lse)
-    scales = scale_args(inputs)
+    scales = kv_scale_args(inputs)
 
     def run():
         decode_kernel[grid](*args, **scales, **cfg)

@@ -26,10 +26,10 @@ import triton
 import triton.language as tl
 
 from impls import plan as planner
-from impls.common import tile_kernel_args
+from impls.common import kv_scale_args, tile_kernel_args
 from impls.registry import Launch
 from impls.triton._common import (REPORTED, attend, interpreting, pick_launch_config,
-                                  scale_args, store_group)
+                                  store_group)
 
 # Programs of the split kernel resident per SM in the CPU interpreter (nothing compiled to ask);
 # on a GPU the compiled kernel's registers and shared memory say (planner.residency)
@@ -160,7 +160,7 @@ def split_args_for(inputs, out, lse, split: planner.SplitLaunch, counters):
     p = inputs.problem
     split_args, combine_args = tile_kernel_args(inputs, out, lse, split.tensors, split.part_out,
                                                 split.part_lse)
-    scales = scale_args(inputs)
+    scales = kv_scale_args(inputs)
     return ((*split_args, inputs.seq_lens, counters, split.plan.chunk, p.num_kv_heads,
              scales["k_scale_ptr"], scales["v_scale_ptr"], scales["scale_stride"]), combine_args)
 
