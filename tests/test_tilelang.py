@@ -73,3 +73,20 @@ def test_combine_kernel_builds_at_head_dims_no_power_of_two(head_dim):
     inference finds no layout: held-out shapes on an H100)."""
     source = build(split_k.combine_kernel(head_dim, 8, "float16"))
     assert "expf" in source
+
+
+@pytest.mark.parametrize("builder", [one_pass.decode_kernel, split_k.split_kernel],
+                         ids=["one-pass", "split"])
+@pytest.mark.parametrize("layout,page_size,kv_dtype,kv_scale,load", [
+    ("dense", 16, "float8_e4m3fn", "head", "tma_load"),
+    ("paged", 16, "float8_e5m2", "tensor", "cp_async"),
+    ("paged", 128, "float8_e4m3fn", "tensor", "tma_load"),
+], ids=["dense-e4m3-head", "paged16-e5m2", "paged128-e4m3"])
+def test_fp8_kernel_builds(builder, layout, page_size, kv_dtype, kv_scale, load):
+    """fp8 tiles land as stored (TMA or cp.async), then both products stay on the tensor cores
+    in the query's dtype."""
+    p = problem(4, 128, layout, page_size).replace(kv_dtype=kv_dtype, kv_scale=kv_scale)
+    source = build(builder(**dict(compile_key(pick_launch_config(p)))))
+    assert load in source, f"K/V tiles not loaded with {load}"
+    assert "mma_sync" in source, "no tensor-core MMA"
+    assert "fp8" in source, "no fp8 cache read"

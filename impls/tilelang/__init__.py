@@ -7,6 +7,7 @@ runs in an environment of its own (``environment="tilelang"``, the ``tilelang`` 
 
 from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl
+from specs.problem import KV_DTYPES
 
 BACKEND = Backend(
     name="tilelang",
@@ -26,9 +27,11 @@ BACKEND = Backend(
 )
 
 # T.gemm splits the K/V tile's columns and the head dim over 4 warps in multiples of 8 (head
-# dims of 32k); the query group is padded to 16-64 MMA rows; fp16/bf16 tensor-core operands.
+# dims of 32k); the query group is padded to 16-64 MMA rows; fp16/bf16 tensor-core operands
+# (fp8 tiles converted to the query's dtype in shared memory first).
 CAPS = Capabilities(frozenset({"dense", "paged"}), dtypes=frozenset({"float16", "bfloat16"}),
                     min_head_dim=32, max_head_dim=256, head_dim_multiple=32, max_group_size=64,
+                    kv_dtypes=frozenset(KV_DTYPES),
                     note="T.gemm tiles: bf16/fp16 operands, head dims of 32k, groups <= 64")
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.tilelang.one_pass", CAPS, options=("config", "tune"),

@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 
 import tilelang
+import torch
 import tilelang.language as T
 from tilelang.autotuner import AutoTuner
 
@@ -49,6 +50,7 @@ THREADS = 128  # one warpgroup: 4 warps split the tile's columns in both GEMMs
 NUM_STAGES = 2  # TMA pipeline: one K/V tile in flight while one is consumed
 TOKEN_STAGES = 1  # see the module docstring (TileLang 0.1.15 codegen, tile-ai/TileOPs#1852)
 REPORTED = ("BLOCK_N", "BLOCK_H", "GATHER", "num_warps", "num_stages")  # Launch.config
+TL_KV_DTYPES = {"float8_e4m3fn": "float8_e4m3", "float8_e5m2": "float8_e5m2"}  # TileLang's names
 
 
 def pick_launch_config(problem, config: dict | None = None) -> dict:
@@ -56,7 +58,7 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
     overrides the tunable ones (``BLOCK_N``, ``num_warps``, ``num_stages``); the kernels take
     ``threads`` (32 per warp)."""
     paged = problem.layout == "paged"
-    fit = TILE_PAIR_BYTES // (2 * problem.head_dim * problem.itemsize)  # tokens in one stage
+    fit = TILE_PAIR_BYTES // (2 * problem.head_dim * problem.kv_itemsize)  # tokens in a stage
     block_n = min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1))
     if paged and problem.page_size % block_n:  # the largest tile inside a page, if any
         block_n = problem.page_size & -problem.page_size  # largest power of two dividing it
@@ -72,6 +74,8 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
         cfg["num_stages"] = TOKEN_STAGES if gather == "token" else NUM_STAGES
     cfg.update(HEAD_DIM=problem.head_dim, GROUP_SIZE=problem.group_size,
                NUM_KV_HEADS=problem.num_kv_heads, DTYPE=problem.dtype,
+               KV_DTYPE=TL_KV_DTYPES.get(problem.kv_dtype, problem.dtype),
+               SCALES=problem.cache.scales_per_tensor(problem.query),
                BLOCK_H=max(MIN_BLOCK_H, 1 << (problem.group_size - 1).bit_length()),
                PAGE_SIZE=problem.page_size if paged else 0, GATHER=gather)
     check_config(cfg)
@@ -115,12 +119,31 @@ def compiled(builder, key: tuple):
     return tilelang.compile(builder(**dict(key)), target="cuda")
 
 
-def attend_macro(HEAD_DIM, GROUP_SIZE, BLOCK_H, BLOCK_N, PAGE_SIZE, GATHER, DTYPE, threads,
-                 num_stages):
+def scale_shape(SCALES) -> tuple:
+    """The kernels' K and V scale tensors: one float32 per KV head or one for all (an
+    unquantised cache passes a [1] stand-in its kernels never read)."""
+    return (max(1, SCALES),)
+
+
+def kv_scales(inputs) -> tuple:
+    """K's and V's scales as the kernels take them (``scale_shape``): the inputs' own, or a [1]
+    stand-in for an unquantised cache."""
+    if inputs.k_scale is not None:
+        return inputs.k_scale, inputs.v_scale
+    one = torch.ones(1, dtype=torch.float32, device=inputs.device)
+    return one, one
+
+
+def attend_macro(HEAD_DIM, GROUP_SIZE, BLOCK_H, BLOCK_N, PAGE_SIZE, GATHER, DTYPE, KV_DTYPE,
+                 SCALES, threads, num_stages):
     """A ``T.macro`` computing the online softmax of one KV head's query group over tokens
     [start, end) of sequence ``pid_b`` into the fragments ``acc`` [BLOCK_H, HEAD_DIM], ``m_i``
-    and ``l_i`` [BLOCK_H] (float32, log2 domain)."""
+    and ``l_i`` [BLOCK_H] (float32, log2 domain). An fp8 cache (``KV_DTYPE``): each tile lands
+    as fp8 and is converted to the query's dtype in shared memory (exact), since T.gemm takes
+    one operand dtype; K's scale folds into the score scale and V's into ``acc``, one float32
+    product each."""
     acc_t = "float32"
+    quantised = KV_DTYPE != DTYPE
     is_paged = PAGE_SIZE > 0
     col_split = T.GemmWarpPolicy.FullCol  # warps split the columns: 16 rows stay whole per warp
 
@@ -138,10 +161,14 @@ def attend_macro(HEAD_DIM, GROUP_SIZE, BLOCK_H, BLOCK_N, PAGE_SIZE, GATHER, DTYP
                 dst[n, d] = src[block_table[pid_b, tok // PAGE_SIZE], tok % PAGE_SIZE, pid_kvh, d]
 
     @T.macro
-    def attend(q, k, v, block_table, pid_b, pid_kvh, start, end, qk_scale, acc, m_i, l_i):
+    def attend(q, k, v, k_scale, v_scale, block_table, pid_b, pid_kvh, start, end, qk_scale,
+               acc, m_i, l_i):
         q_s = T.alloc_shared((BLOCK_H, HEAD_DIM), DTYPE)
         k_s = T.alloc_shared((BLOCK_N, HEAD_DIM), DTYPE)
         v_s = T.alloc_shared((BLOCK_N, HEAD_DIM), DTYPE)
+        if quantised:
+            k_q = T.alloc_shared((BLOCK_N, HEAD_DIM), KV_DTYPE)  # the tiles as stored
+            v_q = T.alloc_shared((BLOCK_N, HEAD_DIM), KV_DTYPE)
         p_s = T.alloc_shared((BLOCK_H, BLOCK_N), DTYPE)  # P in shared: the PV GEMM's A operand
         s = T.alloc_fragment((BLOCK_H, BLOCK_N), acc_t)
         m_prev = T.alloc_fragment((BLOCK_H,), acc_t)
@@ -153,13 +180,19 @@ def attend_macro(HEAD_DIM, GROUP_SIZE, BLOCK_H, BLOCK_N, PAGE_SIZE, GATHER, DTYP
         T.fill(acc, 0)
         T.fill(l_i, 0)
         T.fill(m_i, -T.infinity(acc_t))
+        scale_at = pid_kvh if SCALES > 1 else 0
+        score_scale = qk_scale * k_scale[scale_at] if quantised else qk_scale
         for t in T.Pipelined(T.ceildiv(end - start, BLOCK_N), num_stages=num_stages):
             tile_start = start + t * BLOCK_N
-            load_tile(k, k_s, block_table, pid_b, pid_kvh, tile_start, end)
+            if quantised:
+                load_tile(k, k_q, block_table, pid_b, pid_kvh, tile_start, end)
+                T.copy(k_q, k_s)
+            else:
+                load_tile(k, k_s, block_table, pid_b, pid_kvh, tile_start, end)
             T.clear(s)
             T.gemm(q_s, k_s, s, transpose_B=True, policy=col_split)
             for h, n in T.Parallel(BLOCK_H, BLOCK_N):  # mask before the max: -inf past the end
-                s[h, n] = T.if_then_else(tile_start + n < end, s[h, n] * qk_scale,
+                s[h, n] = T.if_then_else(tile_start + n < end, s[h, n] * score_scale,
                                          -T.infinity(acc_t))
             T.copy(m_i, m_prev)
             T.reduce_max(s, m_i, dim=1, clear=False)
@@ -173,8 +206,15 @@ def attend_macro(HEAD_DIM, GROUP_SIZE, BLOCK_H, BLOCK_N, PAGE_SIZE, GATHER, DTYP
             T.copy(s, p_s)  # P.V on the tensor cores in the input dtype, float32 accumulation
             for h, d in T.Parallel(BLOCK_H, HEAD_DIM):
                 acc[h, d] *= alpha[h]
-            load_tile(v, v_s, block_table, pid_b, pid_kvh, tile_start, end)
+            if quantised:
+                load_tile(v, v_q, block_table, pid_b, pid_kvh, tile_start, end)
+                T.copy(v_q, v_s)
+            else:
+                load_tile(v, v_s, block_table, pid_b, pid_kvh, tile_start, end)
             T.gemm(p_s, v_s, acc, policy=col_split)
+        if quantised:
+            for h, d in T.Parallel(BLOCK_H, HEAD_DIM):
+                acc[h, d] *= v_scale[scale_at]
 
     return attend
 

@@ -25,8 +25,9 @@ import tilelang.language as T
 from impls import plan as planner
 from impls.common import LOG2E
 from impls.registry import Launch
-from impls.tilelang._common import (REPORTED, attend_macro, autotune, compile_key,
-                                    compiled, pick_launch_config, store_macro, tile_bound)
+from impls.tilelang._common import (REPORTED, attend_macro, autotune, compile_key, compiled,
+                                    kv_scales, pick_launch_config, scale_shape, store_macro,
+                                    tile_bound)
 
 RESIDENT_PROGRAMS = 1  # split blocks per SM: the K/V pipeline buffers take its shared memory
 # a combine block per (split sequence, query head): its HEAD_DIM row over at most this many
@@ -34,7 +35,8 @@ RESIDENT_PROGRAMS = 1  # split blocks per SM: the K/V pipeline buffers take its 
 COMBINE_THREADS = 128
 
 
-def split_kernel(HEAD_DIM, GROUP_SIZE, NUM_KV_HEADS, DTYPE, BLOCK_H, BLOCK_N, PAGE_SIZE, GATHER,
+def split_kernel(HEAD_DIM, GROUP_SIZE, NUM_KV_HEADS, DTYPE, KV_DTYPE, SCALES, BLOCK_H, BLOCK_N,
+                  PAGE_SIZE, GATHER,
                  threads, num_stages):
     """The split prim_func: one block per (KV head, work item ``items[pid_i]`` = (sequence,
     start, end, slot or -1)); batch, cache rows, table columns, items and slots are symbolic."""
@@ -43,14 +45,14 @@ def split_kernel(HEAD_DIM, GROUP_SIZE, NUM_KV_HEADS, DTYPE, BLOCK_H, BLOCK_N, PA
     kv_shape = (rows, PAGE_SIZE, NUM_KV_HEADS, HEAD_DIM) if PAGE_SIZE else \
         (batch, rows, NUM_KV_HEADS, HEAD_DIM)
     attend = attend_macro(HEAD_DIM, GROUP_SIZE, BLOCK_H, BLOCK_N, PAGE_SIZE, GATHER, DTYPE,
-                          threads, num_stages)
+                          KV_DTYPE, SCALES, threads, num_stages)
     store = store_macro(HEAD_DIM, GROUP_SIZE, BLOCK_H)
 
     @T.prim_func
     def split(
         q: T.Tensor((batch, num_q_heads, HEAD_DIM), DTYPE),
-        k: T.Tensor(kv_shape, DTYPE),
-        v: T.Tensor(kv_shape, DTYPE),
+        k: T.Tensor(kv_shape, KV_DTYPE),
+        v: T.Tensor(kv_shape, KV_DTYPE),
         items: T.Tensor((num_items, 4), "int32"),
         block_table: T.Tensor((batch, table_cols), "int32"),
         out: T.Tensor((batch, num_q_heads, HEAD_DIM), DTYPE),
@@ -58,6 +60,8 @@ def split_kernel(HEAD_DIM, GROUP_SIZE, NUM_KV_HEADS, DTYPE, BLOCK_H, BLOCK_N, PA
         part_out: T.Tensor((slots, num_q_heads, HEAD_DIM), "float32"),
         part_lse: T.Tensor((slots, num_q_heads), "float32"),
         qk_scale: T.float32,
+        k_scale: T.Tensor(scale_shape(SCALES), "float32"),
+        v_scale: T.Tensor(scale_shape(SCALES), "float32"),
     ):
         # KV heads vary fastest: an item's blocks start together, and the items' longest-first
         # order holds across the whole grid
@@ -67,8 +71,8 @@ def split_kernel(HEAD_DIM, GROUP_SIZE, NUM_KV_HEADS, DTYPE, BLOCK_H, BLOCK_N, PA
             l_i = T.alloc_fragment((BLOCK_H,), "float32")
             pid_b = items[pid_i, 0]
             slot = items[pid_i, 3]
-            attend(q, k, v, block_table, pid_b, pid_kvh, items[pid_i, 1], items[pid_i, 2],
-                   qk_scale, acc, m_i, l_i)
+            attend(q, k, v, k_scale, v_scale, block_table, pid_b, pid_kvh, items[pid_i, 1],
+                   items[pid_i, 2], qk_scale, acc, m_i, l_i)
             if slot < 0:  # a whole sequence: the final result
                 store(out, lse, pid_b, pid_kvh * GROUP_SIZE, acc, m_i, l_i)
             else:
@@ -130,7 +134,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     split_plan, part_out, part_lse = split.plan, split.part_out, split.part_lse
     table = inputs.block_table if p.layout == "paged" else inputs.seq_lens.view(-1, 1)
     split_args = (inputs.q, inputs.k, inputs.v, split.tensors["items"], table, out, lse, part_out,
-                  part_lse, p.scale * LOG2E)
+                  part_lse, p.scale * LOG2E, *kv_scales(inputs))
     combine_args = (part_out, part_lse, split.tensors["merge_seqs"], split.tensors["merge_indptr"],
                     out, lse)
     tuning_s = None
