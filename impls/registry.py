@@ -101,6 +101,7 @@ class Capabilities:
     page_size_multiple: int = 1
     kv_dtypes: frozenset[str] = frozenset()  # quantised cache dtypes it reads (specs KV_DTYPES)
     kv_scales: frozenset[str] = frozenset({"tensor", "head"})  # their scales' granularities
+    kv_note: str = ""  # why the quantised caches are what they are (the vendor's API, the DSL)
     uniform_lengths_only: bool = False
     max_group_size: int | None = None  # the most query heads per KV head a kernel takes
     max_splits: int | None = None  # split-k: the most splits a num_splits option may ask for
@@ -158,11 +159,12 @@ def _query(c: Capabilities, p: DecodeProblem) -> str | None:
 def _cache(c: Capabilities, p: DecodeProblem) -> str | None:
     if p.layout == "paged" and p.page_size % c.page_size_multiple:
         return f"page_size {p.page_size} (needs a multiple of {c.page_size_multiple})"
+    why = f"; {c.kv_note}" if c.kv_note else ""
     if p.cache.quantised and p.kv_dtype not in c.kv_dtypes:
         return f"kv_dtype {p.kv_dtype} (quantised caches it reads: " \
-            f"{', '.join(sorted(c.kv_dtypes)) or 'none'})"
+            f"{', '.join(sorted(c.kv_dtypes)) or 'none'}{why})"
     if p.cache.quantised and p.kv_scale not in c.kv_scales:
-        return f"kv_scale {p.kv_scale} (scales it takes: {', '.join(sorted(c.kv_scales))})"
+        return f"kv_scale {p.kv_scale} (scales it takes: {', '.join(sorted(c.kv_scales))}{why})"
     return None
 
 

@@ -73,6 +73,13 @@ def _ragged(quick: bool = False) -> list[DecodeProblem]:
             for p in _both_layouts(lambda lay: model_problem("llama3-8b", ragged_lengths(b, med, mx, seed), lay))]
 
 
+FP8 = "float8_e4m3fn"  # the fp8 format the serving engines default to
+
+
+def _fp8(quick: bool = False) -> list[DecodeProblem]:
+    return with_kv_dtype(_grid(QUICK_GRID if quick else GRID) + _ragged(quick), FP8, "tensor")
+
+
 MODEL_CELLS = [(1, 32768), (16, 1024), (16, 4096), (16, 16384)]  # a line against seq_len per shape
 
 # Batches that stress how a split-K kernel schedules its work (a plan per batch, not per kernel):
@@ -194,6 +201,7 @@ def _cpu() -> list[DecodeProblem]:
         model_problem("gemma2-9b", [33], "dense"),
         model_problem("phi3-mini", [17], "paged", dtype="float16"),
         model_problem("llama3-70b-tp8", [60], "dense", dtype="float32"),
+        model_problem("llama3-8b", [45, 20], "paged").replace(kv_dtype=FP8, kv_scale="head"),
     ]
 
 
@@ -203,6 +211,8 @@ WORKLOADS: dict[str, tuple[str, Callable[[bool], list[DecodeProblem]]]] = {
              lambda quick: _grid(QUICK_GRID if quick else GRID)),
     "ragged": ("Llama-3-8B bf16, log-normal ragged batches (16 x median 1k, 64 x median 2k, max 32k)",
                _ragged),
+    "fp8": ("'grid' and 'ragged' with the cache in float8_e4m3fn, one scale per tensor (what every "
+            "fp8-reading vendor kernel takes), beside the bf16 ones", _fp8),
     "models": ("every model shape at 1 x 32k and 16 x {1k, 4k, 16k}, dense and paged (page 16), "
                "bf16 and fp16 (--quick: bf16)", _models),
     "heldout": (f"{HELDOUT_COUNT} held-out shapes drawn from seed 0 (heldout:N draws from seed N): GQA "
@@ -227,7 +237,7 @@ WORKLOADS: dict[str, tuple[str, Callable[[bool], list[DecodeProblem]]]] = {
     "cpu": ("small problems of every shape class, sized for the CPU interpreters",
             lambda quick: _cpu()[:4] if quick else _cpu()),
 }
-DEFAULT_GPU = ("grid", "ragged")
+DEFAULT_GPU = ("grid", "ragged", "fp8")
 DEFAULT_CPU = ("cpu",)
 
 

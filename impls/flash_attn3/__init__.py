@@ -30,7 +30,10 @@ BACKEND = Backend(
 CAPS = Capabilities(frozenset({"dense", "paged"}), dtypes=frozenset({"float16", "bfloat16"}),
                     max_head_dim=256, head_dim_multiple=8, max_splits=256,
                     note="FlashAttention-3 on sm90: fp16/bf16, head_dim a multiple of 8 up to "
-                         "256, at most 256 splits")
+                         "256, at most 256 splits",
+                    kv_note="FA3's fp8 path takes an fp8 query with descale factors (a bf16/fp16 "
+                            "query with an fp8 cache is refused: 'query and key must have the "
+                            "same dtype'); a quantised query is another problem than this one")
 
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.flash_attn3.fa3", CAPS, entry="prepare_one_pass",

@@ -26,6 +26,8 @@ PAGED_HEAD_DIMS = frozenset({16, 32, 48, 64, 112, 128, 256})
 CAPS = Capabilities(
     frozenset({"dense", "paged"}), dtypes=frozenset({"float16", "bfloat16"}), max_head_dim=256,
     head_dim_multiple=8, note="flash-attn-4 on sm90: fp16/bf16, head_dim a multiple of 8 up to 256",
+    kv_note="flash-attn-4's interface takes q, k and v of one 16-bit dtype on sm90 (no fp8 "
+            "cache with a 16-bit query)",
     per_layout={"paged": dict(
         head_dims=PAGED_HEAD_DIMS,
         note="flash-attn-4 4.0.0b36 paged KV on sm90: head_dim 16, 32, 48, 64, 112, 128 or 256; "

@@ -3,6 +3,7 @@ cache, JIT-compiled with nvcc on the first use of each configuration (dtype, hea
 """
 
 from impls.registry import Backend, Capabilities, Impl
+from specs.problem import KV_DTYPES
 
 BACKEND = Backend(
     name="flashinfer",
@@ -17,8 +18,10 @@ BACKEND = Backend(
 )
 
 CAPS = Capabilities(frozenset({"dense", "paged"}), dtypes=frozenset({"float16", "bfloat16"}),
-                    head_dims=frozenset({64, 128, 256}),
-                    note="FlashInfer decode: fp16/bf16, head_dim 64, 128 or 256")
+                    head_dims=frozenset({64, 128, 256}), kv_dtypes=frozenset(KV_DTYPES),
+                    kv_scales=frozenset({"tensor"}),
+                    note="FlashInfer decode: fp16/bf16, head_dim 64, 128 or 256",
+                    kv_note="FlashInfer's decode takes one float k_scale and v_scale per call")
 _PATH = ("tensor-core path (its prefill kernel) for GQA groups >= 4, CUDA-core decode kernel "
          "below; ")
 

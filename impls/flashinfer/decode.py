@@ -11,6 +11,9 @@ page per sequence, since FlashInfer splits the KV axis at page granularity. The 
 implementation plans with ``disable_split_kv=True`` (like the other backends' one-pass kernels);
 ``split-k`` lets FlashInfer's scheduler split the KV axis and merge the partial states as it
 decides.
+An fp8 cache: ``kv_data_type`` at ``plan`` and its scales as the floats ``k_scale``/``v_scale``
+at ``run`` (FlashInfer's API takes Python floats: read from the inputs' one-element tensors at
+prepare, outside the timed call; the cache itself is passed as stored, no conversion).
 FlashInfer's LSE is base 2; the check converts it (``Launch.lse_base2``), outside the timed call.
 Its tensor-core path sums the softmax normaliser with an MMA over P cast to the input dtype
 (``compute_sfm_v`` in its prefill.cuh), so its LSE is good to the dtype's roundoff, not
@@ -78,13 +81,15 @@ def _prepare(inputs, split_kv: bool) -> Launch:
     indptr, indices, last_page_len, page_size, cache = _csr(inputs)
     def plan():  # what a serving loop redoes per batch (it syncs with the host)
         wrapper.plan(indptr, indices, last_page_len, p.num_q_heads, p.num_kv_heads, p.head_dim,
-                     page_size, q_data_type=dtype, kv_data_type=dtype, sm_scale=p.scale,
+                     page_size, q_data_type=dtype, kv_data_type=inputs.k.dtype, sm_scale=p.scale,
                      disable_split_kv=not split_kv)
 
     plan()
+    scales = {} if inputs.k_scale is None else \
+        dict(k_scale=float(inputs.k_scale), v_scale=float(inputs.v_scale))
 
     def run():
-        return wrapper.run(inputs.q, cache, return_lse=True)
+        return wrapper.run(inputs.q, cache, return_lse=True, **scales)
 
     config = {"kernel": "tensor-core" if tensor_cores else "cuda-core",
               "split_kv": "flashinfer's scheduler" if split_kv else "off",

@@ -28,6 +28,8 @@ IMPLS = [
              head_dim_multiple=8, uniform_lengths_only=True,
              note="cuDNN SDPA via torch: fp16/bf16, head_dim % 8 == 0 and <= 128 on sm90, one "
                   "length for the whole batch (no per-sequence lengths)",
+             kv_note="torch's SDPA takes q, k and v of one dtype (no fp8 cache with a 16-bit "
+                     "query)",
              no_kernel_for={"paged": "torch 2.11 has no paged-KV attention kernel"}),
          summary="torch.ops.aten._scaled_dot_product_cudnn_attention (cuDNN), GQA native"),
     Impl(BACKEND, "split-k", None,

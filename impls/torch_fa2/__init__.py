@@ -18,6 +18,7 @@ IMPLS = [
              frozenset({"dense"}), dtypes=frozenset({"float16", "bfloat16"}), max_head_dim=256,
              head_dim_multiple=8, note="torch's FlashAttention-2: fp16/bf16, head_dim % 8 == 0 "
                                        "and <= 256",
+             kv_note="FlashAttention-2 takes q, k and v of one 16-bit dtype (no fp8 cache)",
              no_kernel_for={"paged": "torch 2.11's _flash_attention_forward takes no block table"}),
          summary="uniform lengths: aten._scaled_dot_product_flash_attention (SDPA's flash op); "
                  "ragged: aten._flash_attention_forward (varlen) with seqused_k; GQA native"),
