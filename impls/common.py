@@ -101,6 +101,36 @@ def kv_scale_args(inputs) -> dict:
                 scale_stride=int(inputs.problem.kv_scale == "head"))
 
 
+def fp8_to_bf16_ptx(mantissa_bits: int, operand: str = "$") -> str:
+    """PTX widening four fp8 bytes (operand 2, the first in the low byte) to four bf16 values
+    (operands 0 and 1, the first in the low half; a Triton/Gluon ``inline_asm_elementwise`` of
+    ``pack=4``, or CUDA inline asm with ``operand`` "%") for an fp8 format of ``mantissa_bits``
+    (3: e4m3, 2: e5m2). sm_90 has no fp8 -> bf16 instruction: the compilers go through fp16 and convert
+    each value again, three conversions per pair on the slow conversion pipe, which bounds an
+    fp8 decode kernel below the bandwidth. Here per pair: a byte permute that sign-extends each
+    byte to 16 bits, a shift and a mask place sign, exponent and mantissa as a bf16 of the same
+    bits (the fp8 value times 2^(bias - 127), exact, subnormals included), and one bf16x2 fma by
+    2^(127 - bias) restores the value exactly. Finite values only: NaN and inf become finite
+    (a cache's NaN marks a page no kernel may read)."""
+    shift = 7 - mantissa_bits
+    bias = (1 << (6 - mantissa_bits)) - 1  # 7 for e4m3, 15 for e5m2
+    mask = 0x8000 | (0x7F << shift)
+    factor = (127 - bias + 127) << 7  # bf16 bits of 2^(127 - bias)
+    return f"""{{
+    .reg .b32 lo, hi, f, z;
+    mov.b32 f, {factor << 16 | factor:#010x};
+    mov.b32 z, 0x80008000;
+    prmt.b32 lo, {operand}2, 0, 0x9180;
+    prmt.b32 hi, {operand}2, 0, 0xb3a2;
+    shl.b32 lo, lo, {shift};
+    shl.b32 hi, hi, {shift};
+    and.b32 lo, lo, {mask << 16 | mask:#010x};
+    and.b32 hi, hi, {mask << 16 | mask:#010x};
+    fma.rn.bf16x2 {operand}0, lo, f, z;
+    fma.rn.bf16x2 {operand}1, hi, f, z;
+    }}"""
+
+
 # ---- memory and streams -------------------------------------------------------------------------
 def require_alignment(inputs, load_bytes: int) -> None:
     """Raise ``Unsupported`` when loads of ``load_bytes`` per thread cannot read q, k, v rows."""

@@ -30,6 +30,9 @@ def test_all_kernels_compile_for_sm90(backend):
     # fp8 caches built too, their products still on the tensor cores
     scaled = [l for l in attention if "'KV_SCALED': True" in l]
     assert scaled and all("mma=True" in l for l in scaled), "\n".join(scaled)
+    # bf16 from fp8 by bit operations, not through fp16 (two conversions per value more)
+    widened = [l for l in scaled if "*bf16" in l]
+    assert widened and all("f16_to_bf16=False" in l for l in widened), "\n".join(widened)
     if backend == "triton":  # the fused merge counts finished pieces with acquire-release atomics
         fused = [l for l in lines if l.startswith("split_kernel") and "'FUSED_MERGE': True" in l]
         assert fused and all("acq_rel=True" in l for l in fused), "\n".join(fused)

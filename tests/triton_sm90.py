@@ -86,7 +86,8 @@ def compile_all(problems, backend: str = "triton", configs=(None,)) -> list[str]
         report.append(f"{fn.__name__} {dtype} {named} {launch} shared={kernel.metadata.shared} "
                       f"mma={'mma' in ptx} cp.async={bool(CP_ASYNC.search(ptx))} "
                       f"tma={'cp.async.bulk.tensor' in ptx} "
-                      f"acq_rel={'atom.global.gpu.acq_rel' in ptx}")
+                      f"acq_rel={'atom.global.gpu.acq_rel' in ptx} "
+                      f"f16_to_bf16={'cvt.bf16.f16' in ptx}")
         assert kernel.metadata.shared <= HOPPER_SMEM, f"{fn.__name__} needs {kernel.metadata.shared} B"
     return report
 

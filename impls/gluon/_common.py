@@ -39,10 +39,12 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from impls.common import LN2 as _LN2
 from impls import plan as planner
-from impls.common import with_overrides
+from impls.common import fp8_to_bf16_ptx, with_overrides
 from specs.problem import ProblemError
 
 LN2 = gl.constexpr(_LN2)
+E4M3_TO_BF16 = gl.constexpr(fp8_to_bf16_ptx(3))
+E5M2_TO_BF16 = gl.constexpr(fp8_to_bf16_ptx(2))
 COPY_BYTES = 16  # one cp.async vector: the widest the instruction copies
 TORCH_TO_GL = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16,
                torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5}
@@ -104,6 +106,23 @@ def issue_tile(k_slot, v_slot, k_ptr, v_ptr, page, row, mask_n, kvh_off, offs_d,
 
 
 @gluon.jit
+def widen(x, dtype: gl.constexpr):
+    """Fragments of a K/V tile in ``dtype`` (the query's): an fp8 tile widened exactly, to bf16
+    by bit operations (``impls.common.fp8_to_bf16_ptx``), to fp16 by the one-instruction cvt."""
+    if x.dtype == dtype:
+        y = x
+    elif dtype == gl.bfloat16 and x.dtype == gl.float8e5:
+        y = gl.inline_asm_elementwise(E5M2_TO_BF16, "=r,=r,r", [x.to(gl.uint8, bitcast=True)],
+                                      dtype=gl.bfloat16, is_pure=True, pack=4)
+    elif dtype == gl.bfloat16:
+        y = gl.inline_asm_elementwise(E4M3_TO_BF16, "=r,=r,r", [x.to(gl.uint8, bitcast=True)],
+                                      dtype=gl.bfloat16, is_pure=True, pack=4)
+    else:
+        y = x.to(dtype)
+    return y
+
+
+@gluon.jit
 def softmax_step(q, k_tile, v_tile, tile_start, end, qk_scale, m_i, l_i, acc):
     """One online-softmax step over a landed ``[BLOCK_N, HEAD_DIM_PAD]`` K/V tile in shared
     memory whose first token is ``tile_start`` (tokens >= ``end`` are masked out of the scores;
@@ -117,7 +136,7 @@ def softmax_step(q, k_tile, v_tile, tile_start, end, qk_scale, m_i, l_i, acc):
     B_OP: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=K_WIDTH)
     BLOCK_H: gl.constexpr = q.shape[0]
     BLOCK_N: gl.constexpr = k_tile.shape[0]
-    k = k_tile.permute([1, 0]).load(B_OP).to(dtype)  # K^T fragments (ldmatrix where 16-bit)
+    k = widen(k_tile.permute([1, 0]).load(B_OP), dtype)  # K^T fragments (ldmatrix if 16-bit)
     s = mma_v2(q, k, gl.zeros([BLOCK_H, BLOCK_N], gl.float32, MMA))
     valid = (tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(0, MMA))) < end
     s = gl.where(valid[None, :], s * qk_scale, float("-inf"))
@@ -125,7 +144,7 @@ def softmax_step(q, k_tile, v_tile, tile_start, end, qk_scale, m_i, l_i, acc):
     alpha = gl.exp2(m_i - m_new)
     p = gl.exp2(s - m_new[:, None])
     l_i = l_i * alpha + gl.sum(p, 1)
-    v = v_tile.load(B_OP).to(dtype)
+    v = widen(v_tile.load(B_OP), dtype)
     # P V in the input dtype on the tensor cores, float32 accumulation
     acc = mma_v2(gl.convert_layout(p.to(dtype), A_OP), v, acc * alpha[:, None])
     return m_new, l_i, acc

@@ -24,10 +24,12 @@ import triton
 import triton.language as tl
 
 from impls.common import LN2 as _LN2
-from impls.common import with_overrides
+from impls.common import fp8_to_bf16_ptx, with_overrides
 from specs.problem import ProblemError
 
 LN2 = tl.constexpr(_LN2)
+E4M3_TO_BF16 = tl.constexpr(fp8_to_bf16_ptx(3))
+E5M2_TO_BF16 = tl.constexpr(fp8_to_bf16_ptx(2))
 
 
 @triton.jit
@@ -64,6 +66,16 @@ def load_q_group(q_ptr, pid_b, pid_kvh, group_size, stride_qb, stride_qh, offs_h
 
 
 @triton.jit
+def fp8_to_bf16(x):
+    """An fp8 tile as bf16, exactly, by bit operations (``impls.common.fp8_to_bf16_ptx``)."""
+    if x.dtype == tl.float8e5:
+        return tl.inline_asm_elementwise(E5M2_TO_BF16, "=r,=r,r", [x.to(tl.uint8, bitcast=True)],
+                                         dtype=tl.bfloat16, is_pure=True, pack=4)
+    return tl.inline_asm_elementwise(E4M3_TO_BF16, "=r,=r,r", [x.to(tl.uint8, bitcast=True)],
+                                     dtype=tl.bfloat16, is_pure=True, pack=4)
+
+
+@triton.jit
 def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
                  stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale,
                  offs_d, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr,
@@ -96,7 +108,10 @@ def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh
         mask = mask_n[:, None] & mask_d[None, :]
         k = tl.load(k_ptr + kv_off[:, None] + offs_d[None, :], mask=mask, other=0.0)
         v = tl.load(v_ptr + kv_off[:, None] + offs_d[None, :], mask=mask, other=0.0)
-        if KV_SCALED:
+        if KV_SCALED and q.dtype == tl.bfloat16 and not UPCAST_DOT:  # a GPU build, bf16
+            k = fp8_to_bf16(k)
+            v = fp8_to_bf16(v)
+        elif KV_SCALED:  # fp16 (one cvt per pair), or the interpreter (it runs no PTX)
             k = k.to(q.dtype)
             v = v.to(q.dtype)
         if UPCAST_DOT:
