@@ -1,7 +1,7 @@
 """Every CuPy kernel source compiles for sm_90 with nvcc (no GPU needed), for each kind of
-specialisation the launchers ask for, on both inner loops (tensor cores and, where those are the
-default, the CUDA-core loop forced), with no local-memory stack frame (a register array that
-spilled or was indexed at run time would show there)."""
+specialisation the launchers ask for (fp8 caches included), on both inner loops (tensor cores
+and, where those are the default, the CUDA-core loop forced), with no local-memory stack frame
+(a register array that spilled or was indexed at run time would show there)."""
 
 import re
 import shutil
@@ -28,6 +28,19 @@ PROBLEMS += [DecodeProblem(hq, hkv, d, (100,), dtype=dtype) for hq, hkv, d, dtyp
 ]]
 PROBLEMS += [DecodeProblem(32, 8, 128, (100,) * 64, layout="paged"),  # rings of 2 warps x 2 stages
              DecodeProblem(64, 2, 80, (100,) * 16, layout="paged", page_size=12)]  # GQA 32, 12-token pages
+# fp8 caches: fp8 rings and per-lane fragment loads on tensor cores, 16 fp8 a vector on CUDA cores
+E4M3, E5M2 = dict(kv_dtype="float8_e4m3fn", kv_scale="head"), dict(kv_dtype="float8_e5m2")
+PROBLEMS += [DecodeProblem(32, 8, 128, (100,), layout=layout, dtype=dtype, **kv)
+             for dtype, kv in (("bfloat16", E4M3), ("float16", E5M2)) for layout in ("dense", "paged")]
+PROBLEMS += [DecodeProblem(hq, hkv, d, (100,), dtype=dtype, **kv) for hq, hkv, d, dtype, kv in [
+    (28, 4, 64, "bfloat16", E4M3),  # GQA 7, head_dim 64: 64-byte rows padded to a line
+    (32, 32, 96, "float16", E4M3),  # head_dim 96: V read a word a row
+    (16, 8, 256, "bfloat16", E5M2),  # head_dim 256: Q's fp8-order fragments re-read per tile
+    (16, 1, 128, "float16", E5M2),  # MQA 16 on tensor cores
+]]
+PROBLEMS += [DecodeProblem(32, 8, 128, (100,) * 64, layout="paged", **E4M3),  # fp8 rings, 2 x 2
+             DecodeProblem(64, 2, 80, (100,) * 16, layout="paged", page_size=12, dtype="float16",
+                           **E5M2)]  # head_dim 80: V read 2 bytes a row
 
 
 def _loops(problem):
@@ -52,9 +65,11 @@ def test_cupy_kernel_compiles_for_sm90(src, problem, config, fused, tmp_path):
     defines = _build.pick_launch_config(problem, config)
     if fused is not None:  # the split kernels, with either merge (_build.split_merge)
         defines["FUSED_MERGE"] = fused
+    code = tmp_path / src  # what NVRTC is given: the source as _build.source() composes it
+    code.write_text(_build.source(src))
     cmd = [NVCC, "-arch=sm_90", "-std=c++17", "-use_fast_math", "-cubin", "-Xptxas", "-v",
            "-o", str(tmp_path / "k.cubin"), *(f"-D{k}={v}" for k, v in defines.items()),
-           str(_build.HERE / src)]
+           str(code)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     frames = [int(n) for n in re.findall(r"(\d+) bytes stack frame", res.stderr)]

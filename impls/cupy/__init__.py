@@ -2,6 +2,7 @@
 
 from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl
+from specs.problem import KV_DTYPES
 
 BACKEND = Backend(
     name="cupy",
@@ -25,8 +26,11 @@ BACKEND = Backend(
 
 # 16-byte vector loads: head_dim a multiple of 8 (16-bit) elements; up to 256. Tensor cores
 # (mma.sync, cp.async ring) for fp16/bf16 with head_dim % 16 == 0; CUDA cores otherwise.
+# fp8 caches: converted in registers, scales folded into the score scale and the output
+# (head_dim % 16 == 0: the launchers refuse others as Unsupported)
 CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, head_dim_multiple=8,
-                    note="16-byte vector loads need head_dim % 8 == 0")
+                    kv_dtypes=frozenset(KV_DTYPES),
+                    note="16-byte vector loads need head_dim % 8 == 0, % 16 with an fp8 cache")
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.cupy.one_pass", CAPS, options=("config",),
          summary="CTA per (kv head, head block, sequence): mma.sync fed by per-warp cp.async rings "

@@ -6,13 +6,14 @@ on registers; mma.sync fed by a cp.async ring). ``pick_launch_config(problem)`` 
 choice of compile-time parameters, the loop included;
 ``get_kernel`` compiles a source with them through NVRTC (``cupy.RawModule``) once per
 specialisation and caches the module. Tensors reach the kernels as CuPy views of PyTorch's
-memory (``cupy.from_dlpack``; 16-bit types as int16 views, since CuPy has no bfloat16), and
-launches go on PyTorch's current stream.
+memory (``cupy.from_dlpack``; 16-bit types as int16 views, since CuPy has no bfloat16, fp8 as
+uint8), and launches go on PyTorch's current stream.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from pathlib import Path
 
@@ -22,7 +23,8 @@ from impls.registry import Unsupported
 from specs.problem import ProblemError
 
 HERE = Path(__file__).resolve().parent
-DTYPE_IDS = {"float16": 0, "bfloat16": 1, "float32": 2}
+# DTYPE_ID / KV_DTYPE_ID codes of the query's and the cache's dtypes (decode_common.cuh)
+DTYPE_IDS = {"float16": 0, "bfloat16": 1, "float32": 2, "float8_e4m3fn": 3, "float8_e5m2": 4}
 NUM_WARPS = 4  # 128 threads per CTA (the CUDA-core loop)
 UNROLL = 4  # tokens per row group per step: 2 x UNROLL 16-byte loads in flight per thread
 PREFETCH = 1  # issue the next step's loads before this step's arithmetic
@@ -63,7 +65,8 @@ def ring_shape(problem, num_sms: int = NUM_SMS) -> tuple[int, int]:
     (no second wave), if the lengths are near uniform (a 2-warp CTA streams a long sequence, the
     tail of a ragged batch, at a fraction of an SM's bandwidth); else 8 x 3."""
     ctas = problem.batch * problem.num_kv_heads * common.num_head_blocks(problem, MMA_ROWS)
-    small = SMEM_PER_SM // (ring_smem_bytes(problem.head_dim, 2, 2) + SMEM_RESERVED)
+    small = SMEM_PER_SM // (ring_smem_bytes(problem.head_dim, 2, 2, problem.kv_itemsize) +
+                            SMEM_RESERVED)
     near_uniform = max(problem.seq_lens) * problem.batch <= 1.25 * sum(problem.seq_lens)
     if ctas <= 2 * num_sms:
         return 8, 2 if problem.layout == "paged" else 3
@@ -76,9 +79,15 @@ def pick_launch_config(problem, config: dict | None = None,
                        num_sms: int = NUM_SMS) -> dict[str, int]:
     """-D values for ``problem`` on a GPU of ``num_sms`` SMs (pure); ``config`` overrides the
     tunable ones (``TENSOR_CORES``, ``STAGES``, ``NUM_WARPS``; the CUDA-core loop's ``TPR``,
-    ``UNROLL``, ``PREFETCH``), a ``ProblemError`` when they cannot work."""
+    ``UNROLL``, ``PREFETCH``), a ``ProblemError`` when they cannot work, ``Unsupported`` for a
+    problem no loop takes."""
     if "MERGE" in (config or {}):  # the launchers take it out first (split_merge)
         raise ProblemError("config: MERGE chooses how split-K merges its pieces, not a -D value")
+    kv_dtype = problem.cache.storage_dtype(problem.query)
+    if problem.head_dim * problem.kv_itemsize % LOAD_BYTES:
+        vec = LOAD_BYTES // problem.kv_itemsize
+        raise Unsupported(f"head_dim {problem.head_dim}: {kv_dtype} rows are read in {LOAD_BYTES}-byte "
+                          f"vectors of {vec} elements (head_dim % {vec} == 0)")
     tensor_cores = tensor_cores_fit(problem)
     num_warps = NUM_WARPS
     stages = STAGES
@@ -87,7 +96,8 @@ def pick_launch_config(problem, config: dict | None = None,
         stages = (config or {}).get("STAGES", stages)
         # the rule's warps, or the most below them whose rings fit
         num_warps = next((w for w in MMA_WARPS if w <= shape_warps and isinstance(stages, int) and
-                          ring_smem_bytes(problem.head_dim, w, stages) <= SMEM_PER_CTA),
+                          ring_smem_bytes(problem.head_dim, w, stages, problem.kv_itemsize)
+                          <= SMEM_PER_CTA),
                          MMA_WARPS[-1])  # none fits: tensor_core_config says so
     tuned = with_overrides(dict(TENSOR_CORES=int(tensor_cores), STAGES=stages,
                                 NUM_WARPS=num_warps, TPR=None, UNROLL=None, PREFETCH=PREFETCH,
@@ -95,7 +105,8 @@ def pick_launch_config(problem, config: dict | None = None,
     if tuned["ITEMS_FIRST"] not in (0, 1):
         raise ProblemError(f"config: ITEMS_FIRST={tuned['ITEMS_FIRST']}: must be 0 or 1")
     base = dict(HEAD_DIM=problem.head_dim, DTYPE_ID=DTYPE_IDS[problem.dtype],
-                IS_PAGED=int(problem.layout == "paged"), ITEMS_FIRST=tuned["ITEMS_FIRST"])
+                KV_DTYPE_ID=DTYPE_IDS[kv_dtype], IS_PAGED=int(problem.layout == "paged"),
+                ITEMS_FIRST=tuned["ITEMS_FIRST"])
     if tuned["TENSOR_CORES"] not in (0, 1):
         raise ProblemError(f"config: TENSOR_CORES={tuned['TENSOR_CORES']}: must be 0 or 1")
     # a key of the other loop would be ignored silently: refuse it
@@ -137,7 +148,7 @@ def tensor_core_config(problem, tuned: dict) -> dict[str, int]:
     if not isinstance(stages, int) or not 2 <= stages <= 8 or num_warps not in (1, 2, 4, 8):
         raise ProblemError(f"config: STAGES={stages}, NUM_WARPS={num_warps}: STAGES must be in "
                            "[2, 8], NUM_WARPS 1, 2, 4 or 8")
-    smem = ring_smem_bytes(problem.head_dim, num_warps, stages)
+    smem = ring_smem_bytes(problem.head_dim, num_warps, stages, problem.kv_itemsize)
     if smem > SMEM_PER_CTA:
         raise ProblemError(f"config: STAGES={stages} x NUM_WARPS={num_warps} at head_dim "
                            f"{problem.head_dim} needs {smem} bytes of shared memory, more than "
@@ -146,12 +157,18 @@ def tensor_core_config(problem, tuned: dict) -> dict[str, int]:
                 SMEM_BYTES=smem)
 
 
-def ring_smem_bytes(head_dim: int, num_warps: int, stages: int) -> int:
-    """tensor_cores.cuh's LAYOUT_BYTES: K and V rings of 16 x NUM_WARPS rows, the Q tile, the
-    row-offset table (rows padded to whole 128-byte lines)."""
-    pitch = -(-head_dim // 64) * 64
+def ring_smem_bytes(head_dim: int, num_warps: int, stages: int, kv_itemsize: int) -> int:
+    """tensor_cores.cuh's dynamic shared memory: its LAYOUT_BYTES (K and V rings of 16 x
+    NUM_WARPS rows of ``kv_itemsize`` elements, the 16-bit Q tile, the row-offset table; rows
+    padded to whole 128-byte lines), or the warps' states after the loop where they are larger
+    (STATE_BYTES: fp8 rings are half the bytes)."""
+    def row_bytes(itemsize: int) -> int:
+        return -(-head_dim * itemsize // 128) * 128
+
     block_n = 16 * num_warps
-    return 2 * stages * block_n * pitch * 2 + MMA_ROWS * pitch * 2 + stages * block_n * 8
+    layout = 2 * stages * block_n * row_bytes(kv_itemsize) + MMA_ROWS * row_bytes(2) + \
+        stages * block_n * 8
+    return max(layout, num_warps * MMA_ROWS * (head_dim + 2) * 4)
 
 
 def cuda_core_config(problem, tuned: dict) -> dict[str, int]:
@@ -159,9 +176,11 @@ def cuda_core_config(problem, tuned: dict) -> dict[str, int]:
     vectors a thread where the registers allow; the faster choice in
     results/nvidia-h200/sweeps/2026-11-21-cupy.log). UNROLL tokens x VPT vectors stay at UNROLL
     loads per thread per step, so the K/V buffers fit in registers."""
-    vec = LOAD_BYTES // problem.itemsize
+    vec = LOAD_BYTES // problem.kv_itemsize  # cache elements a load
     vecs_per_row = problem.head_dim // vec
-    block_h = min(problem.group_size, MAX_BLOCK_H)
+    # a thread holds at least a vector of q and of the accumulator per head: fp8's 16-element
+    # vectors halve the heads whose state fits in registers
+    block_h = min(problem.group_size, MAX_BLOCK_H, REGISTER_FLOATS // vec)
     tpr = tuned["TPR"]
     if tpr is None:
         tpr = threads_per_row(vecs_per_row, vec, block_h, REGISTER_FLOATS)
@@ -196,10 +215,14 @@ def launch_config(inputs, config: dict | None = None) -> dict[str, int]:
 
     num_sms = common.sm_count(inputs.device) if inputs.device.type == "cuda" else NUM_SMS
     defines = pick_launch_config(inputs.problem, config, num_sms)
-    if defines["TENSOR_CORES"] and inputs.device.type == "cuda" and \
-            torch.cuda.get_device_capability(inputs.device) < (9, 0):
+    capability = torch.cuda.get_device_capability(inputs.device) \
+        if inputs.device.type == "cuda" else None
+    if defines["TENSOR_CORES"] and capability and capability < (9, 0):
         raise Unsupported("the tensor-core loop is built for sm_90 and later (its shared-memory "
                           "rings): run with config TENSOR_CORES=0 on this GPU")
+    if inputs.problem.cache.quantised and capability and capability < (8, 9):
+        raise Unsupported("an fp8 cache is converted by PTX cvt from fp8 pairs, which needs sm_89 "
+                          "or later")
     return defines
 
 
@@ -217,9 +240,13 @@ def num_head_blocks(problem, defines: dict[str, int]) -> int:
 
 def source(name: str) -> str:
     """``name`` with the headers it includes inlined (both loops' headers: the -D values pick
-    one), so CuPy's on-disk cache keys on all the code."""
-    return re.sub(r'#include "(\w+\.cuh)"', lambda m: (HERE / m[1]).read_text(),
-                  (HERE / name).read_text())
+    one), so CuPy's on-disk cache keys on all the code, after the fp8 -> bf16 widenings as
+    string macros (``common.fp8_to_bf16_ptx``, which the Triton and Gluon kernels use too)."""
+    widenings = "".join(
+        f"#define {fmt}_TO_BF16_ASM " + json.dumps(common.fp8_to_bf16_ptx(bits, "%")) + "\n"
+        for fmt, bits in (("E4M3", 3), ("E5M2", 2)))
+    return widenings + re.sub(r'#include "(\w+\.cuh)"', lambda m: (HERE / m[1]).read_text(),
+                              (HERE / name).read_text())
 
 
 NVRTC_OPTIONS = ("--std=c++17", "--use_fast_math")
@@ -238,13 +265,26 @@ def get_kernel(name: str, function: str, defines: dict[str, int]):
 
 
 def view(tensor):
-    """Zero-copy CuPy view of a CUDA tensor (16-bit floats as int16: the kernels read raw bits)."""
+    """Zero-copy CuPy view of a CUDA tensor (16-bit floats as int16, fp8 as uint8: the kernels
+    read raw bits, and CuPy has neither bfloat16 nor fp8)."""
     import cupy
     import torch
 
     if tensor.dtype in (torch.float16, torch.bfloat16):
         tensor = tensor.view(torch.int16)
+    elif tensor.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        tensor = tensor.view(torch.uint8)
     return cupy.from_dlpack(tensor)
+
+
+def scale_args(inputs) -> tuple:
+    """The kernels' last arguments: K's and V's fp8 scales and their stride over KV heads
+    (``common.kv_scale_args``; stand-ins an unquantised cache's kernels never read)."""
+    import numpy as np
+
+    scales = common.kv_scale_args(inputs)
+    return (view(scales["k_scale_ptr"]), view(scales["v_scale_ptr"]),
+            np.int32(scales["scale_stride"]))
 
 
 def _cupy_stream(handle: int):

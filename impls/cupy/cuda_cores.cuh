@@ -8,19 +8,22 @@
 // TPR lanes with warp shuffles. At the end the row groups' states are merged, within a warp by
 // shuffles, then across warps in shared memory (merge_warps).
 //
-// Its own compile-time parameters: VEC (elements per 16-byte load), TPR (threads per row, a power
-// of two <= 32), VPT (16-byte vectors per thread per row), UNROLL (tokens per row group per step:
-// their K and V loads are all issued before the first use), PREFETCH (1: the next step's loads
-// are issued before this step's arithmetic, a register double buffer).
+// Its own compile-time parameters: VEC (cache elements per 16-byte load: 16 fp8, 8 fp16/bf16,
+// 4 fp32; the query's matching VEC elements take one or two 16-byte loads), TPR (threads per
+// row, a power of two <= 32), VPT (16-byte vectors per thread per row), UNROLL (tokens per row
+// group per step: their K and V loads are all issued before the first use), PREFETCH (1: the
+// next step's loads are issued before this step's arithmetic, a register double buffer).
 #pragma once
 
 #define ROWS_PER_WARP (32 / TPR)
 #define ROW_GROUPS (NUM_WARPS * ROWS_PER_WARP)
 #define VECS_PER_ROW (HEAD_DIM / VEC)
 #define STEP (ROW_GROUPS * UNROLL)  // tokens a CTA consumes per loop step
+#define Q_VEC (16 / (int)sizeof(scalar_t))  // query elements per 16-byte load
+static_assert(VEC % Q_VEC == 0, "a cache vector's dims are whole query loads");
 
-// 16 bytes -> VEC floats
-__device__ __forceinline__ void unpack(const uint4& raw, float (&out)[VEC]) {
+// 16 bytes of the query's dtype -> Q_VEC floats
+__device__ __forceinline__ void unpack(const uint4& raw, float* out) {
 #if DTYPE_ID == 2
     out[0] = __uint_as_float(raw.x); out[1] = __uint_as_float(raw.y);
     out[2] = __uint_as_float(raw.z); out[3] = __uint_as_float(raw.w);
@@ -34,6 +37,22 @@ __device__ __forceinline__ void unpack(const uint4& raw, float (&out)[VEC]) {
 #endif
 }
 
+// 16 bytes of the cache -> VEC floats
+__device__ __forceinline__ void unpack_kv(const uint4& raw, float (&out)[VEC]) {
+#if KV_FP8
+    const unsigned int w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        unsigned lo, hi;
+        fp8x4_to_f16x2(w[i], lo, hi);
+        f16x2_to_floats(lo, out[4 * i], out[4 * i + 1]);
+        f16x2_to_floats(hi, out[4 * i + 2], out[4 * i + 3]);
+    }
+#else
+    unpack(raw, out);
+#endif
+}
+
 // Each warp's online-softmax state at the end of attend(), for store_result() to merge.
 __shared__ float sm_m[NUM_WARPS][BLOCK_H];
 __shared__ float sm_l[NUM_WARPS][BLOCK_H];
@@ -41,13 +60,16 @@ __shared__ float sm_acc[NUM_WARPS][BLOCK_H][HEAD_DIM];
 
 // Attention of heads [head0, head0 + n_heads) (n_heads <= BLOCK_H) over tokens [start, end): each
 // warp's state left in shared memory (sm_m, sm_l, sm_acc) for store_result(). The destination is
-// chosen after the loop, so it holds no registers while the K/V stream runs.
+// chosen after the loop, so it holds no registers while the K/V stream runs. An fp8 cache's
+// scales (kv_scale): K's folds into qk_scale, V's multiplies the state's accumulator.
 __device__ __forceinline__ void attend(
-    const scalar_t* __restrict__ q_ptr, const scalar_t* __restrict__ k_ptr,
-    const scalar_t* __restrict__ v_ptr, const int* __restrict__ block_table_ptr,
+    const scalar_t* __restrict__ q_ptr, const kv_t* __restrict__ k_ptr,
+    const kv_t* __restrict__ v_ptr, const int* __restrict__ block_table_ptr,
     int pid_b, int pid_kvh, int head0, int n_heads, int start, int end,
     long long stride_qb, long long stride_qh, long long stride_kp, long long stride_kt,
-    long long stride_kh, long long stride_btb, int page_size, float qk_scale) {
+    long long stride_kh, long long stride_btb, int page_size, float qk_scale,
+    const float* __restrict__ k_scale_ptr, const float* __restrict__ v_scale_ptr, int scale_stride) {
+    qk_scale *= kv_scale(k_scale_ptr, pid_kvh, scale_stride);
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int lane_in_row = lane % TPR;
@@ -61,7 +83,10 @@ __device__ __forceinline__ void attend(
             const int j = lane_in_row + i * TPR;
             float tmp[VEC];
             if (h < n_heads && j < VECS_PER_ROW) {
-                unpack(*reinterpret_cast<const uint4*>(q_ptr + pid_b * stride_qb + (head0 + h) * stride_qh + j * VEC), tmp);
+                const scalar_t* q_row = q_ptr + pid_b * stride_qb + (head0 + h) * stride_qh + j * VEC;
+#pragma unroll
+                for (int l = 0; l < VEC / Q_VEC; ++l)
+                    unpack(*reinterpret_cast<const uint4*>(q_row + l * Q_VEC), tmp + l * Q_VEC);
             } else {
 #pragma unroll
                 for (int e = 0; e < VEC; ++e) tmp[e] = 0.f;
@@ -82,8 +107,8 @@ __device__ __forceinline__ void attend(
             for (int e = 0; e < VEC; ++e) acc[h][i][e] = 0.f;
     }
 
-    const scalar_t* k_head = k_ptr + pid_kvh * stride_kh;
-    const scalar_t* v_head = v_ptr + pid_kvh * stride_kh;
+    const kv_t* k_head = k_ptr + pid_kvh * stride_kh;
+    const kv_t* v_head = v_ptr + pid_kvh * stride_kh;
     // Raw K/V vectors of UNROLL tokens of this row group: step `base` covers tokens
     // [base, base + STEP), row group rg the UNROLL consecutive ones at base + rg * UNROLL.
     auto load_step = [&](int base, uint4 (&k_raw)[UNROLL][VPT], uint4 (&v_raw)[UNROLL][VPT],
@@ -121,7 +146,7 @@ __device__ __forceinline__ void attend(
 #pragma unroll
             for (int i = 0; i < VPT; ++i) {
                 float kf[VEC];
-                unpack(k_raw[u][i], kf);
+                unpack_kv(k_raw[u][i], kf);
 #pragma unroll
                 for (int h = 0; h < BLOCK_H; ++h)
 #pragma unroll
@@ -157,7 +182,7 @@ __device__ __forceinline__ void attend(
 #pragma unroll
             for (int i = 0; i < VPT; ++i) {
                 float vf[VEC];
-                unpack(v_raw[u][i], vf);
+                unpack_kv(v_raw[u][i], vf);
 #pragma unroll
                 for (int h = 0; h < BLOCK_H; ++h)
 #pragma unroll
@@ -201,6 +226,7 @@ __device__ __forceinline__ void attend(
     }
 
     // ... and each warp's state goes to shared memory for store_result() to merge
+    const float v_scale = kv_scale(v_scale_ptr, pid_kvh, scale_stride);
     if (lane < TPR) {
 #pragma unroll
         for (int h = 0; h < BLOCK_H; ++h) {
@@ -209,7 +235,7 @@ __device__ __forceinline__ void attend(
                 const int j = lane_in_row + i * TPR;
                 if (j < VECS_PER_ROW)
 #pragma unroll
-                    for (int e = 0; e < VEC; ++e) sm_acc[warp][h][j * VEC + e] = acc[h][i][e];
+                    for (int e = 0; e < VEC; ++e) sm_acc[warp][h][j * VEC + e] = acc[h][i][e] * v_scale;
             }
             if (lane == 0) {
                 sm_m[warp][h] = m_i[h];

@@ -9,9 +9,11 @@
 // accumulator acc) per head over its share of the tokens; store_result() merges them.
 //
 // Compile-time parameters shared by both loops (-D, from _build.pick_launch_config): HEAD_DIM,
-// BLOCK_H, DTYPE_ID (0 fp16, 1 bf16, 2 fp32), IS_PAGED, NUM_WARPS, TENSOR_CORES (which loop),
+// BLOCK_H, DTYPE_ID (the query's and output's: 0 fp16, 1 bf16, 2 fp32), KV_DTYPE_ID (the cache's:
+// DTYPE_ID, or 3 fp8 e4m3, 4 fp8 e5m2), IS_PAGED, NUM_WARPS, TENSOR_CORES (which loop),
 // ITEMS_FIRST (the grid's axis order).
-// No CUDA headers: fp16/bf16 conversions are PTX cvt instructions, so NVRTC and nvcc both build it.
+// No CUDA headers: fp16/bf16/fp8 conversions are PTX cvt instructions, so NVRTC and nvcc both
+// build it.
 #pragma once
 
 #define NUM_THREADS (NUM_WARPS * 32)
@@ -31,6 +33,21 @@
 typedef float scalar_t;
 #else
 typedef unsigned short scalar_t;  // raw fp16 / bf16 bits
+#endif
+
+// An fp8 cache holds fp8(x / scale): its values are converted exactly (every e4m3 and e5m2 value
+// is an fp16 and a bf16 value), K's scale folds into the score scale and V's into the output
+#define KV_FP8 (KV_DTYPE_ID >= 3)
+#if KV_FP8
+typedef unsigned char kv_t;  // raw fp8 bits
+#if DTYPE_ID == 2
+#error "an fp8 cache is read with an fp16 or bf16 query"
+#endif
+#else
+typedef scalar_t kv_t;
+#if KV_DTYPE_ID != DTYPE_ID
+#error "an unquantised cache has the query's dtype"
+#endif
 #endif
 
 __device__ __forceinline__ float to_float(scalar_t x) {
@@ -57,6 +74,36 @@ __device__ __forceinline__ void store_value(scalar_t* p, float x) {
     *p = h;
 }
 #endif
+
+#if KV_FP8
+// Four fp8 values (a 32-bit word, the first in the low byte) -> two f16x2 registers, lo from
+// bytes 0-1 and hi from bytes 2-3 (the lower byte in the lower half). cvt from fp8 needs sm_89.
+__device__ __forceinline__ void fp8x4_to_f16x2(unsigned w, unsigned& lo, unsigned& hi) {
+    asm("{\n .reg .b16 a, b;\n mov.b32 {a, b}, %2;\n"
+#if KV_DTYPE_ID == 3
+        " cvt.rn.f16x2.e4m3x2 %0, a;\n cvt.rn.f16x2.e4m3x2 %1, b;\n"
+#else
+        " cvt.rn.f16x2.e5m2x2 %0, a;\n cvt.rn.f16x2.e5m2x2 %1, b;\n"
+#endif
+        "}\n" : "=r"(lo), "=r"(hi) : "r"(w));
+}
+
+// One f16x2 register -> two floats (lo from the low half)
+__device__ __forceinline__ void f16x2_to_floats(unsigned x, float& lo, float& hi) {
+    asm("{\n .reg .b16 a, b;\n mov.b32 {a, b}, %2;\n cvt.f32.f16 %0, a;\n cvt.f32.f16 %1, b;\n}\n"
+        : "=f"(lo), "=f"(hi) : "r"(x));
+}
+#endif
+
+// The scale of KV head pid_kvh in an fp8 cache's float32 scales (scale_stride 1: one per KV
+// head, 0: one for all); 1 for an unquantised cache, whose scale pointer is a stand-in never read
+__device__ __forceinline__ float kv_scale(const float* __restrict__ scale_ptr, int pid_kvh, int scale_stride) {
+#if KV_FP8
+    return scale_ptr[pid_kvh * scale_stride];
+#else
+    return 1.f;
+#endif
+}
 
 // Element offset of token t's row (head 0) in the K/V tensors [page, row, Hkv, D]: paged ->
 // (block_table[b, t / page_size], t % page_size); dense (a sequence is one page) -> (b, t).

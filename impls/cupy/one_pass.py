@@ -1,5 +1,7 @@
 """CuPy raw-CUDA one-pass decode, dense or paged (kernel: ``one_pass.cu``; its inner loop
-``tensor_cores.cuh`` for fp16/bf16 at head_dim % 16 == 0, else ``cuda_cores.cuh``).
+``tensor_cores.cuh`` for fp16/bf16 at head_dim % 16 == 0, else ``cuda_cores.cuh``), over a cache
+in the query's dtype or fp8 (converted in registers, its scales folded into the score scale and
+the output).
 
 Algorithm: one CTA per (KV head, block of its query heads, sequence) streams the sequence's K/V
 rows once and writes the final out and lse. Tensor cores: the group's heads (up to 16, zero-padded)
@@ -15,14 +17,14 @@ import numpy as np
 
 from impls.common import LOG2E, cache_args, require_alignment
 from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, grid, launch_config,
-                               launcher, num_head_blocks, reported, split_merge, view)
+                               launcher, num_head_blocks, reported, scale_args, split_merge, view)
 from impls.registry import Launch
 
 
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     p = inputs.problem
-    require_alignment(inputs, LOAD_BYTES)
     defines = launch_config(inputs, split_merge(config)[0])
+    require_alignment(inputs, LOAD_BYTES)
     kernel = get_kernel("one_pass.cu", "decode_kernel", defines)
     q, k, v = inputs.q, inputs.k, inputs.v
     table, stride_btb, page_size = cache_args(inputs)
@@ -30,6 +32,7 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     args = (view(q), view(k), view(v), view(inputs.seq_lens), view(table), view(out), view(lse),
             i64(q.stride(0)), i64(q.stride(1)), i64(k.stride(0)), i64(k.stride(1)), i64(k.stride(2)),
             i64(stride_btb), i64(out.stride(0)), i64(out.stride(1)), i64(lse.stride(0)),
-            i32(page_size), i32(p.group_size), i32(num_head_blocks(p, defines)), np.float32(p.scale * LOG2E))
+            i32(page_size), i32(p.group_size), i32(num_head_blocks(p, defines)), np.float32(p.scale * LOG2E),
+            *scale_args(inputs))
     return Launch(launcher([(kernel, grid(defines, p.num_kv_heads * num_head_blocks(p, defines), p.batch),
                               args, dynamic_smem(defines))], defines), reported(defines))

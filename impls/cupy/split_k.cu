@@ -1,5 +1,5 @@
 // CuPy/CUDA split-K decode (flash-decoding) over a balanced plan (impls/plan.py), dense or paged
-// (IS_PAGED).
+// (IS_PAGED), the cache in the query's dtype or fp8 (KV_DTYPE_ID; its scales as in one_pass.cu).
 // Stage 1, grid (Hkv * num_head_blocks, num_items), swapped with ITEMS_FIRST: the CTA of work item
 // pid_i = (sequence, start, end, slot) attends over [start, end); a whole sequence (slot -1)
 // writes the final out and lse, a piece of a split one its normalised partial (float) and LSE to
@@ -98,15 +98,16 @@ __device__ __forceinline__ void merge_if_last(const float* part_out, const float
 #endif
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS) split_kernel(
-    const scalar_t* __restrict__ q_ptr, const scalar_t* __restrict__ k_ptr,
-    const scalar_t* __restrict__ v_ptr, const int* __restrict__ items_ptr,
+    const scalar_t* __restrict__ q_ptr, const kv_t* __restrict__ k_ptr,
+    const kv_t* __restrict__ v_ptr, const int* __restrict__ items_ptr,
     const int* __restrict__ block_table_ptr, scalar_t* __restrict__ out_ptr,
     float* __restrict__ lse_ptr, float* __restrict__ part_out_ptr,
     float* __restrict__ part_lse_ptr, long long stride_qb, long long stride_qh,
     long long stride_kp, long long stride_kt, long long stride_kh, long long stride_btb,
     long long stride_ob, long long stride_oh, long long stride_lb, int page_size,
     int group_size, int num_head_blocks, int num_q_heads, float qk_scale,
-    const int* __restrict__ seq_lens_ptr, int* __restrict__ counters_ptr, int chunk) {
+    const int* __restrict__ seq_lens_ptr, int* __restrict__ counters_ptr, int chunk,
+    const float* __restrict__ k_scale_ptr, const float* __restrict__ v_scale_ptr, int scale_stride) {
     const int pid_kvh = HEADS_AXIS / num_head_blocks;
     const int pid_hb = HEADS_AXIS % num_head_blocks;
     const int* item = items_ptr + 4 * ITEMS_AXIS;  // (sequence, start, end, partial slot or -1)
@@ -115,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS) split_kernel(
     const int n_heads = min(BLOCK_H, group_size - pid_hb * BLOCK_H);
     attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, head0, n_heads, start, end,
            stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, page_size,
-           qk_scale);
+           qk_scale, k_scale_ptr, v_scale_ptr, scale_stride);
     const long long row = (long long)slot * num_q_heads + head0;
     store_result(slot < 0 ? Dest{out_ptr + pid_b * stride_ob + head0 * stride_oh, nullptr,
                                  stride_oh, lse_ptr + pid_b * stride_lb + head0}

@@ -10,7 +10,13 @@
 //
 // Each warp keeps its own online-softmax state: the C fragment of S, exponentiated, is already
 // the A fragment of P V (no shared-memory round trip). The warps' states are merged at the end
-// (merge_warps) in the rings' memory.
+// (merge_warps) in the same shared memory.
+//
+// An fp8 cache (KV_FP8): the rings hold the tiles' bytes as they are stored; each lane reads the
+// fp8 bytes of its B fragments with plain shared loads and converts them to the query's dtype in
+// registers (ldmatrix moves 16-bit elements only). The k order of Q K^T is permuted so that a
+// lane's K bytes are one word (q_fragment reads Q in the same order), and V's n order so that a
+// lane's V bytes of a row are adjacent too, V_GRANULE of them (v_dim says where O's columns go).
 //
 // Paged: a tile's rows are gathered through the block table row by row (any page size), from a
 // table of row offsets in shared memory that is filled ahead of the copies: the table reads of
@@ -22,13 +28,23 @@
 
 #define BLOCK_N (16 * NUM_WARPS)  // tokens per tile: 16 per warp
 #define STEP BLOCK_N  // tokens a CTA consumes per loop step (the planner's granule)
-#define VECS_PER_ROW (HEAD_DIM / 8)  // 16-byte vectors per row
+#define Q_VECS_PER_ROW (HEAD_DIM / 8)  // 16-byte vectors per row of Q
+#define KV_VECS_PER_ROW (HEAD_DIM * (int)sizeof(kv_t) / 16)  // ... of K and V
 // Rows padded to whole 128-byte lines (head_dim 80 and 96 to 128), so a warp's cp.async rows land
 // on aligned lines (fewer, wider L2 requests); vector c of row r is stored at c ^ (r % 8) (XOR
-// swizzle): ldmatrix's 8 rows of one vector column then hit 8 different 16-byte bank groups
-#define PITCH_VECS ((VECS_PER_ROW + 7) / 8 * 8)
-#define ROW_PITCH (PITCH_VECS * 8)  // elements
-#define TILE_ELEMS (BLOCK_N * ROW_PITCH)  // one slot of every warp's ring
+// swizzle): ldmatrix's 8 rows of one vector column (or the fp8 loads' 8 rows of one word column)
+// then hit 8 different 16-byte bank groups
+#define Q_ROW_BYTES ((Q_VECS_PER_ROW + 7) / 8 * 128)
+#define KV_ROW_BYTES ((KV_VECS_PER_ROW + 7) / 8 * 128)
+#define TILE_BYTES (BLOCK_N * KV_ROW_BYTES)  // one slot of every warp's ring
+#define TILE_VECS (16 * KV_VECS_PER_ROW)  // 16-byte copies of a warp's tile, K or V
+#if KV_FP8
+// Bytes of a V row a lane reads at a time (its V_GRANULE consecutive dims are one column of
+// V_GRANULE n8 fragments)
+#define V_GRANULE (HEAD_DIM % 32 == 0 ? 4 : 2)
+#else
+#define V_GRANULE 1  // ldmatrix: column n of fragment j is dim 8j + n
+#endif
 // Q's A fragments stay in registers up to head_dim 128; at 256 their 64 registers would spill
 // the accumulator, so they are re-read from shared memory for every tile
 #define Q_IN_REGISTERS (HEAD_DIM <= 128)
@@ -39,21 +55,22 @@
 static_assert(BLOCK_H == 16, "the query-head block is the mma's 16 rows");
 static_assert(STAGES >= 2, "the ring needs a buffer to fill while one is read");
 
-// Dynamic shared memory: K and V rings [NUM_WARPS][STAGES][16][ROW_PITCH], the Q tile
-// [16][ROW_PITCH] and the row-offset tables [NUM_WARPS][STAGES][16]; after the loop the rings
-// hold the warps' states.
-#define RING_BYTES (2 * STAGES * TILE_ELEMS * 2)
-#define LAYOUT_BYTES (RING_BYTES + 16 * ROW_PITCH * 2 + STAGES * BLOCK_N * 8)
+// Dynamic shared memory: K and V rings [NUM_WARPS][STAGES][16][KV_ROW_BYTES], the Q tile
+// [16][Q_ROW_BYTES] and the row-offset tables [NUM_WARPS][STAGES][16]; after the loop the same
+// memory holds the warps' states (_build.ring_smem_bytes sizes it for both).
+#define RING_BYTES (2 * STAGES * TILE_BYTES)
+#define LAYOUT_BYTES (RING_BYTES + 16 * Q_ROW_BYTES + STAGES * BLOCK_N * 8)
+#define STATE_BYTES (NUM_WARPS * BLOCK_H * (HEAD_DIM + 2) * 4)
 static_assert(LAYOUT_BYTES <= SMEM_BYTES, "the launcher's shared memory must hold the layout");
-static_assert(NUM_WARPS * BLOCK_H * (HEAD_DIM + 2) * 4 <= RING_BYTES, "the merge reuses the rings");
+static_assert(STATE_BYTES <= SMEM_BYTES, "the launcher's shared memory must hold the warps' states");
 // ... as [NUM_WARPS][16] m, then l, then [NUM_WARPS][16][HEAD_DIM] acc (floats from the start)
 #define STATE_L (NUM_WARPS * BLOCK_H)
 #define STATE_ACC (2 * NUM_WARPS * BLOCK_H)
 extern __shared__ __align__(16) unsigned char smem[];
 
-// Byte offset of 16-byte vector c of row r in a [rows][ROW_PITCH] tile (the swizzle above)
-__device__ __forceinline__ unsigned swizzled(int r, int c) {
-    return (r * ROW_PITCH + ((c ^ r) & 7 | c & ~7) * 8) * 2;
+// Byte offset of 16-byte vector c of row r in a tile of row_bytes rows (the swizzle above)
+__device__ __forceinline__ unsigned swizzled(int r, int c, int row_bytes) {
+    return r * row_bytes + ((c ^ r) & 7 | c & ~7) * 16;
 }
 
 __device__ __forceinline__ unsigned smem_address(const void* p) {  // for cp.async / ldmatrix
@@ -85,6 +102,42 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned add
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
 }
 
+#if KV_FP8
+// Plain shared loads of a lane's fp8 bytes (zero-extended) and of two Q registers
+__device__ __forceinline__ unsigned ld_shared_u32(unsigned addr) {
+    unsigned r;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(r) : "r"(addr));
+    return r;
+}
+__device__ __forceinline__ unsigned ld_shared_u16(unsigned addr) {
+    unsigned short r;
+    asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(r) : "r"(addr));
+    return r;
+}
+__device__ __forceinline__ void ld_shared_v2(unsigned& x, unsigned& y, unsigned addr) {
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(x), "=r"(y) : "r"(addr));
+}
+
+// Four fp8 values (a word, the first in the low byte) -> two registers of the query's dtype, lo
+// from bytes 0-1 and hi from 2-3: mma operand pairs, exact. bf16 by bit operations (the
+// *_TO_BF16_ASM macros _build.source defines): through fp16 it would take two more conversions
+// per value on the slow conversion pipe.
+__device__ __forceinline__ void fp8x4_to_operands(unsigned w, unsigned& lo, unsigned& hi) {
+#if DTYPE_ID == 1 && KV_DTYPE_ID == 3
+    asm(E4M3_TO_BF16_ASM : "=r"(lo), "=r"(hi) : "r"(w));
+#elif DTYPE_ID == 1
+    asm(E5M2_TO_BF16_ASM : "=r"(lo), "=r"(hi) : "r"(w));
+#else
+    fp8x4_to_f16x2(w, lo, hi);
+#endif
+}
+#endif
+
+// The head dim of column n of O's n8 fragment j (and of the V column its B fragment holds)
+__device__ __forceinline__ int v_dim(int j, int n) {
+    return j / V_GRANULE * 8 * V_GRANULE + n * V_GRANULE + j % V_GRANULE;
+}
+
 // d += a b for one m16n8k16 tile: a 16x16 row-major (4 registers of 2 values), b 16x8 "col"
 // (2 registers), d 16x8 fp32 (thread l holds rows l/4 and l/4 + 8, columns 2(l%4) and +1)
 __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
@@ -113,21 +166,23 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi) {
 // Attention of heads [head0, head0 + n_heads) (n_heads <= 16) over tokens [start, end): each
 // warp's state left in shared memory for store_result(). Same contract as the CUDA-core attend().
 __device__ __forceinline__ void attend(
-    const scalar_t* __restrict__ q_ptr, const scalar_t* __restrict__ k_ptr,
-    const scalar_t* __restrict__ v_ptr, const int* __restrict__ block_table_ptr,
+    const scalar_t* __restrict__ q_ptr, const kv_t* __restrict__ k_ptr,
+    const kv_t* __restrict__ v_ptr, const int* __restrict__ block_table_ptr,
     int pid_b, int pid_kvh, int head0, int n_heads, int start, int end,
     long long stride_qb, long long stride_qh, long long stride_kp, long long stride_kt,
-    long long stride_kh, long long stride_btb, int page_size, float qk_scale) {
+    long long stride_kh, long long stride_btb, int page_size, float qk_scale,
+    const float* __restrict__ k_scale_ptr, const float* __restrict__ v_scale_ptr, int scale_stride) {
+    qk_scale *= kv_scale(k_scale_ptr, pid_kvh, scale_stride);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    // this warp's rings [STAGES][16][ROW_PITCH] and row offsets [STAGES][16]; the CTA's Q tile
-    scalar_t* k_ring = reinterpret_cast<scalar_t*>(smem) + warp * STAGES * 16 * ROW_PITCH;
-    scalar_t* v_ring = k_ring + STAGES * TILE_ELEMS;
-    scalar_t* q_tile = reinterpret_cast<scalar_t*>(smem) + 2 * STAGES * TILE_ELEMS;
-    long long* row_off = reinterpret_cast<long long*>(q_tile + 16 * ROW_PITCH) + warp * STAGES * 16;
+    // this warp's rings [STAGES][16][KV_ROW_BYTES] and row offsets [STAGES][16]; the CTA's Q tile
+    unsigned char* k_ring = smem + warp * STAGES * 16 * KV_ROW_BYTES;
+    unsigned char* v_ring = k_ring + STAGES * TILE_BYTES;
+    unsigned char* q_tile = smem + 2 * STAGES * TILE_BYTES;
+    long long* row_off = reinterpret_cast<long long*>(q_tile + 16 * Q_ROW_BYTES) + warp * STAGES * 16;
     const unsigned k_base = smem_address(k_ring), v_base = smem_address(v_ring);
     const unsigned q_base = smem_address(q_tile);
-    const scalar_t* k_head = k_ptr + pid_kvh * stride_kh;
-    const scalar_t* v_head = v_ptr + pid_kvh * stride_kh;
+    const kv_t* k_head = k_ptr + pid_kvh * stride_kh;
+    const kv_t* v_head = v_ptr + pid_kvh * stride_kh;
     // the warp's tile i: tokens [first + i * BLOCK_N, + 16) (the CTA's tile i, the warp's rows)
     const int first = start + warp * 16;
     const int num_tiles = first < end ? (end - first + BLOCK_N - 1) / BLOCK_N : 0;
@@ -143,23 +198,25 @@ __device__ __forceinline__ void attend(
     auto load_tile = [&](int i) {
         const int slot = i % STAGES;
 #pragma unroll 1
-        for (int j = 0; j < VECS_PER_ROW / 2; ++j) {  // 16 rows x VECS_PER_ROW over 32 lanes
+        for (int j = 0; j < (TILE_VECS + 31) / 32; ++j) {  // 16 rows x KV_VECS_PER_ROW over 32 lanes
             const int idx = lane + j * 32;
-            const int r = idx / VECS_PER_ROW, c = idx % VECS_PER_ROW;
-            const long long off = row_off[slot * 16 + r];
-            const long long src = (off < 0 ? 0 : off) + c * 8;
-            const unsigned dst = swizzled(slot * 16 + r, c);
-            cp_async_16(k_base + dst, k_head + src, off >= 0);
-            cp_async_16(v_base + dst, v_head + src, off >= 0);
+            if (TILE_VECS % 32 == 0 || idx < TILE_VECS) {
+                const int r = idx / KV_VECS_PER_ROW, c = idx % KV_VECS_PER_ROW;
+                const long long off = row_off[slot * 16 + r];
+                const long long src = (off < 0 ? 0 : off) + c * (16 / (int)sizeof(kv_t));
+                const unsigned dst = swizzled(slot * 16 + r, c, KV_ROW_BYTES);
+                cp_async_16(k_base + dst, k_head + src, off >= 0);
+                cp_async_16(v_base + dst, v_head + src, off >= 0);
+            }
         }
     };
 
     // Prologue: Q (zero rows past the head block) as the CTA's first copy group, then each warp's
     // first STAGES - 1 tiles, a group each (empty groups past the range keep the count uniform).
-    for (int idx = tid; idx < 16 * VECS_PER_ROW; idx += NUM_THREADS) {
-        const int h = idx / VECS_PER_ROW, c = idx % VECS_PER_ROW;
+    for (int idx = tid; idx < 16 * Q_VECS_PER_ROW; idx += NUM_THREADS) {
+        const int h = idx / Q_VECS_PER_ROW, c = idx % Q_VECS_PER_ROW;
         const scalar_t* src = q_ptr + pid_b * stride_qb + (head0 + min(h, n_heads - 1)) * stride_qh + c * 8;
-        cp_async_16(q_base + swizzled(h, c), src, h < n_heads);
+        cp_async_16(q_base + swizzled(h, c, Q_ROW_BYTES), src, h < n_heads);
     }
     cp_async_commit();
     for (int idx = lane; idx < STAGES * 16; idx += 32) row_off[idx] = row_of(idx / 16, idx % 16);
@@ -172,14 +229,23 @@ __device__ __forceinline__ void attend(
 
     float m_i[2] = {NEG_INF, NEG_INF};  // rows lane/4 and lane/4 + 8 of the warp's fragments
     float l_i[2] = {0.f, 0.f};  // this thread's columns only until the end (summed over the quad)
-    float acc[HEAD_DIM / 8][4];  // O: an m16n8 fragment per 8 columns of the head dim
+    float acc[HEAD_DIM / 8][4];  // O: an m16n8 fragment per 8 columns of the head dim (v_dim)
 #pragma unroll
     for (int n = 0; n < HEAD_DIM / 8; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
-    // A fragments of Q (matrices: heads 0-7 / 8-15 x head dims 0-7 / 8-15 of k step kk)
+    // A fragments of Q for k step kk
     auto q_fragment = [&](unsigned (&a)[4], int kk) {
-        ldmatrix_x4(a, q_base + swizzled(lane % 16, kk * 2 + lane / 16));
+#if KV_FP8
+        // in the fp8 K fragments' k order: lane (g, tig) holds dims 16kk + 4tig .. + 3 of heads g
+        // (a[0], a[2]) and g + 8 (a[1], a[3]), 8 bytes of each row
+        const int c = 2 * kk + (lane % 4) / 2;
+        ld_shared_v2(a[0], a[2], q_base + swizzled(lane / 4, c, Q_ROW_BYTES) + 8 * (lane % 2));
+        ld_shared_v2(a[1], a[3], q_base + swizzled(lane / 4 + 8, c, Q_ROW_BYTES) + 8 * (lane % 2));
+#else
+        // matrices: heads 0-7 / 8-15 x head dims 0-7 / 8-15 of the k step
+        ldmatrix_x4(a, q_base + swizzled(lane % 16, kk * 2 + lane / 16, Q_ROW_BYTES));
+#endif
     };
     cp_async_wait<STAGES - 1>();  // Q copied, by this thread ...
     __syncthreads();  // ... and by all (the only CTA-wide wait before the merge)
@@ -200,8 +266,8 @@ __device__ __forceinline__ void attend(
         const int slot = i % STAGES;
         const int row0 = slot * 16;  // the slot's first row in the warp's ring
 
-        // S = Q K^T for the warp's 16 tokens: two n8 fragments; K rows are the B operand's
-        // columns as stored (matrices: tokens 0-7 / 8-15 x head dims 0-7 / 8-15 of the k step)
+        // S = Q K^T for the warp's 16 tokens: two n8 fragments, tokens 0-7 and 8-15; K rows are
+        // the B operand's columns as stored
         float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
         for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
@@ -212,7 +278,17 @@ __device__ __forceinline__ void attend(
             q_fragment(a, kk);
 #endif
             unsigned b[4];
-            ldmatrix_x4(b, k_base + swizzled(row0 + lane % 8 + (lane / 16) * 8, kk * 2 + (lane / 8) % 2));
+#if KV_FP8
+            // lane (g, tig): dims 16kk + 4tig .. + 3 of tokens g and g + 8, a word each (k
+            // 2tig, 2tig + 1 from its bytes 0-1, k 2tig + 8, 2tig + 9 from 2-3)
+#pragma unroll
+            for (int n = 0; n < 2; ++n)
+                fp8x4_to_operands(ld_shared_u32(k_base + swizzled(row0 + 8 * n + lane / 4, kk, KV_ROW_BYTES) + 4 * (lane % 4)),
+                                  b[2 * n], b[2 * n + 1]);
+#else
+            // matrices: tokens 0-7 / 8-15 x head dims 0-7 / 8-15 of the k step
+            ldmatrix_x4(b, k_base + swizzled(row0 + lane % 8 + (lane / 16) * 8, kk * 2 + (lane / 8) % 2, KV_ROW_BYTES));
+#endif
             mma_16816(s[0], a, b[0], b[1]);
             mma_16816(s[1], a, b[2], b[3]);
         }
@@ -246,17 +322,46 @@ __device__ __forceinline__ void attend(
             m_i[x] = m_new;
         }
 
-        // O += P V: P's C fragments are its A fragment; V rows are the k axis, read transposed
-        // (matrices: tokens 0-7 / 8-15 x head dims 0-7 / 8-15 of the 16-column step)
+        // O += P V: P's C fragments are its A fragment (k = the tile's token); V rows are the k
+        // axis
         const unsigned p_frag[4] = {pack2(s[0][0], s[0][1]), pack2(s[0][2], s[0][3]),
                                     pack2(s[1][0], s[1][1]), pack2(s[1][2], s[1][3])};
+#if KV_FP8
+        // lane (g, tig): V_GRANULE bytes at dims v_dim(jj * V_GRANULE, g) .. of tokens 2tig,
+        // 2tig + 1 (b0) and 2tig + 8, 2tig + 9 (b1); byte e of them is column g of fragment
+        // jj * V_GRANULE + e, the two tokens' bytes paired by a byte permute
+#pragma unroll
+        for (int jj = 0; jj < HEAD_DIM / (8 * V_GRANULE); ++jj) {
+            const int byte = v_dim(jj * V_GRANULE, lane / 4);
+            unsigned w[4];
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const int token = 2 * (lane % 4) + (r & 1) + 8 * (r >> 1);
+                const unsigned addr = v_base + swizzled(row0 + token, byte / 16, KV_ROW_BYTES) + byte % 16;
+                w[r] = V_GRANULE == 4 ? ld_shared_u32(addr) : ld_shared_u16(addr);
+            }
+#pragma unroll
+            for (int e = 0; e < V_GRANULE; e += 2) {
+                // bytes e and e + 1 of both tokens: [lo e, hi e, lo e + 1, hi e + 1]
+                const unsigned sel = e == 0 ? 0x5140u : 0x7362u;
+                unsigned b0[2], b1[2];
+                fp8x4_to_operands(__byte_perm(w[0], w[1], sel), b0[0], b0[1]);
+                fp8x4_to_operands(__byte_perm(w[2], w[3], sel), b1[0], b1[1]);
+                mma_16816(acc[jj * V_GRANULE + e], p_frag, b0[0], b1[0]);
+                mma_16816(acc[jj * V_GRANULE + e + 1], p_frag, b0[1], b1[1]);
+            }
+        }
+#else
+        // read transposed (matrices: tokens 0-7 / 8-15 x head dims 0-7 / 8-15 of the 16-column
+        // step)
 #pragma unroll
         for (int dd = 0; dd < HEAD_DIM / 16; ++dd) {
             unsigned b[4];
-            ldmatrix_x4_trans(b, v_base + swizzled(row0 + lane % 16, dd * 2 + lane / 16));
+            ldmatrix_x4_trans(b, v_base + swizzled(row0 + lane % 16, dd * 2 + lane / 16, KV_ROW_BYTES));
             mma_16816(acc[2 * dd], p_frag, b[0], b[1]);
             mma_16816(acc[2 * dd + 1], p_frag, b[2], b[3]);
         }
+#endif
         if (lane < 16) row_off[slot * 16 + lane] = next_off;  // tile i + STAGES's slot
     }
 
@@ -264,6 +369,7 @@ __device__ __forceinline__ void attend(
     // warp is done), [NUM_WARPS][16] m and l, [NUM_WARPS][16][HEAD_DIM] acc, for merge_warps
     cp_async_wait<0>();
     __syncthreads();
+    const float v_scale = kv_scale(v_scale_ptr, pid_kvh, scale_stride);
     float* sm_m = reinterpret_cast<float*>(smem);
     float* sm_l = sm_m + STATE_L;
     float* sm_acc = sm_m + STATE_ACC;
@@ -278,8 +384,8 @@ __device__ __forceinline__ void attend(
         }
 #pragma unroll
         for (int n = 0; n < HEAD_DIM / 8; ++n) {
-            sm_acc[h * HEAD_DIM + n * 8 + 2 * (lane % 4)] = acc[n][2 * x];
-            sm_acc[h * HEAD_DIM + n * 8 + 2 * (lane % 4) + 1] = acc[n][2 * x + 1];
+            sm_acc[h * HEAD_DIM + v_dim(n, 2 * (lane % 4))] = acc[n][2 * x] * v_scale;
+            sm_acc[h * HEAD_DIM + v_dim(n, 2 * (lane % 4) + 1)] = acc[n][2 * x + 1] * v_scale;
         }
     }
     __syncthreads();
