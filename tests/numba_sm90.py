@@ -48,6 +48,11 @@ PROBLEMS += [DecodeProblem(hq, hkv, d, (100,), dtype=dtype) for hq, hkv, d, dtyp
     (16, 2, 192, "bfloat16"),  # GQA 8 at head_dim 192: the merge's shared memory near 48 KB
     (12, 2, 256, "float16"),  # GQA 6 at head_dim 256, fp16 (no launch bounds)
 ]]
+PROBLEMS += [  # fp8 caches: 8 elements a word, decoded in registers; the scales' two layouts
+    DecodeProblem(32, 8, 128, (100,), layout="paged", kv_dtype="float8_e4m3fn", kv_scale="head"),
+    DecodeProblem(32, 8, 128, (100,), dtype="float16", kv_dtype="float8_e5m2"),
+    DecodeProblem(16, 2, 256, (100,), kv_dtype="float8_e4m3fn", kv_scale="head"),  # GQA 8, d 256
+]
 
 
 def main(outdir: Path) -> None:

@@ -8,22 +8,25 @@ from specs.problem import DecodeProblem
 
 
 def test_numba_tile_choice_fits_every_supported_problem():
-    """The Numba backend's compile-time choice works for every head_dim, GQA group and dtype it
-    declares, for the GPU and for the simulator: the cross-warp merge fits the static shared
-    memory (registers and spills are checked by ptxas in test_numba_sm90.py)."""
+    """The Numba backend's compile-time choice works for every head_dim, GQA group, dtype and
+    cache dtype it declares (fp8: head_dim a multiple of 8), for the GPU and for the simulator:
+    the cross-warp merge fits the static shared memory (registers and spills are checked by
+    ptxas in test_numba_sm90.py)."""
     pytest.importorskip("numba_cuda")
     from impls.numba import _launch
 
-    for dtype in ("bfloat16", "float16", "float32"):
-        for head_dim in range(4, 257, 4):
+    for dtype, kv_dtype, step in [("bfloat16", None, 4), ("float16", None, 4), ("float32", None, 4),
+                                  ("bfloat16", "float8_e4m3fn", 8), ("float16", "float8_e5m2", 8)]:
+        for head_dim in range(step, 257, step):
             for group in (1, 2, 3, 4, 6, 7, 8, 16):
-                p = DecodeProblem(group, 1, head_dim, (5,), dtype=dtype)
+                p = DecodeProblem(group, 1, head_dim, (5,), dtype=dtype, kv_dtype=kv_dtype)
                 for simulator in (False, True):
                     c = _launch.pick_launch_config(p, simulator=simulator)
                     # acc, m_i and l_i of every warp and head, as the kernel declares them
                     smem = c.NUM_WARPS * c.BLOCK_H * (head_dim + 2) * 4
                     assert smem <= 48 * 1024, (c, smem)
                     assert c.TPR in (1, 2, 4, 8, 16, 32) and c.UNROLL >= 1 and c.STEP > 0
+                    assert c.VECS_PER_ROW * c.VEC == head_dim, c
 
 
 def test_fp16_bits_convert_exactly():
@@ -39,6 +42,22 @@ def test_fp16_bits_convert_exactly():
     got = np.array([_kernels.half_as_float(np.int64(b)) for b in bits], dtype=np.float32)
     same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
     assert same.all(), bits[~same][:10]
+
+
+@pytest.mark.parametrize("kv_dtype", ["float8_e4m3fn", "float8_e5m2"])
+def test_fp8_bits_convert_exactly(kv_dtype):
+    """The kernels' fp8 decoders (e4m3_as_float, e5m2_as_float) on every byte against torch's
+    conversion: normals, subnormals, zeros, NaNs (and e5m2's infinities), both signs."""
+    import numpy as np
+
+    from impls.numba import _kernels
+
+    decode = {"float8_e4m3fn": _kernels.e4m3_as_float, "float8_e5m2": _kernels.e5m2_as_float}
+    bits = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    want = bits.view(getattr(torch, kv_dtype)).float().numpy()
+    got = np.array([decode[kv_dtype](np.int64(b)) for b in range(256)], dtype=np.float32)
+    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), np.flatnonzero(~same)[:10]
 
 
 def test_bf16_store_rounds_to_nearest_even():
@@ -81,3 +100,19 @@ def test_unaligned_rows_are_unsupported_before_launch():
     for variant in ("dense", "split-k"):
         with pytest.raises(Unsupported, match="8-byte aligned"):
             registry.get(f"numba/{variant}").prepare(bad, out, lse)
+
+
+def test_fp8_rows_of_partial_words_are_unsupported_before_launch():
+    """An fp8 row of head_dim 4 mod 8 is half an 8-byte word: "unsupported: ..." naming the
+    head_dim, raised by prepare (the declared multiple, 4, is the 16-bit one)."""
+    from impls import registry
+    from impls.registry import Unsupported
+    from specs.inputs import make_inputs
+
+    p = DecodeProblem(4, 2, 60, (5,), layout="paged", page_size=4, kv_dtype="float8_e5m2")
+    inputs = make_inputs(p, 0)
+    out = torch.empty_like(inputs.q)
+    lse = torch.empty(p.batch, p.num_q_heads, dtype=torch.float32)
+    for variant in ("paged", "split-k"):
+        with pytest.raises(Unsupported, match="head_dim 60 with a float8_e5m2 cache"):
+            registry.get(f"numba/{variant}").prepare(inputs, out, lse)

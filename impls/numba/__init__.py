@@ -2,6 +2,7 @@
 
 from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl, ProblemLimit
+from specs.problem import KV_DTYPES
 
 BACKEND = Backend(
     name="numba",
@@ -22,8 +23,10 @@ BACKEND = Backend(
 )
 
 # 8-byte word loads: head_dim a multiple of 4 (16-bit) or 2 (fp32) elements; up to 256.
+# fp8 caches: 8 elements a word, decoded from their bits in the kernel (launchers refuse head_dim % 8)
 CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, head_dim_multiple=4,
-                    note="8-byte word loads need head_dim % 4 == 0")
+                    kv_dtypes=frozenset(KV_DTYPES),
+                    note="8-byte word loads need head_dim % 4 == 0 (% 8 for an fp8 cache)")
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.numba.one_pass", CAPS, options=("config",),
          summary="block per (kv head, <= 8 query heads, sequence), 8 B loads, shuffles; paged: "

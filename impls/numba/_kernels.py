@@ -17,8 +17,8 @@ online-softmax state (running max ``m_i``, sum ``l_i``, accumulator ``acc``) for
 registers; the next step's vectors are loaded before this step's arithmetic. At the end row
 groups are merged within the warp by shuffles, then warps in shared memory.
 
-Types: K/V/q are read as int64 words (``torch.Tensor.view(torch.int64)``: 4 fp16/bf16 or 2
-fp32 values per 8-byte load) and converted in registers. bf16: numba-cuda has no bf16
+Types: K/V/q are read as int64 words (``torch.Tensor.view(torch.int64)``: 4 fp16/bf16, 2 fp32
+or 8 fp8 values per 8-byte load) and converted in registers. bf16: numba-cuda has no bf16
 arithmetic, and a bf16 value is the top half of a float32, so ``(bits << 16)`` reinterpreted
 as float32 (``numpy.uint32(x).view(numpy.float32)``, a bitcast on the GPU) is exact. fp16: the
 exponent and mantissa bits moved into a float32 and rescaled by 2^112 (exact for normals and
@@ -26,6 +26,12 @@ subnormals; inf/NaN kept), since numba-cuda cannot reinterpret bits as float16 (
 ``view(float16)`` fails to lower). Outputs: float32 and float16 are stored through the array's
 own type (a float16 array rounds on store); bf16 is rounded to nearest-even from the float32 bits
 and stored as int16 bits. Nothing is converted outside the kernel.
+
+fp8 cache (``KV_DTYPE`` e4m3fn or e5m2, the query bf16/fp16): a K/V word holds 8 elements, so a
+vector of VEC = 8 elements takes two query words. e5m2 is the top byte of an fp16 (the fp16 path
+on ``byte << 8``); e4m3fn moves its bits into a float32 as fp16 does (rescaled by 2^120). Both are
+exact, as every fp8 value is a float32. The inner loop only decodes: K's scale is folded into
+the query's pre-scale and V's multiplies the output, once per block.
 
 Compile-time specialisation: ``build(config)`` closes the kernels over the Config's integers,
 which Numba freezes as constants, so loops over them unroll and per-thread arrays live in
@@ -48,8 +54,9 @@ import numpy as np
 
 from impls.common import LN2, LOG2E
 from impls.numba._compat import SIMULATOR, cuda, device_function, kernel_function
+from specs.problem import ITEMSIZE
 
-DTYPE_IDS = {"float16": 0, "bfloat16": 1, "float32": 2}
+DTYPE_IDS = {"float16": 0, "bfloat16": 1, "float32": 2, "float8_e4m3fn": 3, "float8_e5m2": 4}
 OUT_FLOAT32, OUT_FLOAT16, OUT_BF16 = 0, 1, 2  # how the kernel stores its output
 OUT_KINDS = {"float32": OUT_FLOAT32, "float16": OUT_FLOAT16, "bfloat16": OUT_BF16}
 LOAD_BYTES = 8  # one int64 word per load
@@ -57,6 +64,8 @@ FULL_MASK = 0xFFFFFFFF
 
 
 HALF_RESCALE = np.float32(2.0 ** 112)
+E4M3_RESCALE = np.float32(2.0 ** 120)  # 2^(127 - 7): float32's exponent bias over e4m3's
+NAN = np.float32(np.nan)
 
 
 @device_function
@@ -79,6 +88,22 @@ def half_as_float(h):
 
 
 @device_function
+def e4m3_as_float(b):
+    """float8_e4m3fn bits (0 <= b < 2^8) to float32, exactly: the exponent and mantissa bits
+    moved into a float32 (the sign too) and rescaled by 2^(127 - 7) (normals and subnormals
+    alike); 0x7F and 0xFF are NaN (the format has no infinities)."""
+    if (b & 0x7F) == 0x7F:
+        return NAN
+    return bits_as_float(((b & 0x80) << 24) | ((b & 0x7F) << 20)) * E4M3_RESCALE
+
+
+@device_function
+def e5m2_as_float(b):
+    """float8_e5m2 bits (0 <= b < 2^8) to float32, exactly: e5m2 is the top byte of an fp16."""
+    return half_as_float(b << 8)
+
+
+@device_function
 def bf16_bits(x):
     """float32 x rounded to nearest-even bfloat16, as the signed 16-bit integer with its bits
     (NaN stays a quiet NaN)."""
@@ -97,7 +122,8 @@ class Config:
 
     HEAD_DIM: int
     BLOCK_H: int  # query heads per block (<= the GQA group)
-    DTYPE: str
+    DTYPE: str  # the query's (and output's)
+    KV_DTYPE: str  # the cache's storage dtype: DTYPE, or an fp8 one (then scaled)
     IS_PAGED: bool
     OUT_KIND: int  # how the final out is stored (the problem's dtype; partials are float32)
     TPR: int  # threads per K/V row, a power of two <= 32
@@ -106,8 +132,16 @@ class Config:
     MIN_BLOCKS: int = 0  # launch bounds: blocks per SM the register allocation must allow
 
     @property
-    def VEC(self) -> int:  # elements per 8-byte load
-        return LOAD_BYTES // (4 if self.DTYPE == "float32" else 2)
+    def VEC(self) -> int:  # K/V elements per 8-byte load
+        return LOAD_BYTES // ITEMSIZE[self.KV_DTYPE]
+
+    @property
+    def Q_WORDS(self) -> int:  # query words per vector of VEC elements (2 for an fp8 cache)
+        return self.VEC * ITEMSIZE[self.DTYPE] // LOAD_BYTES
+
+    @property
+    def KV_SCALED(self) -> bool:
+        return self.KV_DTYPE != self.DTYPE
 
     @property
     def VECS_PER_ROW(self) -> int:
@@ -131,6 +165,8 @@ def build(c: Config):
     """(decode_kernel, combine_kernel) specialised on ``c``."""
     HEAD_DIM, BLOCK_H, VEC, VPT, TPR, UNROLL = c.HEAD_DIM, c.BLOCK_H, c.VEC, c.VPT, c.TPR, c.UNROLL
     DTYPE_ID, IS_PAGED, OUT_KIND, NUM_WARPS = DTYPE_IDS[c.DTYPE], c.IS_PAGED, c.OUT_KIND, c.NUM_WARPS
+    KV_ID, KV_SCALED, Q_WORDS = DTYPE_IDS[c.KV_DTYPE], c.KV_SCALED, c.Q_WORDS
+    Q_VEC = VEC // Q_WORDS  # query elements per word
     NUM_THREADS, STEP, VECS_PER_ROW = c.NUM_THREADS, c.STEP, c.VECS_PER_ROW
     ROWS_PER_WARP = 32 // TPR  # row groups per warp
     NUM_STATE = 2 * BLOCK_H + BLOCK_H * VPT * VEC  # m_i, l_i and acc of one lane
@@ -139,13 +175,22 @@ def build(c: Config):
 
     @device_function
     def element(w, e):
-        """Element e of the int64 word w, as float32."""
+        """Element e of the query's int64 word w, as float32."""
         if DTYPE_ID == 2:
             return bits_as_float((w >> (32 * e)) & 0xFFFFFFFF)
         bits = (w >> (16 * e)) & 0xFFFF
         if DTYPE_ID == 1:
             return bits_as_float(bits << 16)
         return half_as_float(bits)
+
+    @device_function
+    def kv_element(w, e):
+        """Element e of the K/V int64 word w, as float32 (an fp8 value unscaled)."""
+        if KV_ID == 3:
+            return e4m3_as_float((w >> (8 * e)) & 0xFF)
+        if KV_ID == 4:
+            return e5m2_as_float((w >> (8 * e)) & 0xFF)
+        return element(w, e)
 
     @device_function
     def store(out, pid_b, h, d, x):
@@ -240,7 +285,8 @@ def build(c: Config):
 
     @kernel_function(NUM_THREADS, c.MIN_BLOCKS)
     def decode_kernel(q_vecs, k_vecs, v_vecs, items, block_table, out, lse, part_out, part_lse,
-                      num_head_blocks, group_size, page_size, qk_scale):
+                      num_head_blocks, group_size, page_size, qk_scale, k_scale, v_scale,
+                      scale_stride):
         tid = cuda.threadIdx.x
         lane = tid & 31
         warp = tid >> 5
@@ -255,16 +301,21 @@ def build(c: Config):
         slot = items[pid_i, 3]  # the partial slot, or -1: the final result
         head0 = pid_kvh * group_size + pid_hb * BLOCK_H
         n_heads = min(BLOCK_H, group_size - pid_hb * BLOCK_H)
+        v_scale_kvh = np.float32(1.0)  # multiplies the output: 1 unless the cache is fp8
+        if KV_SCALED:  # fp8: K's scale joins the query's pre-scale (scale_stride 0: one for all)
+            qk_scale = qk_scale * k_scale[pid_kvh * scale_stride]
+            v_scale_kvh = v_scale[pid_kvh * scale_stride]
 
         q = cuda.local.array((BLOCK_H, VPT, VEC), np.float32)  # pre-scaled: scores in log2 units
         for h in range(BLOCK_H):
             for i in range(VPT):
                 j = lane_in_row + i * TPR
-                w = np.int64(0)
-                if h < n_heads and j < VECS_PER_ROW:
-                    w = q_vecs[pid_b, head0 + h, j]
-                for e in range(VEC):
-                    q[h, i, e] = element(w, e) * qk_scale
+                for qw in range(Q_WORDS):
+                    w = np.int64(0)
+                    if h < n_heads and j < VECS_PER_ROW:
+                        w = q_vecs[pid_b, head0 + h, j * Q_WORDS + qw]
+                    for e in range(Q_VEC):
+                        q[h, i, qw * Q_VEC + e] = element(w, e) * qk_scale
 
         m_i = cuda.local.array(BLOCK_H, np.float32)
         l_i = cuda.local.array(BLOCK_H, np.float32)
@@ -300,7 +351,7 @@ def build(c: Config):
                 for i in range(VPT):
                     w = k_raw[u, i]
                     for e in range(VEC):
-                        kf = element(w, e)
+                        kf = kv_element(w, e)
                         for h in range(BLOCK_H):
                             s[u, h] += q[h, i, e] * kf
             off = TPR // 2
@@ -333,7 +384,7 @@ def build(c: Config):
                 for i in range(VPT):
                     w = v_raw[u, i]
                     for e in range(VEC):
-                        vf = element(w, e)
+                        vf = kv_element(w, e)
                         for h in range(BLOCK_H):
                             acc[h, i, e] += s[u, h] * vf
             for u in range(UNROLL):
@@ -394,7 +445,7 @@ def build(c: Config):
                     weight = math.exp2(sm_m[wp, h] - big)  # a warp that saw nothing: 0
                     sum_l += weight * sm_l[wp, h]
                     sum_o += weight * sm_acc[wp, h, d]
-                o = sum_o / sum_l
+                o = sum_o * v_scale_kvh / sum_l
                 lse_h = (big + math.log2(sum_l)) * np.float32(LN2)
             if slot < 0:
                 store(out, pid_b, head0 + h, d, o)

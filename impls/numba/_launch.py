@@ -23,6 +23,7 @@ from impls.common import (LOG2E, cache_args, check_thread_mapping, on_torch_stre
                           threads_per_row, with_overrides)
 from impls.numba._compat import SIMULATOR, cuda
 from impls.numba._kernels import LOAD_BYTES, OUT_KINDS, Config, build
+from impls.registry import Unsupported
 from specs.problem import ProblemError
 
 NUM_WARPS = 8  # 256 threads per block on the GPU
@@ -34,6 +35,7 @@ NUM_WARPS = 8  # 256 threads per block on the GPU
 MIN_BLOCKS = 2
 CAP_STATE_FLOATS = 32
 LOADS_PER_STEP = 4  # 8-byte K (and as many V) loads per thread per loop step: UNROLL x VPT
+# (an fp8 cache: half as many, for the elements of a 16-bit step)
 REGISTER_FLOATS = 64  # q (and as many accumulator) floats per thread before TPR doubles
 MAX_BLOCK_H = 8  # query heads per block; larger GQA groups are split into blocks
 SMEM_LIMIT = 48 * 1024  # static shared memory of one block (the cross-warp merge)
@@ -53,20 +55,24 @@ def pick_launch_config(problem, config: dict | None = None, simulator: bool = SI
     work. Threads per row: ``common.threads_per_row`` (two 8-byte vectors a lane where the
     registers allow). Warps: NUM_WARPS, halved until the cross-warp merge fits the shared memory
     (a block of 8 heads at head_dim 256 takes 4)."""
-    vec = LOAD_BYTES // problem.itemsize
+    vec = LOAD_BYTES // problem.kv_itemsize
     vecs_per_row = problem.head_dim // vec
+    # an fp8 row takes the lanes and the elements a step of a 16-bit row of its head_dim (the
+    # floats in registers the budgets were set for), in half the words
+    row_vec = min(vec, LOAD_BYTES // 2)
     block_h = min(problem.group_size, MAX_BLOCK_H)
     if simulator:
         tpr, num_warps = min(SIM_TPR, 1 << (vecs_per_row - 1).bit_length()), SIM_NUM_WARPS
     else:
-        tpr, num_warps = threads_per_row(vecs_per_row, vec, block_h, REGISTER_FLOATS), NUM_WARPS
+        tpr = threads_per_row(problem.head_dim // row_vec, row_vec, block_h, REGISTER_FLOATS)
+        num_warps = NUM_WARPS
         while num_warps > 1 and merge_smem_bytes(num_warps, block_h, problem.head_dim) > SMEM_LIMIT:
             num_warps //= 2
     tuned = with_overrides(dict(TPR=tpr, UNROLL=None, NUM_WARPS=num_warps, MIN_BLOCKS=None), config)
     tpr, num_warps, unroll = tuned["TPR"], tuned["NUM_WARPS"], tuned["UNROLL"]
     vpt = -(-vecs_per_row // tpr)
     if unroll is None:
-        unroll = SIM_UNROLL if simulator else max(1, LOADS_PER_STEP // vpt)
+        unroll = SIM_UNROLL if simulator else max(1, LOADS_PER_STEP * row_vec // (vpt * vec))
     check_thread_mapping(tpr, unroll, num_warps)
     if merge_smem_bytes(num_warps, block_h, problem.head_dim) > SMEM_LIMIT:
         raise ProblemError(f"config: {num_warps} warps x {block_h} heads x head_dim "
@@ -77,9 +83,29 @@ def pick_launch_config(problem, config: dict | None = None, simulator: bool = SI
         small = block_h * vpt * vec <= CAP_STATE_FLOATS and problem.dtype != "float16"
         min_blocks = MIN_BLOCKS if small else 0
     return Config(HEAD_DIM=problem.head_dim, BLOCK_H=block_h, DTYPE=problem.dtype,
+                  KV_DTYPE=problem.cache.storage_dtype(problem.query),
                   IS_PAGED=problem.layout == "paged",
                   OUT_KIND=OUT_KINDS[problem.dtype],
                   TPR=tpr, UNROLL=unroll, NUM_WARPS=num_warps, MIN_BLOCKS=min_blocks)
+
+
+def require_whole_words(problem) -> None:
+    """Raise ``Unsupported`` when a K/V row is not a whole number of 8-byte words: an fp8 row
+    whose head_dim is not a multiple of 8 (the Capabilities' multiple, 4, is the 16-bit one)."""
+    vec = LOAD_BYTES // problem.kv_itemsize
+    if problem.head_dim % vec:
+        raise Unsupported(f"head_dim {problem.head_dim} with a {problem.kv_dtype} cache: the "
+                          f"kernels read K/V rows in 8-byte words of {vec} elements")
+
+
+def kv_scales(inputs) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """(k_scale, v_scale, scale_stride) for the attention kernel: float32 [Hkv] (stride 1) or
+    [1] (stride 0). An unquantised cache passes ones the kernel never reads, so every build
+    takes the same argument types."""
+    if inputs.k_scale is None:
+        ones = torch.ones(1, dtype=torch.float32, device=inputs.q.device)
+        return ones, ones, 0
+    return inputs.k_scale, inputs.v_scale, int(inputs.problem.kv_scale == "head")
 
 
 def merge_smem_bytes(num_warps: int, block_h: int, head_dim: int) -> int:
@@ -149,10 +175,12 @@ def launches_for(inputs, out: torch.Tensor, lse: torch.Tensor, split: planner.Sp
     part_out, part_lse = split.part_out, split.part_lse
     out_, lse_, po, pl = (device_array(t) for t in (out, lse, part_out, part_lse))
     qk_scale = np.float32(p.scale * LOG2E)
+    k_scale, v_scale, scale_stride = kv_scales(inputs)
     grid = (p.num_kv_heads * num_head_blocks(p), split_plan.num_items)
     launches = [(decode_kernel, grid, c.NUM_THREADS,
                  (q, k, v, device_array(work["items"]), device_array(table), out_, lse_, po, pl,
-                  num_head_blocks(p), p.group_size, page_size, qk_scale))]
+                  num_head_blocks(p), p.group_size, page_size, qk_scale, device_array(k_scale),
+                  device_array(v_scale), scale_stride))]
     if split_plan.num_merges:
         launches.append((combine_kernel, (p.num_q_heads, split_plan.num_merges), c.NUM_THREADS,
                          (po, pl, device_array(work["merge_seqs"]),

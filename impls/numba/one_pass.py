@@ -15,11 +15,12 @@ load in front of each K/V row load.
 from impls import plan as planner
 from impls.common import require_alignment
 from impls.numba._kernels import LOAD_BYTES
-from impls.numba._launch import launcher, launches_for
+from impls.numba._launch import launcher, launches_for, require_whole_words
 from impls.registry import Launch
 
 
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
+    require_whole_words(inputs.problem)
     require_alignment(inputs, LOAD_BYTES)
     whole = planner.whole_sequences(inputs.problem.seq_lens)  # one item per sequence, in order
     launches, reported = launches_for(inputs, out, lse, planner.SplitLaunch.of(whole, inputs),

@@ -19,7 +19,8 @@ from impls import plan as planner
 from impls.common import require_alignment
 from impls.numba._compat import SIMULATOR
 from impls.numba._kernels import LOAD_BYTES
-from impls.numba._launch import launcher, launches_for, num_head_blocks, pick_launch_config
+from impls.numba._launch import (launcher, launches_for, num_head_blocks, pick_launch_config,
+                                 require_whole_words)
 from impls.registry import Launch
 
 # blocks resident per SM in the simulator, which builds nothing to read it from
@@ -41,6 +42,7 @@ def compiled_residency(inputs, out, lse, config: dict | None) -> int:
 
 
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
+    require_whole_words(inputs.problem)
     step = pick_launch_config(inputs.problem, config).STEP
 
     # items start on whole loop steps (and pages)
