@@ -15,7 +15,7 @@ import helion
 import helion.language as hl
 import torch
 
-from impls.common import LN2, LOG2E
+from impls.common import LN2, LOG2E, require_e4m3_hardware
 from impls.helion import _common
 from impls.registry import Launch
 
@@ -91,6 +91,7 @@ def kernel_args(inputs, out, lse) -> tuple:
 
 
 def prepare(inputs, out, lse, config: dict | None = None, tune: bool = False) -> Launch:
+    require_e4m3_hardware(inputs)  # Helion writes Triton
     if _common.interpreting():
         _common.interpreter_math()
     args = kernel_args(inputs, out, lse)

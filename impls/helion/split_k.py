@@ -22,7 +22,7 @@ import helion.language as hl
 import torch
 
 from impls import plan as planner
-from impls.common import LN2, LOG2E
+from impls.common import LN2, LOG2E, require_e4m3_hardware
 from impls.helion import _common
 from impls.registry import Launch
 
@@ -145,6 +145,7 @@ def combine_kernel(part_out: torch.Tensor, part_lse: torch.Tensor, merge_seqs: t
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None,
             tune: bool = False) -> Launch:
     p = inputs.problem
+    require_e4m3_hardware(inputs)  # Helion writes Triton
     if _common.interpreting():
         _common.interpreter_math()
     cfg = _common.pick_launch_config(p, config)

@@ -14,7 +14,7 @@ pages add block-table reads and shorter contiguous runs.
 import triton
 import triton.language as tl
 
-from impls.common import kv_scale_args, tile_kernel_args
+from impls.common import kv_scale_args, require_e4m3_hardware, tile_kernel_args
 from impls.registry import Launch
 from impls.triton._common import REPORTED, attend, pick_launch_config, store_group
 
@@ -43,6 +43,7 @@ def decode_kernel(
 
 
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
+    require_e4m3_hardware(inputs)
     p = inputs.problem
     cfg = pick_launch_config(p, config)
     del cfg["FUSED_MERGE"]  # nothing to merge in one pass

@@ -26,7 +26,7 @@ import triton
 import triton.language as tl
 
 from impls import plan as planner
-from impls.common import kv_scale_args, tile_kernel_args
+from impls.common import kv_scale_args, require_e4m3_hardware, tile_kernel_args
 from impls.registry import Launch
 from impls.triton._common import (REPORTED, attend, interpreting, pick_launch_config,
                                   store_group)
@@ -179,6 +179,7 @@ def resident_programs(inputs, out, lse, cfg: dict, counters) -> int:
 
 
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
+    require_e4m3_hardware(inputs)
     p = inputs.problem
     cfg = pick_launch_config(p, config)
     # finished pieces per (sequence, KV head) for the fused merge; zero between launches
