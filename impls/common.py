@@ -132,11 +132,12 @@ def fp8_to_bf16_ptx(mantissa_bits: int, operand: str = "$") -> str:
 
 
 def require_e4m3_hardware(inputs) -> None:
-    """Raise ``Unsupported`` for an e4m3 cache on a GPU older than sm_89: Triton has no e4m3 type
-    below it (e5m2 it widens anywhere)."""
+    """Raise ``Unsupported`` for an e4m3 cache on a GPU older than sm_89, for kernels whose
+    compiler has no e4m3 type below it (e5m2 it widens anywhere)."""
     if inputs.problem.kv_dtype == "float8_e4m3fn" and inputs.device.type == "cuda" and \
             torch.cuda.get_device_capability(inputs.device) < (8, 9):
-        raise Unsupported("an e4m3 cache: Triton's float8e4nv type needs sm_89 or newer")
+        raise Unsupported("an e4m3 cache: the compiler's e4m3 type (float8e4nv) needs sm_89 "
+                          "or newer")
 
 
 # ---- memory and streams -------------------------------------------------------------------------
