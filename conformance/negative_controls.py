@@ -20,6 +20,8 @@ from specs.problem import KV_DTYPES
 
 # every layout, and fp8 caches too (the controls read the values a cache stands for, _rows)
 _BOTH = Capabilities(frozenset({"dense", "paged"}), kv_dtypes=frozenset(KV_DTYPES))
+# the mask's axes too: the controls whose mistake is in a window or a soft cap
+_MASKED = dataclasses.replace(_BOTH, windows=True, softcaps=True)
 
 
 def _rows(inputs, b: int, start: int, stop: int):
@@ -29,27 +31,35 @@ def _rows(inputs, b: int, start: int, stop: int):
     return inputs.values64(k, v) if inputs.k_scale is not None else (k, v)
 
 
-def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, kv_head_of):
-    """float32 attention of q [Hq, D] over k, v [n, Hkv, D]; query head h reads kv_head_of(h)."""
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, kv_head_of,
+            score=None):
+    """float32 attention of q [Hq, D] over k, v [n, Hkv, D]; query head h reads kv_head_of(h);
+    ``score`` maps the products q.k to the scores (default: times ``scale``)."""
     heads = kv_head_of(torch.arange(q.shape[0], device=q.device))
     k = k.float()[:, heads]  # [n, Hq, D]
     v = v.float()[:, heads]
-    s = torch.einsum("hd,nhd->hn", q.float(), k) * scale
+    dots = torch.einsum("hd,nhd->hn", q.float(), k)
+    s = score(dots) if score is not None else dots * scale
     lse = torch.logsumexp(s, dim=-1)
     return torch.einsum("hn,nhd->hd", torch.exp(s - lse[:, None]), v), lse
 
 
-def _per_sequence(inputs, out, lse, length_of, kv_head_of=None) -> Launch:
-    """A launch that attends sequence b over ``length_of(b)`` rows (0: writes nothing)."""
+def _per_sequence(inputs, out, lse, length_of, kv_head_of=None, first_of=None,
+                  score=None) -> Launch:
+    """A launch that attends sequence b over rows [first_of(b), length_of(b)) (default: from
+    0; an empty range writes nothing), its scores ``score(q.k)`` (default: the spec's)."""
     p = inputs.problem
     kv_head_of = kv_head_of or (lambda h: h // p.group_size)
+    first_of = first_of or (lambda b: 0)
+    if score is None and p.softcap is not None:
+        score = lambda dots: p.softcap * torch.tanh(dots * p.scale / p.softcap)  # noqa: E731
 
     def run():
         for b in range(p.batch):
-            n = length_of(b)
-            if n > 0:
-                k, v = _rows(inputs, b, 0, n)
-                o, l = _attend(inputs.q[b], k, v, p.scale, kv_head_of)
+            first, n = first_of(b), length_of(b)
+            if n > first:
+                k, v = _rows(inputs, b, first, n)
+                o, l = _attend(inputs.q[b], k, v, p.scale, kv_head_of, score)
                 out[b] = o.to(out.dtype)
                 lse[b] = l
 
@@ -94,6 +104,24 @@ def swapped_head_scales(inputs, out, lse) -> Launch:
         inputs = dataclasses.replace(inputs, k_scale=inputs.k_scale[swap],
                                      v_scale=inputs.v_scale[swap])
     return _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b])
+
+
+def window_one_too_wide(inputs, out, lse) -> Launch:
+    """A window that attends one token more than its last ``window`` (an off-by-one in the
+    window's start); right where no window is set."""
+    p = inputs.problem
+    first = (lambda b: max(0, p.window_starts[b] - 1)) if p.window is not None else None
+    return _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b], first_of=first)
+
+
+def softcap_before_scale(inputs, out, lse) -> Launch:
+    """Soft-caps the raw products q.k, then scales: c * tanh(q.k / c) * sm_scale instead of
+    c * tanh(q.k * sm_scale / c); right where no cap is set."""
+    p = inputs.problem
+    score = (lambda dots: p.softcap * torch.tanh(dots / p.softcap) * p.scale) \
+        if p.softcap is not None else None
+    return _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b],
+                         first_of=lambda b: p.window_starts[b], score=score)
 
 
 def first_length_for_all(inputs, out, lse) -> Launch:
@@ -266,10 +294,10 @@ class Control:
 
 
 def _control(name: str, entry: str, caught_by: tuple[str, ...], algorithm: str = "one-pass",
-             options=()) -> Control:
+             options=(), caps: Capabilities = _BOTH) -> Control:
     backend = Backend(name=f"control-{name}", summary="a deliberately wrong kernel",
                       requires=("torch",), cpu_mode="torch")
-    impl = Impl(backend, algorithm, __name__, _BOTH, entry=entry, options=options,
+    impl = Impl(backend, algorithm, __name__, caps, entry=entry, options=options,
                 summary=globals()[entry].__doc__.strip().splitlines()[0])
     return Control(name, impl, caught_by)
 
@@ -284,6 +312,9 @@ CONTROLS: list[Control] = [
              ("matches_reference", "batch_permutation")),
     _control("low-precision-accumulation", "low_precision_accumulation", ("matches_reference",)),
     _control("swapped-head-scales", "swapped_head_scales", ("matches_reference",)),
+    _control("window-one-too-wide", "window_one_too_wide", ("matches_reference",), caps=_MASKED),
+    _control("softcap-before-scale", "softcap_before_scale", ("matches_reference",),
+             caps=_MASKED),
     _control("unweighted-split-combine", "unweighted_split_combine",
              ("matches_reference", "split_invariance"), algorithm="split-k",
              options=("num_splits",)),

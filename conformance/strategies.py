@@ -72,9 +72,13 @@ def problems(draw, layout: str | None = None, min_group: int = 1, min_batch: int
     # an fp8 cache beside a 16-bit query (fit drops it where the implementation reads none)
     kv_dtype = draw(st.sampled_from((None, *KV_DTYPES))) if dtype != "float32" else None
     kv_scale = draw(st.sampled_from(KV_SCALES))
+    # a window shorter than some sequences (and one of a single token), and caps of the scores'
+    # own size, where tanh bends (fit drops either where the implementation takes none)
+    window = draw(st.one_of(st.none(), st.integers(1, max(seq_lens)), st.just(1)))
+    softcap = draw(st.one_of(st.none(), st.floats(0.5, 30.0)))
     return DecodeProblem(num_kv_heads * group, num_kv_heads, head_dim, tuple(seq_lens),
                          layout=layout, page_size=page_size, dtype=dtype, kv_dtype=kv_dtype,
-                         kv_scale=kv_scale)
+                         kv_scale=kv_scale, window=window, softcap=softcap)
 
 
 seeds = st.integers(0, 2**16)
@@ -89,6 +93,10 @@ def fit(problem: DecodeProblem, impl: Impl, layout: str | None = None) -> Decode
     if layout is not None and layout != problem.layout:
         problem = problem.replace(layout=layout)
     caps = impl.caps.on(problem.layout)
+    if problem.window is not None and not caps.windows:
+        problem = problem.replace(window=None)
+    if problem.softcap is not None and not caps.softcaps:
+        problem = problem.replace(softcap=None)
     if problem.cache.quantised and problem.kv_dtype not in caps.kv_dtypes:
         problem = problem.replace(kv_dtype=None)
     if problem.cache.quantised and problem.kv_scale not in caps.kv_scales:

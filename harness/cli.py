@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
                                         "float8_e5m2 (float32 scales), or 'none' (the query's dtype)")
     run.add_argument("--kv-scale", choices=("tensor", "head"),
                      help="an fp8 cache's scales: one per tensor (default) or one per KV head")
+    run.add_argument("--window", type=int, help="attend only each sequence's last N tokens (a left "
+                                                "window) in every problem")
+    run.add_argument("--softcap", type=float, help="soft-cap every problem's logits at C: "
+                                                   "C * tanh(score / C)")
     run.add_argument("--quick", action="store_true", help="smaller grid, fewer repetitions")
     run.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
     run.add_argument("--num-splits", type=int, help="force split-k's split count")
@@ -143,6 +147,7 @@ def resolve_problems(args) -> list[DecodeProblem]:
     # a problem two workloads share (batch 1 at 4k is in grid and sched) runs once
     problems = workloads.with_kv_dtype(workloads.with_dtype(problems, args.dtype), args.kv_dtype,
                                        args.kv_scale)
+    problems = workloads.with_mask(problems, args.window, args.softcap)
     return list(dict.fromkeys(problems))
 
 

@@ -102,6 +102,8 @@ class Capabilities:
     kv_dtypes: frozenset[str] = frozenset()  # quantised cache dtypes it reads (specs KV_DTYPES)
     kv_scales: frozenset[str] = frozenset({"tensor", "head"})  # their scales' granularities
     kv_note: str = ""  # why the quantised caches are what they are (the vendor's API, the DSL)
+    windows: bool = False  # a left window of the last ``window`` tokens (specs Mask)
+    softcaps: bool = False  # logits soft-capped at ``softcap`` (specs Mask)
     uniform_lengths_only: bool = False
     max_group_size: int | None = None  # the most query heads per KV head a kernel takes
     max_splits: int | None = None  # split-k: the most splits a num_splits option may ask for
@@ -179,7 +181,11 @@ def _lengths(c: Capabilities, p: DecodeProblem) -> str | None:
 
 
 def _mask(c: Capabilities, p: DecodeProblem) -> str | None:
-    return None  # every implementation takes the spec's scale; windows and softcaps come here
+    if p.window is not None and not c.windows:
+        return "a window (attends every token below the length only)"
+    if p.softcap is not None and not c.softcaps:
+        return "soft-capped logits (takes the scaled scores as they are)"
+    return None
 
 
 # One check per part of the problem (specs.problem: Query, Cache, Mask, and the lengths), each

@@ -22,6 +22,8 @@ Everything a correct kernel must not read is poisoned so that reading it shows u
   real keys, so a leaked row gets a normal softmax weight, and V rows of +-``POISON_V`` x [1, 2),
   so that weight drags the output far off (a finite value: some kernels legally load a whole
   tile and mask the scores, and 0 * finite is 0);
+* rows before a window's start (``window``): poisoned as rows past the end are, so a kernel
+  that attends more than the window's tokens is far off;
 * pool pages no sequence uses: NaN in K and V. The block table's entries past a sequence's last
   page (TAIL_PAGES more columns than the longest sequence needs) point at such pages, so a
   kernel that walks too far reads NaN.
@@ -178,11 +180,13 @@ class Draw:
             self._scales[device] = (k_scale.to(device), v_scale.to(device))
         return self._scales[device]
 
-    def _per_entry(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each batch entry's sequence id and length on ``device`` (made once, not per slice)."""
+    def _per_entry(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Each batch entry's sequence id, length and first attended token (a window's start)
+        on ``device`` (made once, not per slice)."""
         if device not in self._on:
             self._on[device] = (torch.tensor(self.seq_ids, device=device),
-                                torch.tensor(self.problem.seq_lens, device=device))
+                                torch.tensor(self.problem.seq_lens, device=device),
+                                torch.tensor(self.problem.window_starts, device=device))
         return self._on[device]
 
     def q(self, device: torch.device) -> torch.Tensor:
@@ -196,7 +200,7 @@ class Draw:
         ``t`` (int64 [n] each, on the device to draw on)."""
         p = self.problem
         hkv, width = p.num_kv_heads, p.num_kv_heads * p.head_dim
-        ids, lengths = self._per_entry(b.device)
+        ids, lengths, firsts = self._per_entry(b.device)
         seqs = ids[b]
         k = _triangular(_token_keys(self.keys["k"], seqs, t), width).view(-1, hkv, p.head_dim)
         spikes = _uniform(_token_keys(self.keys["spike"], seqs, t), hkv) < SPIKE_PROB
@@ -207,14 +211,15 @@ class Draw:
             k_scale, v_scale = (sc.repeat_interleave(p.head_dim) if sc.numel() > 1 else sc
                                 for sc in scales)
             k, v = k / k_scale, v / v_scale
-        past = t >= lengths[b]
-        if bool(past.any()):
-            u = _uniform(_token_keys(self.keys["poison"], seqs[past], t[past]), 2 * width).view(-1, width, 2)
+        poisoned = (t >= lengths[b]) | (t < firsts[b])  # past the end, or before the window
+        if bool(poisoned.any()):
+            u = _uniform(_token_keys(self.keys["poison"], seqs[poisoned], t[poisoned]),
+                         2 * width).view(-1, width, 2)
             sign = torch.where(u[..., 0] < 0.5, -1.0, 1.0)
             if scales is None:
-                v[past] = sign * (1 + u[..., 1]) * POISON_V
+                v[poisoned] = sign * (1 + u[..., 1]) * POISON_V
             else:  # the largest finite fp8 value (x [1/2, 1)), stored as is
-                v[past] = sign * (1 + u[..., 1]) / 2 * torch.finfo(self.kv_dtype).max
+                v[poisoned] = sign * (1 + u[..., 1]) / 2 * torch.finfo(self.kv_dtype).max
         return k.to(self.kv_dtype), v.to(self.kv_dtype)
 
 

@@ -2,8 +2,11 @@
 
 One query token per sequence attends over that sequence's KV cache:
 
-    out[b, h]  = softmax(q[b, h] . K[b, :L_b, g(h)]^T * sm_scale) . V[b, :L_b, g(h)]
-    lse[b, h]  = log(sum_t exp(q[b, h] . K[b, t, g(h)] * sm_scale))      (natural log)
+    out[b, h]  = softmax(s[b, h, W_b]) . V[b, W_b, g(h)]
+    lse[b, h]  = log(sum_{t in W_b} exp(s[b, h, t]))                      (natural log)
+    s[b, h, t] = q[b, h] . K[b, t, g(h)] * sm_scale, then softcap * tanh(s / softcap) if set
+
+over the tokens ``W_b = [max(0, L_b - window), L_b)`` (all ``L_b`` without a window)
 
 with ``g(h) = h // (num_q_heads // num_kv_heads)``: MHA when the two head counts are equal, GQA
 when several query heads share a KV head, MQA when there is one KV head. ``L_b = seq_lens[b]``
@@ -26,7 +29,8 @@ itself, states its bytes and its label:
     Query   what a query is: heads, head dim, the query/output dtype (later: tokens per query)
     Cache   how the cache is stored: layout, page size, the storage dtype (fp8 or the query's)
             and, for fp8, the granularity of its float32 scales
-    Mask    how scores are formed and what is masked: the softmax scale (later: window, softcap)
+    Mask    how scores are formed and what is masked: the softmax scale, a left window of the
+            last ``window`` tokens, logits soft-capped at ``softcap``
 
 A new axis of the problem is a field of the part it belongs to (with its rule in that part's
 ``validate``); ``DecodeProblem`` reads every part's fields by name (``p.head_dim``,
@@ -178,10 +182,15 @@ class Cache:
 
 @dataclass(frozen=True)
 class Mask:
-    """How scores are formed and masked: ``sm_scale`` (None: 1 / sqrt(head_dim)); every token
-    below a sequence's length is attended."""
+    """How scores are formed and masked: ``sm_scale`` (None: 1 / sqrt(head_dim)); ``window``
+    (None: every token below a sequence's length is attended; w: only its last w tokens, as
+    sliding-window models attend; a vendor's ``window_left`` is w - 1); ``softcap`` (None: the
+    scaled scores as they are; c: ``c * tanh(s / c)`` of each scaled score s, Gemma-2's logit
+    soft-capping)."""
 
     sm_scale: float | None = None
+    window: int | None = None
+    softcap: float | None = None
 
     def validate(self) -> None:
         if self.sm_scale is not None:
@@ -189,9 +198,24 @@ class Mask:
                 raise ProblemError(f"sm_scale={self.sm_scale!r}: must be a number")
             if not math.isfinite(self.sm_scale) or self.sm_scale == 0:
                 raise ProblemError(f"sm_scale={self.sm_scale}: must be finite and non-zero")
+        if self.window is not None:
+            _require_int("window", self.window, 1)  # a window of 0 tokens attends nothing
+        if self.softcap is not None:
+            if isinstance(self.softcap, bool) or not isinstance(self.softcap, (int, float)):
+                raise ProblemError(f"softcap={self.softcap!r}: must be a number")
+            if not math.isfinite(self.softcap) or self.softcap <= 0:
+                raise ProblemError(f"softcap={self.softcap}: must be finite and > 0 (the cap on "
+                                   "|score|)")
+
+    def window_start(self, length: int) -> int:
+        """The first token a sequence of ``length`` tokens attends."""
+        return max(0, length - self.window) if self.window is not None else 0
 
     def label(self) -> str:
-        return ""  # the default scale is not worth a word; a later window or softcap will be
+        # the default scale is not worth a word
+        words = ([f"win{self.window}"] if self.window is not None else []) + \
+            ([f"cap{self.softcap:g}"] if self.softcap is not None else [])
+        return " ".join(words)
 
 
 PARTS = {"query": Query, "cache": Cache, "mask": Mask}
@@ -294,6 +318,16 @@ class DecodeProblem:
         return sum(self.seq_lens)
 
     @property
+    def window_starts(self) -> tuple[int, ...]:
+        """Each sequence's first attended token (0 without a window)."""
+        return tuple(self.mask.window_start(n) for n in self.seq_lens)
+
+    @property
+    def attended_lens(self) -> tuple[int, ...]:
+        """Tokens each sequence attends: its length, or the window's where that is shorter."""
+        return tuple(n - start for n, start in zip(self.seq_lens, self.window_starts))
+
+    @property
     def scale(self) -> float:
         s = self.mask.sm_scale
         return float(s) if s is not None else 1.0 / math.sqrt(self.head_dim)
@@ -322,13 +356,13 @@ class DecodeProblem:
 
     @property
     def kv_bytes(self) -> int:
-        """K and V bytes of the tokens that exist: what any correct kernel must read."""
-        return self.cache.kv_bytes(self.seq_lens, self.query)
+        """K and V bytes of the tokens attended: what any correct kernel must read."""
+        return self.cache.kv_bytes(self.attended_lens, self.query)
 
     @property
     def bytes_moved(self) -> int:
         """Fewest bytes through device memory: K, V, q read; out, lse written; block table read."""
-        return self.query.bytes(self.batch) + self.cache.bytes(self.seq_lens, self.query)
+        return self.query.bytes(self.batch) + self.cache.bytes(self.attended_lens, self.query)
 
     # ---- naming and (de)serialisation -----------------------------------------------------
     def label(self) -> str:

@@ -1,6 +1,7 @@
 """The oracle: decode attention in float64, independent of every implementation.
 
-It reads only the first ``seq_lens[b]`` rows of each sequence, through the layout
+It reads only the attended rows of each sequence (its first ``seq_lens[b]``, or a window's
+last ones), through the layout
 (``DecodeInputs.rows``: never the poison; an fp8 cache's values times their scales, exactly),
 a chunk of rows at a time (``CHUNK_VALUES``), so its memory stays bounded whatever the
 sequence's length: a first pass finds each head's largest score and log-sum-exp, a second sums
@@ -36,9 +37,9 @@ class Reference:
     v_subnormal: torch.Tensor
 
 
-def _chunks(length: int, width: int):
+def _chunks(first: int, length: int, width: int):
     step = max(1, CHUNK_VALUES // width)
-    for start in range(0, length, step):
+    for start in range(first, length, step):
         yield start, min(length, start + step)
 
 
@@ -52,17 +53,19 @@ def reference(inputs: DecodeInputs) -> Reference:
     v_subnormal = torch.empty_like(out)
     tiny = torch.finfo(inputs.q.dtype).tiny  # the dtype's smallest normal number
     width = max(Hkv * D, Hq)  # values a token adds to K's chunk or to the scores' (MQA: Hq > D)
-    for b, length in enumerate(p.seq_lens):
+    cap = p.softcap
+    for b, (first, length) in enumerate(zip(p.window_starts, p.seq_lens)):
         q = inputs.q[b].view(Hkv, G, D).double()  # query head h = kv_head * G + g
 
         def scores(start, stop):
             k, v = inputs.values64(*inputs.rows(b, start, stop))  # [n, Hkv, D], dequantised
-            return torch.einsum("hgd,lhd->hgl", q, k) * p.scale, v
+            s = torch.einsum("hgd,lhd->hgl", q, k) * p.scale
+            return (cap * torch.tanh(s / cap) if cap is not None else s), v
 
         # pass 1: the largest score and the normaliser l = sum exp(s - max), per query head
         top = torch.full((Hkv, G), -torch.inf, dtype=torch.float64, device=dev)
         total = torch.zeros((Hkv, G), dtype=torch.float64, device=dev)
-        for start, stop in _chunks(length, width):
+        for start, stop in _chunks(first, length, width):
             s, _ = scores(start, stop)
             new_top = torch.maximum(top, s.amax(-1))
             total = total * torch.exp(top - new_top) + torch.exp(s - new_top[..., None]).sum(-1)
@@ -71,7 +74,7 @@ def reference(inputs: DecodeInputs) -> Reference:
         # pass 2: probabilities against V
         acc, acc_abs, acc_sub = (torch.zeros((Hkv, G, D), dtype=torch.float64, device=dev)
                                  for _ in range(3))
-        for start, stop in _chunks(length, width):
+        for start, stop in _chunks(first, length, width):
             s, v = scores(start, stop)
             p64 = torch.exp(s - lse64[..., None])
             acc += torch.einsum("hgl,lhd->hgd", p64, v)

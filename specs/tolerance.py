@@ -75,6 +75,20 @@ cache: the probabilities and the output in the query dtype (u of the query's dty
 float32 sums. Reading a scale of the wrong head or none at all moves every score by the ratio of
 two scales (1/2 to 2 and more), far outside this rule (tests/test_fp8.py).
 
+A window (``window``) attends each sequence's last w tokens: L above is the number attended,
+and a kernel's reading of any other token shows through the poison there (``specs.inputs``).
+
+Soft-capping (``softcap``) replaces each scaled score s by c * tanh(s / c). Its derivative is
+1 - tanh^2 <= 1, so the score's own errors pass through it no larger. Evaluating tanh adds an
+error of its own: the production decode kernels with soft-capping use PTX's
+``tanh.approx.f32``, whose relative error is up to 2^-11, so an absolute one of up to
+TANH_ERR = 2^-11 on a value <= 1 in magnitude; an exact-rounding tanh or one through exp2 errs
+far less. The capped score thus errs by up to c * TANH_ERR beyond the scaled score, and a
+probability exp(s - max) by that much relative, the numerator's terms and the normaliser's
+alike: the output by c * TANH_ERR * (W + |out|) and the LSE by c * TANH_ERR (about 2.4 % at
+Gemma-2's c = 50: loose, as the hardware's tanh is; a cap applied to the unscaled score, a
+wrong cap or none at all move scores by far more, tests/test_mask.py).
+
 A kernel that declares it returns no LSE (``Impl.returns_lse``) is judged on ``out`` alone: its
 LSE figures are None.
 
@@ -98,6 +112,13 @@ UNDERFLOW = {"float16": 2.0**-25, "bfloat16": 2.0**-134, "float32": 2.0**-150}
 MAX_REPORTED = 5  # mismatches listed per tensor
 U32 = 2.0**-24  # float32's unit roundoff: every kernel sums in float32
 EXP_ERR = 2.0**-22  # relative error of a GPU's fast exp2 (PTX ex2.approx.f32)
+TANH_ERR = 2.0**-11  # absolute error of PTX's tanh.approx.f32 on |tanh| <= 1 (relative 2^-11)
+
+
+def softcap_error(softcap: float | None) -> float:
+    """The absolute error of a soft-capped score ``c * tanh(s / c)`` a float32 kernel makes
+    beyond the scaled score's own (the derivation above): ``c * TANH_ERR``; 0 without a cap."""
+    return 0.0 if softcap is None else softcap * TANH_ERR
 
 
 def rescales(length):
@@ -168,12 +189,14 @@ def compare(problem: DecodeProblem, out: torch.Tensor, lse: torch.Tensor | None,
     l_err = (l - want_l).abs()
 
     u = UNIT_ROUNDOFF[problem.dtype]
-    lens = torch.tensor(problem.seq_lens, dtype=torch.float64, device=ref.out.device)[:, None]
-    eta = sum_error(lens)  # [B, 1]: the float32 sums of each sequence's L terms
+    lens = torch.tensor(problem.attended_lens, dtype=torch.float64, device=ref.out.device)[:, None]
+    eta = sum_error(lens)  # [B, 1]: the float32 sums of each sequence's L attended terms
+    cap = softcap_error(problem.softcap)  # the capped scores' absolute error (0: no cap)
     o_tol = 2 * u * (ref.v_weight + ref.out.abs()) + FLOOR * ref.v_weight \
         + (eta / (1 - eta))[..., None] * (ref.v_weight + ref.out.abs()) \
-        + 2 * UNDERFLOW[problem.dtype] * (1 + ref.v_subnormal)
-    l_tol = LSE_FLOOR * (1 + (ref.lse if judge_lse else l).abs())
+        + 2 * UNDERFLOW[problem.dtype] * (1 + ref.v_subnormal) \
+        + cap * (ref.v_weight + ref.out.abs())
+    l_tol = LSE_FLOOR * (1 + (ref.lse if judge_lse else l).abs()) + cap
     if judge_lse:
         l_tol = l_tol - torch.log1p(-eta)
     if lse_rounded_sum and judge_lse:

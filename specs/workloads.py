@@ -80,6 +80,19 @@ def _fp8(quick: bool = False) -> list[DecodeProblem]:
     return with_kv_dtype(_grid(QUICK_GRID if quick else GRID) + _ragged(quick), FP8, "tensor")
 
 
+WINDOW = 4096  # Mistral's and gpt-oss's sliding window
+GEMMA2_SOFTCAP = 50.0  # Gemma-2's attention logit soft-cap
+
+
+def _window(quick: bool = False) -> list[DecodeProblem]:
+    cells = [(1, 32768), (1, 131072), (16, 32768)][: 1 if quick else None]
+    windowed = [p.replace(window=WINDOW) for b, n in cells
+                for p in _both_layouts(lambda lay: model_problem("llama3-8b", [n] * b, lay))]
+    capped = [p.replace(softcap=GEMMA2_SOFTCAP) for b, n in [(16, 4096), (16, 16384)][: 1 if quick else None]
+              for p in _both_layouts(lambda lay: model_problem("gemma2-9b", [n] * b, lay))]
+    return windowed + [p.replace(window=None) for p in windowed] + capped
+
+
 MODEL_CELLS = [(1, 32768), (16, 1024), (16, 4096), (16, 16384)]  # a line against seq_len per shape
 
 # Batches that stress how a split-K kernel schedules its work (a plan per batch, not per kernel):
@@ -231,6 +244,9 @@ WORKLOADS: dict[str, tuple[str, Callable[[bool], list[DecodeProblem]]]] = {
                 "lengths (medians 2k and 1k, sigma 1.5, max 128k), 1 x 1M tokens, 96 sequences of 1M tokens in all; "
                 "dense and paged (a dense skewed batch is batch x longest: UNAVAILABLE where it "
                 "does not fit)", lambda quick: _serving()[-4:] if quick else _serving()),
+    "window": ("a left window of 4096 tokens on Llama-3-8B at 1 x {32k, 128k} and 16 x 32k, and "
+               "Gemma-2-9B's logits soft-capped at 50 at 16 x {4k, 16k}; dense and paged (against "
+               "each problem without its window: the bytes it does not read)", _window),
     "lengths": ("Llama-3-8B, batch 1 at 1, 4k, 64k, 256k and 1M tokens, dense and paged (pages "
                 "of 16 and 1 tokens), bf16, fp16 and fp32: the tolerance at every length (run it "
                 "with --no-timing)", _lengths),
@@ -278,6 +294,16 @@ def with_dtype(problems: list[DecodeProblem], dtype: str | None) -> list[DecodeP
     if dtype not in DTYPES:
         raise ProblemError(f"--dtype={dtype!r}: must be one of {DTYPES}")
     return [p.replace(dtype=dtype) for p in problems]
+
+
+def with_mask(problems: list[DecodeProblem], window: int | None, softcap: float | None) -> list[DecodeProblem]:
+    """Every problem with a left window of ``window`` tokens and/or logits soft-capped at
+    ``softcap`` (None: as it is)."""
+    changes = {k: v for k, v in (("window", window), ("softcap", softcap)) if v is not None}
+    try:
+        return [p.replace(**changes) for p in problems] if changes else problems
+    except ProblemError as e:
+        raise ProblemError(f"--window/--softcap: {e}") from None
 
 
 def with_kv_dtype(problems: list[DecodeProblem], kv_dtype: str | None,
