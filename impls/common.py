@@ -13,7 +13,7 @@ from typing import Any, Callable
 import torch
 
 from impls.registry import Unsupported
-from specs.problem import ProblemError
+from specs.problem import INT32_MAX, ProblemError
 
 LOG2E = 1.4426950408889634  # 1/ln(2): q is pre-scaled by sm_scale * LOG2E, softmax uses exp2
 LN2 = 0.6931471805599453  # a log2-domain LSE times LN2 is the natural-log LSE the spec defines
@@ -138,6 +138,15 @@ def require_e4m3_hardware(inputs) -> None:
             torch.cuda.get_device_capability(inputs.device) < (8, 9):
         raise Unsupported("an e4m3 cache: the compiler's e4m3 type (float8e4nv) needs sm_89 "
                           "or newer")
+
+
+def mask_args(problem) -> dict:
+    """The kernels' mask arguments (keywords): ``window`` (tokens attended at the end of each
+    sequence; int32's largest without one, so its start is 0) and ``softcap`` in log2 units
+    (the spec's cap times log2(e), for kernels whose scores are; 1.0, unread, without one)."""
+    window = problem.window if problem.window is not None else INT32_MAX
+    softcap = problem.softcap * LOG2E if problem.softcap is not None else 1.0
+    return dict(window=window, softcap=softcap)
 
 
 # ---- memory and streams -------------------------------------------------------------------------

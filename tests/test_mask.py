@@ -107,3 +107,30 @@ def test_implementations_without_the_axes_refuse_them():
             if impl.caps is not None and impl.unsupported(plain) is None and \
                     not (impl.caps.windows or impl.caps.softcaps):
                 assert word in (impl.unsupported(p) or ""), impl.name
+
+
+def _declaring_impls():
+    """Implementations that declare a window and soft-capping and run on this machine."""
+    return [i for i in registry.all_impls()
+            if i.caps is not None and i.caps.windows and i.caps.softcaps and i.availability() is None
+            and i.backend.mode() != "gpu"]
+
+
+@pytest.mark.parametrize("impl", _declaring_impls(), ids=lambda i: i.name)
+@pytest.mark.parametrize("fields, options", [
+    (dict(window=40, softcap=3.0), {}),
+    # many pieces a sequence: some wholly before the window (empty partials in the merge)
+    (dict(window=20, layout="dense"), {"num_splits": 6}),
+    (dict(window=1, softcap=0.5, kv_dtype="float8_e4m3fn", kv_scale="head"), {"num_splits": 3}),
+    (dict(window=20), {"num_splits": 6, "config": {"merge": "fused"}}),
+], ids=["window-cap", "pieces-before-the-window", "one-token-fp8", "fused-merge"])
+def test_declaring_implementations_match_the_oracle(impl, fields, options):
+    p = BASE.replace(**fields)
+    if impl.unsupported(p) or not set(options) <= set(impl.options) or \
+            "merge" in options.get("config", {}) and "merge" not in impl.backend.space.names:
+        pytest.skip(impl.unsupported(p) or "an option it does not take")
+    inputs = make_inputs(p, seed=8, device="cpu")
+    out, lse = inputs.new_outputs()
+    impl.prepare(inputs, out, lse, **options).run()
+    result = compare(p, out, lse, reference(inputs))
+    assert result.passed, result.summary()

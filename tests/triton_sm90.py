@@ -105,6 +105,9 @@ def main() -> None:
     problems += [DecodeProblem(32, 8, 128, (300, 70), layout=layout, kv_dtype=kv, kv_scale=scale)
                  for layout in ("dense", "paged")
                  for kv, scale in (("float8_e4m3fn", "head"), ("float8_e5m2", "tensor"))]
+    # a window and soft-capped logits (where the backend takes them)
+    problems += [DecodeProblem(32, 8, 128, (300, 70), layout=layout, window=100, softcap=30.0)
+                 for layout in ("dense", "paged")]
     backend = sys.argv[1] if len(sys.argv) > 1 else "triton"
     for line in compile_all(problems, backend, GLUON_CONFIGS if backend == "gluon" else TRITON_CONFIGS):
         print(line)

@@ -25,7 +25,11 @@ BACKEND = Backend(
 # Head dims are padded to a power of two inside the kernels (masked), up to 256.
 # fp8 caches: converted to the query's dtype as tiles land, the scales folded into the score
 # scale and the output
-CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, kv_dtypes=frozenset(KV_DTYPES))
+# Windows: tokens before the window's start masked, ranges cut to start at its tile (split-K:
+# the plan still covers whole sequences; a piece before the window is empty). Soft-capped
+# scores: tanh from one exp2.
+CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, kv_dtypes=frozenset(KV_DTYPES),
+                    windows=True, softcaps=True)
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.triton.one_pass", CAPS, options=("config",),
          summary="grid (batch, kv_heads); paged: per-token page gather (any page size)"),

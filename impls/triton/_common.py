@@ -24,10 +24,12 @@ import triton
 import triton.language as tl
 
 from impls.common import LN2 as _LN2
+from impls.common import LOG2E as _LOG2E
 from impls.common import fp8_to_bf16_ptx, with_overrides
 from specs.problem import ProblemError
 
 LN2 = tl.constexpr(_LN2)
+LOG2E = tl.constexpr(_LOG2E)
 E4M3_TO_BF16 = tl.constexpr(fp8_to_bf16_ptx(3))
 E5M2_TO_BF16 = tl.constexpr(fp8_to_bf16_ptx(2))
 
@@ -77,10 +79,13 @@ def fp8_to_bf16(x):
 
 @triton.jit
 def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
-                 stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale,
+                 first, stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale, softcap,
                  offs_d, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr,
-                 PAGE_SIZE: tl.constexpr, UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr):
-    """Online softmax over tokens [start, end) of one sequence and KV head.
+                 PAGE_SIZE: tl.constexpr, UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr,
+                 SOFTCAP: tl.constexpr):
+    """Online softmax over tokens [start, end) of one sequence and KV head, those below
+    ``first`` (a window's start) masked: ``start`` is a tile boundary at or before ``first``
+    (tiles stay aligned to pages), and no tile is wholly masked.
 
     Masked tokens are never loaded (no read of poisoned rows or pages); their scores are -inf.
     ``UPCAST_DOT`` (constexpr so the casts vanish from GPU builds) feeds ``tl.dot`` float32
@@ -88,17 +93,20 @@ def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh
     #11584), so there bf16 operands are upcast after rounding, which keeps the result exact.
     ``KV_SCALED``: K/V are fp8, converted to the query's dtype as they land (exact: every fp8
     value is a bf16 and an fp16 value); their scales are applied by ``attend``.
+    ``SOFTCAP``: each score s (log2 units) becomes softcap * tanh(s / softcap), ``softcap`` in
+    log2 units too (the spec's cap times log2(e): the same tanh of the same ratio).
     """
     mask_d = offs_d < HEAD_DIM
     # the block-table entries of the next tile are loaded a tile ahead and carried in the loop:
     # K/V addresses that do not wait on a load of their own iteration let Triton's pipeliner
     # multi-buffer the paged K/V loads as it does the dense ones (else one stage, no overlap)
     offs_next = start + tl.arange(0, BLOCK_N)
-    page_next, row_next = kv_coords(pid_b, start, offs_next, offs_next < end, end, block_table_ptr,
-                                    stride_btb, page_size, BLOCK_N, IS_PAGED, PAGE_SIZE)
+    page_next, row_next = kv_coords(pid_b, start, offs_next, (offs_next < end) & (offs_next >= first),
+                                    end, block_table_ptr, stride_btb, page_size, BLOCK_N, IS_PAGED,
+                                    PAGE_SIZE)
     for tile_start in range(start, end, BLOCK_N):
         offs_n = tile_start + tl.arange(0, BLOCK_N)
-        mask_n = offs_n < end
+        mask_n = (offs_n < end) & (offs_n >= first)
         page, row = page_next, row_next
         offs_next = offs_n + BLOCK_N
         page_next, row_next = kv_coords(pid_b, tile_start + BLOCK_N, offs_next, offs_next < end,
@@ -118,7 +126,12 @@ def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh
             s = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)), input_precision="ieee")
         else:
             s = tl.dot(q, tl.trans(k), input_precision="ieee")
-        s = tl.where(mask_n[None, :], s * qk_scale, float("-inf"))
+        s = s * qk_scale
+        if SOFTCAP:  # tanh from one exp2 of -2|x| (no overflow, no cancellation past ~2^-24)
+            x = s / softcap
+            e = tl.exp2(-2.0 * LOG2E * tl.abs(x))
+            s = softcap * tl.where(x < 0, -1.0, 1.0) * (1.0 - e) / (1.0 + e)
+        s = tl.where(mask_n[None, :], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
@@ -145,12 +158,14 @@ def finish(m_i, l_i, acc):
 @triton.jit
 def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, group_size,
            stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale,
-           k_scale_ptr, v_scale_ptr, scale_stride,
+           k_scale_ptr, v_scale_ptr, scale_stride, first, softcap,
            HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
            BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
-           UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr):
-    """Attention of KV head ``pid_kvh``'s query group over tokens [start, end): (out, lse) for
-    the ``BLOCK_H`` rows (rows >= group_size are padding), out normalised, lse natural-log.
+           UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, SOFTCAP: tl.constexpr):
+    """Attention of KV head ``pid_kvh``'s query group over tokens [start, end), those before
+    ``first`` (a window's start; 0 without one) masked, the range cut to start no earlier than
+    first's tile (a range wholly before it is empty): (out, lse) for the ``BLOCK_H`` rows (rows
+    >= group_size are padding), out normalised, lse natural-log.
     An fp8 cache (``KV_SCALED``): K's scale folds into the score scale and V's into the output,
     one float32 product each, never a rounded dequantised tile (``scale_stride`` 1: a scale per
     KV head; 0: one for all)."""
@@ -163,10 +178,11 @@ def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, gro
     acc = tl.zeros([BLOCK_H, HEAD_DIM_PAD], tl.float32)
     if KV_SCALED:
         qk_scale = qk_scale * tl.load(k_scale_ptr + pid_kvh * scale_stride)
+    start = tl.maximum(start, first - first % BLOCK_N)  # no tile wholly before the window
     m_i, l_i, acc = attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh,
-                                 start, end, stride_kp, stride_kt, stride_kh, stride_btb,
-                                 page_size, qk_scale, offs_d, HEAD_DIM, BLOCK_N, IS_PAGED,
-                                 PAGE_SIZE, UPCAST_DOT, KV_SCALED)
+                                 start, end, first, stride_kp, stride_kt, stride_kh, stride_btb,
+                                 page_size, qk_scale, softcap, offs_d, HEAD_DIM, BLOCK_N, IS_PAGED,
+                                 PAGE_SIZE, UPCAST_DOT, KV_SCALED, SOFTCAP)
     if KV_SCALED:
         acc = acc * tl.load(v_scale_ptr + pid_kvh * scale_stride)
     return finish(m_i, l_i, acc)
@@ -222,6 +238,7 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
         UPCAST_DOT=interpreting() and problem.dtype == "bfloat16",
         IS_PAGED=paged,
         KV_SCALED=problem.cache.quantised,
+        SOFTCAP=problem.softcap is not None,
         GATHER="page",
         # the merge in a kernel of its own: measured faster at batch 1 than fused into the split
         # kernel's last program (results/nvidia-h100/2026-11-24-plan/), the same elsewhere

@@ -14,7 +14,7 @@ pages add block-table reads and shorter contiguous runs.
 import triton
 import triton.language as tl
 
-from impls.common import kv_scale_args, require_e4m3_hardware, tile_kernel_args
+from impls.common import kv_scale_args, mask_args, require_e4m3_hardware, tile_kernel_args
 from impls.registry import Launch
 from impls.triton._common import REPORTED, attend, pick_launch_config, store_group
 
@@ -25,9 +25,10 @@ def decode_kernel(
     q_ptr, k_ptr, v_ptr, seq_lens_ptr, block_table_ptr, out_ptr, lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
     stride_lb, page_size, group_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
+    window, softcap,
     HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
     BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
-    UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr,
+    UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, SOFTCAP: tl.constexpr,
 ):
     pid_b = tl.program_id(0)
     pid_kvh = tl.program_id(1)
@@ -35,8 +36,8 @@ def decode_kernel(
     out, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, 0, seq_len,
                       group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
                       stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
-                      HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE, UPCAST_DOT,
-                      KV_SCALED)
+                      tl.maximum(seq_len - window, 0), softcap, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H,
+                      BLOCK_N, IS_PAGED, PAGE_SIZE, UPCAST_DOT, KV_SCALED, SOFTCAP)
     head0 = pid_kvh * group_size
     store_group(out_ptr + pid_b * stride_ob + head0 * stride_oh, lse_ptr + pid_b * stride_lb + head0,
                 out, lse, stride_oh, 1, group_size, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
@@ -49,7 +50,7 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     del cfg["FUSED_MERGE"]  # nothing to merge in one pass
     grid = (p.batch, p.num_kv_heads)
     args = tile_kernel_args(inputs, out, lse)
-    scales = kv_scale_args(inputs)
+    scales = {**kv_scale_args(inputs), **mask_args(p)}
 
     def run():
         decode_kernel[grid](*args, **scales, **cfg)

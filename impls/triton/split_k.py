@@ -26,7 +26,7 @@ import triton
 import triton.language as tl
 
 from impls import plan as planner
-from impls.common import kv_scale_args, require_e4m3_hardware, tile_kernel_args
+from impls.common import kv_scale_args, mask_args, require_e4m3_hardware, tile_kernel_args
 from impls.registry import Launch
 from impls.triton._common import (REPORTED, attend, interpreting, pick_launch_config,
                                   store_group)
@@ -44,10 +44,11 @@ def split_kernel(
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
     stride_lb, stride_pos, stride_poh, stride_pls, page_size, group_size, qk_scale,
     seq_lens_ptr, counters_ptr, chunk, num_kv_heads, k_scale_ptr, v_scale_ptr, scale_stride,
+    window, softcap,
     HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
     BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
-    UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, FUSED_MERGE: tl.constexpr,
-    BLOCK_S: tl.constexpr,
+    UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, SOFTCAP: tl.constexpr,
+    FUSED_MERGE: tl.constexpr, BLOCK_S: tl.constexpr,
 ):
     pid_kvh = tl.program_id(0)  # KV heads vary fastest: an item's programs start together, and
     pid_i = tl.program_id(1)  # the items' longest-first order holds across the whole grid
@@ -56,11 +57,13 @@ def split_kernel(
     start = tl.load(item + 1)
     end = tl.load(item + 2)
     slot = tl.load(item + 3)
+    # a piece wholly before the window is empty: its partial (0, -inf) weighs nothing in the merge
+    first = tl.maximum(tl.load(seq_lens_ptr + pid_b) - window, 0)
     out, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
                       group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
                       stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
-                      HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE, UPCAST_DOT,
-                      KV_SCALED)
+                      first, softcap, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N, IS_PAGED,
+                      PAGE_SIZE, UPCAST_DOT, KV_SCALED, SOFTCAP)
     head0 = pid_kvh * group_size
     if slot < 0:  # a whole sequence: the final result
         store_group(out_ptr + pid_b * stride_ob + head0 * stride_oh,
@@ -160,9 +163,10 @@ def split_args_for(inputs, out, lse, split: planner.SplitLaunch, counters):
     p = inputs.problem
     split_args, combine_args = tile_kernel_args(inputs, out, lse, split.tensors, split.part_out,
                                                 split.part_lse)
-    scales = kv_scale_args(inputs)
+    scales, mask = kv_scale_args(inputs), mask_args(p)
     return ((*split_args, inputs.seq_lens, counters, split.plan.chunk, p.num_kv_heads,
-             scales["k_scale_ptr"], scales["v_scale_ptr"], scales["scale_stride"]), combine_args)
+             scales["k_scale_ptr"], scales["v_scale_ptr"], scales["scale_stride"],
+             mask["window"], mask["softcap"]), combine_args)
 
 
 def resident_programs(inputs, out, lse, cfg: dict, counters) -> int:
