@@ -119,11 +119,11 @@ def _declaring_impls():
 @pytest.mark.parametrize("impl", _declaring_impls(), ids=lambda i: i.name)
 @pytest.mark.parametrize("fields, options", [
     (dict(window=40, softcap=3.0), {}),
-    # many pieces a sequence: some wholly before the window (empty partials in the merge)
+    # many pieces a sequence, planned from the window's tile
     (dict(window=20, layout="dense"), {"num_splits": 6}),
     (dict(window=1, softcap=0.5, kv_dtype="float8_e4m3fn", kv_scale="head"), {"num_splits": 3}),
-    (dict(window=20), {"num_splits": 6, "config": {"merge": "fused"}}),
-], ids=["window-cap", "pieces-before-the-window", "one-token-fp8", "fused-merge"])
+    (dict(softcap=2.0), {"num_splits": 6, "config": {"merge": "fused"}}),
+], ids=["window-cap", "pieces-from-the-window", "one-token-fp8", "fused-merge"])
 def test_declaring_implementations_match_the_oracle(impl, fields, options):
     p = BASE.replace(**fields)
     if impl.unsupported(p) or not set(options) <= set(impl.options) or \
@@ -134,3 +134,15 @@ def test_declaring_implementations_match_the_oracle(impl, fields, options):
     impl.prepare(inputs, out, lse, **options).run()
     result = compare(p, out, lse, reference(inputs))
     assert result.passed, result.summary()
+
+
+def test_a_split_plan_covers_the_window_only():
+    """The split plan starts each sequence's pieces at the tile holding its window's start."""
+    from impls import plan as planner
+    p = BASE.replace(seq_lens=(4000, 300, 9), window=1000, layout="dense")
+    inputs = make_inputs(p, seed=1, device="cpu")
+    split_plan = planner.for_launch(inputs, 1, 64, num_splits=4)
+    for b, (first, n) in enumerate(zip(p.window_starts, p.seq_lens)):
+        pieces = split_plan.items[split_plan.items[:, 0] == b]
+        assert pieces[:, 1].min() == first // 64 * 64 and pieces[:, 2].max() == n
+        assert sum(int(e - s) for _, s, e, _ in pieces) == n - first // 64 * 64

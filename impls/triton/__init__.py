@@ -26,8 +26,7 @@ BACKEND = Backend(
 # fp8 caches: converted to the query's dtype as tiles land, the scales folded into the score
 # scale and the output
 # Windows: tokens before the window's start masked, ranges cut to start at its tile (split-K:
-# the plan still covers whole sequences; a piece before the window is empty). Soft-capped
-# scores: tanh from one exp2.
+# the plan covers each sequence from there). Soft-capped scores: tanh from one exp2.
 CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, kv_dtypes=frozenset(KV_DTYPES),
                     windows=True, softcaps=True)
 IMPLS = [

@@ -27,7 +27,7 @@ import triton.language as tl
 
 from impls import plan as planner
 from impls.common import kv_scale_args, mask_args, require_e4m3_hardware, tile_kernel_args
-from impls.registry import Launch
+from impls.registry import Launch, Unsupported
 from impls.triton._common import (REPORTED, attend, interpreting, pick_launch_config,
                                   store_group)
 
@@ -186,6 +186,9 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     require_e4m3_hardware(inputs)
     p = inputs.problem
     cfg = pick_launch_config(p, config)
+    if cfg["FUSED_MERGE"] and p.window is not None:
+        raise Unsupported("merge=fused with a window: the fused merge counts a sequence's pieces "
+                          "from its first token, and the plan starts them at the window's")
     # finished pieces per (sequence, KV head) for the fused merge; zero between launches
     counters = torch.zeros(p.batch, p.num_kv_heads, dtype=torch.int32, device=inputs.device)
     resident = resident_programs(inputs, out, lse, cfg, counters)
