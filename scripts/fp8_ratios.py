@@ -1,5 +1,5 @@
 """Each DSL backend's time on an fp8 cache against its own time on the same problem's 16-bit
-cache, and against the fastest vendor kernel on the fp8 problem, from runs' ``rows.jsonl``.
+cache, and against the fastest vendor kernel on the fp8 problem, from run folders.
 
     python scripts/fp8_ratios.py RUN_DIR [RUN_DIR ...]
 
@@ -13,32 +13,24 @@ with the fp8 row's % of the size-matched read, and the ratio to the fastest fp8 
 import json
 import statistics
 import sys
-from pathlib import Path
 
-LARGE_KV = 256e6
-
-
-def fastest(rows):
-    """(backend, problem) -> its fastest passing row."""
-    best = {}
-    for r in rows:
-        if r["status"] == "PASS" and r.get("median_us"):
-            key = (r["backend"], r["problem"])
-            if key not in best or r["median_us"] < best[key]["median_us"]:
-                best[key] = r
-    return best
+from harness import report, results
 
 
 def main(dirs):
-    rows = [json.loads(line) for d in dirs for line in open(Path(d) / "rows.jsonl")]
-    gpus = {r["gpu"] for r in rows if r.get("gpu")}
+    rows, gpus = [], set()
+    for folder in dirs:
+        prov, found = report.load(folder)
+        gpus.add(prov.get("gpu"))
+        rows += found
     if len(gpus) > 1:
-        sys.exit(f"rows from several GPUs ({', '.join(sorted(gpus))}): compare within one")
+        sys.exit(f"rows from several GPUs ({sorted(map(str, gpus))}): compare within one")
     pairs = {}  # the spec without its cache dtype -> {kv_dtype: {backend: row}}
-    for (backend, _), r in fastest(rows).items():
-        spec = {k: v for k, v in r["spec"].items() if k not in ("kv_dtype", "kv_scale")}
-        by_kv = pairs.setdefault(json.dumps(spec, sort_keys=True), {})
-        by_kv.setdefault(r["spec"]["kv_dtype"], {})[backend] = r
+    for backend in {r["backend"] for r in rows}:
+        for r in results.fastest_by_problem(r for r in rows if r["backend"] == backend).values():
+            spec = {k: v for k, v in r["spec"].items() if k not in ("kv_dtype", "kv_scale")}
+            by_kv = pairs.setdefault(json.dumps(spec, sort_keys=True), {})
+            by_kv.setdefault(r["spec"]["kv_dtype"], {})[backend] = r
     out = {}
     for by_kv in pairs.values():
         wide = by_kv.get(None, {})
@@ -53,7 +45,7 @@ def main(dirs):
                 if backend in wide:
                     ratio = wide[backend]["median_us"] / r["median_us"]
                     o["all"].append(ratio)
-                    if wide[backend]["kv_bytes"] >= LARGE_KV:
+                    if wide[backend]["kv_bytes"] >= results.LARGE_KV:
                         o["large"].append((ratio, r["problem"], r.get("pct_read")))
                 if vendor:
                     o["vendor"].append(vendor / r["median_us"])
