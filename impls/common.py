@@ -90,13 +90,14 @@ def tile_kernel_args(inputs, out, lse, work=None, part_out=None, part_lse=None):
              *part_strides, out.stride(0), out.stride(1), lse.stride(0)))
 
 
-
 def kv_scale_args(inputs) -> dict:
-    """The Triton and Gluon kernels' fp8 scale arguments (keywords): K's and V's scales and
-    their stride over KV heads (1: one each, 0: one for all); an unquantised cache passes the
-    lengths as a stand-in the kernels never read (KV_SCALED is False)."""
+    """The kernels' fp8 scale arguments (keywords, as the Triton and Gluon kernels name them):
+    K's and V's float32 scales, [Hkv] or [1], and their stride over KV heads (1: one each, 0:
+    one for all). An unquantised cache passes ones the kernels never read (or multiply by, which
+    changes no bit), so every build takes the same argument types."""
     if inputs.k_scale is None:
-        return dict(k_scale_ptr=inputs.seq_lens, v_scale_ptr=inputs.seq_lens, scale_stride=0)
+        ones = torch.ones(1, dtype=torch.float32, device=inputs.device)
+        return dict(k_scale_ptr=ones, v_scale_ptr=ones, scale_stride=0)
     return dict(k_scale_ptr=inputs.k_scale, v_scale_ptr=inputs.v_scale,
                 scale_stride=int(inputs.problem.kv_scale == "head"))
 

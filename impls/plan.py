@@ -397,14 +397,14 @@ def for_launch(inputs, programs_per_sm: int, tile: int, num_splits: int | None,
         check_num_splits(num_splits)
     programs = max(1, sm_count(inputs.device) * programs_per_sm // head_blocks)
     granule = math.lcm(tile, p.page_size) if whole_pages and p.layout == "paged" else tile
-    lens = np.asarray(p.seq_lens if seq_lens is None else seq_lens, dtype=np.int64)
-    # a window: each sequence's span from the granule holding the window's start is planned,
-    # the items then moved to it (what the window masks gets no item)
-    offsets = np.asarray(p.window_starts, dtype=np.int64) // granule * granule \
-        if p.window is not None else None
-    split_plan = plan(lens if offsets is None else lens - offsets, p.num_kv_heads, programs,
-                      granule, num_splits=num_splits, shortest=shortest, overhead=overhead)
-    if offsets is not None:
+    lens = p.seq_lens if seq_lens is None else seq_lens
+    offsets = None
+    if p.window is not None:  # each sequence's span from the granule holding the window's start
+        offsets = np.asarray(p.window_starts, dtype=np.int64) // granule * granule
+        lens = np.asarray(lens, dtype=np.int64) - offsets
+    split_plan = plan(lens, p.num_kv_heads, programs, granule, num_splits=num_splits,
+                      shortest=shortest, overhead=overhead)
+    if offsets is not None:  # the items moved to their spans: what the window masks gets none
         split_plan.items[:, 1:3] += offsets[split_plan.items[:, 0]].astype(np.int32)[:, None]
     if split_plan.num_items > MAX_ITEMS:
         raise Unsupported(f"{split_plan.num_items} work items of {split_plan.chunk} tokens: more "

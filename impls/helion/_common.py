@@ -26,9 +26,8 @@ import os
 import time
 
 import helion
-import torch
 
-from impls.common import with_overrides
+from impls.common import kv_scale_args, with_overrides
 from impls.registry import Unsupported
 from specs.problem import ProblemError
 
@@ -81,15 +80,13 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
 
 
 def kv_scales(inputs) -> tuple:
-    """K's and V's scales as the kernels index them, by KV head: a per-tensor scale broadcast
-    (a stride-0 view, so the inputs' own scale is read), and 1.0 for an unquantised cache (one
+    """K's and V's scales (``kv_scale_args``) as the kernels index them, by KV head: one scale
+    broadcast (a stride-0 view, so the inputs' own is read), ones for an unquantised cache (one
     kernel for both: multiplying by 1.0 changes no bit, and an fp8 tile's conversion to the
     query's dtype is a no-op on a 16-bit one)."""
     heads = inputs.problem.num_kv_heads
-    if inputs.k_scale is None:
-        one = torch.ones(1, dtype=torch.float32, device=inputs.device)
-        return one.expand(heads), one.expand(heads)
-    return inputs.k_scale.expand(heads), inputs.v_scale.expand(heads)
+    scales = kv_scale_args(inputs)
+    return scales["k_scale_ptr"].expand(heads), scales["v_scale_ptr"].expand(heads)
 
 
 def helion_config(cfg: dict) -> helion.Config:

@@ -98,16 +98,6 @@ def require_whole_words(problem) -> None:
                           f"kernels read K/V rows in 8-byte words of {vec} elements")
 
 
-def kv_scales(inputs) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """(k_scale, v_scale, scale_stride) for the attention kernel: float32 [Hkv] (stride 1) or
-    [1] (stride 0). An unquantised cache passes ones the kernel never reads, so every build
-    takes the same argument types."""
-    if inputs.k_scale is None:
-        ones = torch.ones(1, dtype=torch.float32, device=inputs.q.device)
-        return ones, ones, 0
-    return inputs.k_scale, inputs.v_scale, int(inputs.problem.kv_scale == "head")
-
-
 def merge_smem_bytes(num_warps: int, block_h: int, head_dim: int) -> int:
     """Static shared memory of the cross-warp merge: acc, m_i and l_i of every warp and head."""
     return num_warps * block_h * (head_dim + 2) * 4
@@ -175,7 +165,9 @@ def launches_for(inputs, out: torch.Tensor, lse: torch.Tensor, split: planner.Sp
     part_out, part_lse = split.part_out, split.part_lse
     out_, lse_, po, pl = (device_array(t) for t in (out, lse, part_out, part_lse))
     qk_scale = np.float32(p.scale * LOG2E)
-    k_scale, v_scale, scale_stride = kv_scales(inputs)
+    scales = common.kv_scale_args(inputs)
+    k_scale, v_scale, scale_stride = (scales["k_scale_ptr"], scales["v_scale_ptr"],
+                                      scales["scale_stride"])
     grid = (p.num_kv_heads * num_head_blocks(p), split_plan.num_items)
     launches = [(decode_kernel, grid, c.NUM_THREADS,
                  (q, k, v, device_array(work["items"]), device_array(table), out_, lse_, po, pl,

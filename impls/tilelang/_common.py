@@ -32,11 +32,10 @@ from __future__ import annotations
 import functools
 
 import tilelang
-import torch
 import tilelang.language as T
 from tilelang.autotuner import AutoTuner
 
-from impls.common import LN2, with_overrides
+from impls.common import LN2, kv_scale_args, with_overrides
 from impls.tilelang import BACKEND
 from specs.problem import ProblemError
 
@@ -126,12 +125,9 @@ def scale_shape(SCALES) -> tuple:
 
 
 def kv_scales(inputs) -> tuple:
-    """K's and V's scales as the kernels take them (``scale_shape``): the inputs' own, or a [1]
-    stand-in for an unquantised cache."""
-    if inputs.k_scale is not None:
-        return inputs.k_scale, inputs.v_scale
-    one = torch.ones(1, dtype=torch.float32, device=inputs.device)
-    return one, one
+    """K's and V's scales as the kernels take them (``scale_shape``; ``kv_scale_args``)."""
+    scales = kv_scale_args(inputs)
+    return scales["k_scale_ptr"], scales["v_scale_ptr"]
 
 
 def attend_macro(HEAD_DIM, GROUP_SIZE, BLOCK_H, BLOCK_N, PAGE_SIZE, GATHER, DTYPE, KV_DTYPE,

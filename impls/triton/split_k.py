@@ -57,7 +57,8 @@ def split_kernel(
     start = tl.load(item + 1)
     end = tl.load(item + 2)
     slot = tl.load(item + 3)
-    # a piece wholly before the window is empty: its partial (0, -inf) weighs nothing in the merge
+    # the plan starts a windowed sequence's pieces at the tile or page holding the window's
+    # start: the tokens of the first piece before it are masked
     first = tl.maximum(tl.load(seq_lens_ptr + pid_b) - window, 0)
     out, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
                       group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
