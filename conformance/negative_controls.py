@@ -16,12 +16,13 @@ import numpy as np
 import torch
 
 from impls.registry import Backend, Capabilities, Impl, Launch
-from specs.problem import KV_DTYPES
+from specs.problem import KV_DTYPES, MAX_Q_LEN
 
 # every layout, and fp8 caches too (the controls read the values a cache stands for, _rows)
 _BOTH = Capabilities(frozenset({"dense", "paged"}), kv_dtypes=frozenset(KV_DTYPES))
-# the mask's axes too: the controls whose mistake is in a window or a soft cap
-_MASKED = dataclasses.replace(_BOTH, windows=True, softcaps=True)
+# the mask's axes and multi-token queries too: the controls whose mistake is in a window, a
+# soft cap or the causal mask among query tokens
+_MASKED = dataclasses.replace(_BOTH, windows=True, softcaps=True, max_q_len=MAX_Q_LEN)
 
 
 def _rows(inputs, b: int, start: int, stop: int):
@@ -45,23 +46,29 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, kv_
 
 
 def _per_sequence(inputs, out, lse, length_of, kv_head_of=None, first_of=None,
-                  score=None) -> Launch:
-    """A launch that attends sequence b over rows [first_of(b), length_of(b)) (default: from
-    0; an empty range writes nothing), its scores ``score(q.k)`` (default: the spec's)."""
+                  score=None, span=None) -> Launch:
+    """A launch that attends sequence b's last query token over rows [first_of(b),
+    length_of(b)) (default: its span in the spec), an earlier one i over the same range moved
+    back by its distance from the last (the start clipped at 0), or query token i over
+    ``span(b, i)`` when given; an empty range writes nothing. Scores are ``score(q.k)``
+    (default: the spec's)."""
     p = inputs.problem
+    n = p.q_len
     kv_head_of = kv_head_of or (lambda h: h // p.group_size)
-    first_of = first_of or (lambda b: 0)
+    first_of = first_of or (lambda b: p.query_span(b)[0])
+    span = span or (lambda b, i: (max(0, first_of(b) - (n - 1 - i)), length_of(b) - (n - 1 - i)))
     if score is None and p.softcap is not None:
         score = lambda dots: p.softcap * torch.tanh(dots * p.scale / p.softcap)  # noqa: E731
 
     def run():
         for b in range(p.batch):
-            first, n = first_of(b), length_of(b)
-            if n > first:
-                k, v = _rows(inputs, b, first, n)
-                o, l = _attend(inputs.q[b], k, v, p.scale, kv_head_of, score)
-                out[b] = o.to(out.dtype)
-                lse[b] = l
+            for i in range(n):
+                first, end = span(b, i)
+                if end > first:
+                    k, v = _rows(inputs, b, first, end)
+                    o, l = _attend(inputs.q[b * n + i], k, v, p.scale, kv_head_of, score)
+                    out[b * n + i] = o.to(out.dtype)
+                    lse[b * n + i] = l
 
     return Launch(run)
 
@@ -110,8 +117,20 @@ def window_one_too_wide(inputs, out, lse) -> Launch:
     """A window that attends one token more than its last ``window`` (an off-by-one in the
     window's start); right where no window is set."""
     p = inputs.problem
-    first = (lambda b: max(0, p.window_starts[b] - 1)) if p.window is not None else None
+    first = (lambda b: max(0, p.query_span(b)[0] - 1)) if p.window is not None else None
     return _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b], first_of=first)
+
+
+def causal_off_by_one(inputs, out, lse) -> Launch:
+    """Query tokens of one sequence each also see the token after their own (a causal mask off
+    by one); right where q_len is 1 (its one token sees the whole cache)."""
+    p = inputs.problem
+
+    def span(b, i):
+        first, end = p.query_span(b, i)
+        return first, min(end + 1, p.seq_lens[b])
+
+    return _per_sequence(inputs, out, lse, None, span=span)
 
 
 def softcap_before_scale(inputs, out, lse) -> Launch:
@@ -120,8 +139,7 @@ def softcap_before_scale(inputs, out, lse) -> Launch:
     p = inputs.problem
     score = (lambda dots: p.softcap * torch.tanh(dots / p.softcap) * p.scale) \
         if p.softcap is not None else None
-    return _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b],
-                         first_of=lambda b: p.window_starts[b], score=score)
+    return _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b], score=score)
 
 
 def first_length_for_all(inputs, out, lse) -> Launch:
@@ -312,8 +330,11 @@ CONTROLS: list[Control] = [
              ("matches_reference", "batch_permutation")),
     _control("low-precision-accumulation", "low_precision_accumulation", ("matches_reference",)),
     _control("swapped-head-scales", "swapped_head_scales", ("matches_reference",)),
-    _control("window-one-too-wide", "window_one_too_wide", ("matches_reference",), caps=_MASKED),
+    _control("window-one-too-wide", "window_one_too_wide",
+             ("matches_reference", "window_is_last_tokens"), caps=_MASKED),
     _control("softcap-before-scale", "softcap_before_scale", ("matches_reference",),
+             caps=_MASKED),
+    _control("causal-off-by-one", "causal_off_by_one", ("matches_reference", "query_tokens"),
              caps=_MASKED),
     _control("unweighted-split-combine", "unweighted_split_combine",
              ("matches_reference", "split_invariance"), algorithm="split-k",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 from impls.registry import Impl, ProblemLimit
-from specs.problem import KV_DTYPES, KV_SCALES, DecodeProblem
+from specs.problem import KV_DTYPES, KV_SCALES, MAX_Q_LEN, DecodeProblem
 
 HEAD_DIMS = (64, 96, 128, 256)  # the spec's head dims: 96 is the non-power-of-two one
 GROUP_SIZES = (1, 2, 3, 4, 7, 8, 16)  # MHA, GQA (7: Qwen2.5-7B), MQA-like
@@ -76,9 +76,12 @@ def problems(draw, layout: str | None = None, min_group: int = 1, min_batch: int
     # own size, where tanh bends (fit drops either where the implementation takes none)
     window = draw(st.one_of(st.none(), st.integers(1, max(seq_lens)), st.just(1)))
     softcap = draw(st.one_of(st.none(), st.floats(0.5, 30.0)))
+    # plain decode half the time, else a draft of 2 to 16 tokens (no more than the shortest
+    # sequence holds; fit drops it to what the implementation takes)
+    q_len = min(draw(st.one_of(st.just(1), st.integers(2, MAX_Q_LEN))), min(seq_lens))
     return DecodeProblem(num_kv_heads * group, num_kv_heads, head_dim, tuple(seq_lens),
                          layout=layout, page_size=page_size, dtype=dtype, kv_dtype=kv_dtype,
-                         kv_scale=kv_scale, window=window, softcap=softcap)
+                         kv_scale=kv_scale, window=window, softcap=softcap, q_len=q_len)
 
 
 seeds = st.integers(0, 2**16)
@@ -93,6 +96,8 @@ def fit(problem: DecodeProblem, impl: Impl, layout: str | None = None) -> Decode
     if layout is not None and layout != problem.layout:
         problem = problem.replace(layout=layout)
     caps = impl.caps.on(problem.layout)
+    if problem.q_len > caps.max_q_len:
+        problem = problem.replace(q_len=caps.max_q_len)
     if problem.window is not None and not caps.windows:
         problem = problem.replace(window=None)
     if problem.softcap is not None and not caps.softcaps:
@@ -121,7 +126,7 @@ def fit(problem: DecodeProblem, impl: Impl, layout: str | None = None) -> Decode
     if problem.page_size % caps.page_size_multiple:
         problem = problem.replace(page_size=caps.page_size_multiple)
     if caps.max_seq_len and problem.max_seq_len > caps.max_seq_len:
-        problem = problem.replace(seq_lens=tuple(min(n, caps.max_seq_len) for n in problem.seq_lens))
+        problem = with_lens(problem, tuple(min(n, caps.max_seq_len) for n in problem.seq_lens))
     if caps.max_batch and problem.batch > caps.max_batch:
         problem = problem.replace(seq_lens=problem.seq_lens[:caps.max_batch])
     if caps.uniform_lengths_only and not problem.uniform:
@@ -133,10 +138,15 @@ def fit(problem: DecodeProblem, impl: Impl, layout: str | None = None) -> Decode
     return problem
 
 
+def with_lens(problem: DecodeProblem, seq_lens: tuple[int, ...], **fields) -> DecodeProblem:
+    """``problem`` with other lengths, its query tokens cut to the shortest where they exceed it."""
+    return problem.replace(seq_lens=seq_lens, q_len=min(problem.q_len, min(seq_lens)), **fields)
+
+
 def _clamp(problem: DecodeProblem, limit: ProblemLimit) -> DecodeProblem:
     lens = tuple(min(n, limit.max_seq_len) for n in problem.seq_lens[:limit.max_batch])
     kv_heads = min(problem.num_kv_heads, max(1, limit.max_q_heads // problem.group_size))
     if lens == problem.seq_lens and kv_heads == problem.num_kv_heads:
         return problem
-    return problem.replace(seq_lens=lens, num_kv_heads=kv_heads,
-                           num_q_heads=kv_heads * problem.group_size)
+    return with_lens(problem, lens, num_kv_heads=kv_heads,
+                     num_q_heads=kv_heads * problem.group_size)

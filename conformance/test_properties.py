@@ -2,7 +2,7 @@
 
 Each test draws problems from the spec's axes (``strategies.problems``), fits them to the
 implementation's declared capabilities, and checks one property: 1 against the float64 oracle,
-2-7 by comparing runs that must agree (the tolerance of ``specs.tolerance`` for different
+2-7, 9 and 10 by comparing runs that must agree (the tolerance of ``specs.tolerance`` for different
 computations, bit equality where only unread memory differs), 8 through the harness's timing
 path (the timed calls compute what the checked call did). Negative controls (``negative_controls.py``) run
 through the same tests under a strict xfail: a property that stops catching the control it is
@@ -15,20 +15,20 @@ import pytest
 import torch
 import functools
 
-from hypothesis import example, given, reject, settings
+from hypothesis import assume, example, given, reject, settings
 from hypothesis import strategies as st
 
-from conformance.checks import (ConformanceFailure, PropertyViolation, assert_agree,
+from conformance.checks import (ConformanceFailure, PropertyViolation, Run, assert_agree,
                                 InputSet, assert_conforms, assert_identical, fail, identical,
                                 run_impl, time_and_recheck)
 from conformance.negative_controls import CONTROLS
-from conformance.strategies import fit, problems, seeds
+from conformance.strategies import fit, problems, seeds, with_lens
 from harness.runner import extra_input_sets
 from harness.timing import CpuTimer, GpuTimer
 from impls import registry
 from impls.registry import Unsupported
 from specs.inputs import make_inputs, repeat_kv_heads
-from specs.problem import LAYOUTS, DecodeProblem
+from specs.problem import LAYOUTS, MAX_Q_LEN, DecodeProblem
 from specs.reference import reference
 
 # Awkward cases every property tries first (then fit() to each implementation).
@@ -41,6 +41,8 @@ PINNED = [
     (DecodeProblem(16, 8, 256, (33, 64), layout="dense", dtype="float16"), 6),  # head_dim 256
     (DecodeProblem(8, 4, 64, (40, 9), layout="paged", kv_dtype="float8_e4m3fn",  # fp8, a scale
                    kv_scale="head"), 8),  # per KV head (an fp8-less implementation: 16-bit)
+    (DecodeProblem(8, 2, 64, (40, 9, 17), layout="paged", q_len=4, window=12,  # a draft of 4
+                   softcap=5.0), 9),  # tokens in a window, capped (fit drops what is not taken)
 ]
 
 
@@ -202,9 +204,11 @@ def test_batch_permutation(impl, layout, problem, seed, perm_seed):
     permuted = make_inputs(problem.replace(seq_lens=tuple(problem.seq_lens[i] for i in perm.tolist())),
                            seed, seq_ids=perm.tolist())  # the same sequences, in the new order
     run_base = run_impl(impl, base)
-    run_base.out = run_base.out[dev_perm]
+    n = problem.q_len  # rows: each sequence's q_len query tokens move together
+    rows = (dev_perm[:, None] * n + torch.arange(n, device=base.device)).flatten()
+    run_base.out = run_base.out[rows]
     if run_base.lse is not None:
-        run_base.lse = run_base.lse[dev_perm]
+        run_base.lse = run_base.lse[rows]
     assert_agree(impl, base, run_impl(impl, permuted), run_base, reference(permuted),
                  f"batch permuted by {perm.tolist()} is not the permuted output",
                  derived=f"batch permuted by {perm.tolist()}")
@@ -276,3 +280,62 @@ def test_timed_calls_conform(impl, layout, problem, seed):
                                   extra_input_sets(problem, seed, inputs), {}, _timer())
     if failure:
         raise fail(failure, impl, inputs, kind=PropertyViolation)
+
+
+# 9. q_len = n equals n single-token calls on the prefixes: query token i of a sequence of length
+# L is a plain decode of the sequence's first L - n + i + 1 tokens.
+@pytest.mark.parametrize(IMPL_LAYOUT, cases("query_tokens", lambda i, layouts: i.caps.max_q_len > 1))
+@pinned(lambda p: p.q_len > 1, q_len=4)
+@given(problem=problems(), seed=seeds, q_len=st.integers(2, MAX_Q_LEN))
+@unsupported_rejected
+def test_query_tokens(impl, layout, problem, seed, q_len):
+    problem = fit(problem.replace(q_len=min(q_len, min(problem.seq_lens))), impl, layout)
+    n = problem.q_len
+    assume(n > 1)
+    multi = make_inputs(problem, seed)
+    run_multi = run_impl(impl, multi)
+    out, lse = multi.new_outputs()
+    prefixes = Run(out, lse if run_multi.lse is not None else None, run_multi.launch, 0.0)
+    for i in range(n):
+        single = make_inputs(problem.replace(q_len=1, seq_lens=tuple(
+            length - n + i + 1 for length in problem.seq_lens)), seed)
+        single.q.copy_(multi.q[i::n])  # query token i of each sequence
+        run_i = run_impl(impl, single)
+        prefixes.out[i::n] = run_i.out
+        if prefixes.lse is not None:
+            prefixes.lse[i::n] = run_i.lse
+    assert_agree(impl, multi, run_multi, prefixes, reference(multi),
+                 f"q_len={n} differs from {n} single-token calls on the prefixes",
+                 derived=f"{n} single-token problems, lengths L - {n} + i + 1")
+
+
+def _last_tokens(inputs):
+    """Inputs whose sequences hold only the tokens the window of ``inputs`` attends (each
+    sequence's from its window's start), with no window: the same q, values and scales."""
+    p = inputs.problem
+    starts = p.window_starts
+    cut = make_inputs(with_lens(p, p.attended_lens, window=None), inputs.seed)
+    for b, (first, length) in enumerate(zip(starts, p.seq_lens)):
+        k, v = inputs.rows(b, first, length)
+        t = torch.arange(length - first, device=inputs.device)
+        if cut.block_table is None:
+            cut.k[b, t], cut.v[b, t] = k, v
+        else:
+            pages = cut.block_table[b, t // p.page_size].long()
+            cut.k[pages, t % p.page_size], cut.v[pages, t % p.page_size] = k, v
+    return cut
+
+
+# 10. A window of w on a sequence equals no window on the sequence's last w tokens.
+@pytest.mark.parametrize(IMPL_LAYOUT, cases("window_is_last_tokens",
+                                             lambda i, layouts: i.caps.windows))
+@pinned(lambda p: p.window is not None, window=12)
+@given(problem=problems(), seed=seeds, window=st.integers(1, 64))
+@unsupported_rejected
+def test_window_is_last_tokens(impl, layout, problem, seed, window):
+    problem = fit(problem.replace(window=window, q_len=1), impl, layout)
+    assume(problem.window is not None)
+    windowed = make_inputs(problem, seed)
+    assert_agree(impl, windowed, run_impl(impl, windowed), run_impl(impl, _last_tokens(windowed)),
+                 reference(windowed), f"window {problem.window} differs from no window over the "
+                 "last tokens", derived="each sequence cut to its window's tokens, no window")

@@ -250,7 +250,7 @@ def load_inputs(folder: Path, device: torch.device) -> DecodeInputs:
     kv = (p.total_tokens, p.num_kv_heads, p.head_dim)
     kv_dtype = p.cache.storage_dtype(p.query)
     arrays = {name: _load_array(folder / INPUTS / f"{name}.npy", shape, dtype)
-              for name, shape, dtype in (("q", (p.batch, p.num_q_heads, p.head_dim), p.dtype),
+              for name, shape, dtype in (("q", (p.q_rows, p.num_q_heads, p.head_dim), p.dtype),
                                          ("k", kv, kv_dtype), ("v", kv, kv_dtype))}
     scales = {}
     if p.cache.quantised:
@@ -281,11 +281,11 @@ def _replay_output(path: Path, inputs: DecodeInputs, ref) -> dict:
         raise CaseRefused(f"{path / META}: saved with seed {meta['seed']}, its inputs with seed "
                           f"{inputs.seed}: not one run's case; save again into an empty folder")
     device = inputs.device
-    out = _from_bits(_load_array(path / "out.npy", (p.batch, p.num_q_heads, p.head_dim), p.dtype),
+    out = _from_bits(_load_array(path / "out.npy", (p.q_rows, p.num_q_heads, p.head_dim), p.dtype),
                      p.dtype).to(device)
     lse = None
     if (path / "lse.npy").exists() or meta.get("lse_err_ratio") is not None:  # saved: must be there
-        lse = torch.from_numpy(_load_array(path / "lse.npy", (p.batch, p.num_q_heads), "float32")).to(device)
+        lse = torch.from_numpy(_load_array(path / "lse.npy", (p.q_rows, p.num_q_heads), "float32")).to(device)
     c = compare(p, out, lse, ref, lse_rounded_sum=bool(meta.get("lse_rounded_sum", False)))
     return {"problem": p.label(), "impl": meta["impl"], "run": meta["status"],
             "replay": "PASS" if c.passed else "FAIL", "out_err_ratio": c.out_err_ratio,

@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
                                         "float8_e5m2 (float32 scales), or 'none' (the query's dtype)")
     run.add_argument("--kv-scale", choices=("tensor", "head"),
                      help="an fp8 cache's scales: one per tensor (default) or one per KV head")
+    run.add_argument("--q-len", type=int, help="N query tokens a sequence in every problem, causal "
+                                               "among themselves (speculative decoding's "
+                                               "verification; default: each problem's, 1)")
     run.add_argument("--window", type=int, help="attend only each sequence's last N tokens (a left "
                                                 "window) in every problem")
     run.add_argument("--softcap", type=float, help="soft-cap every problem's logits at C: "
@@ -148,6 +151,7 @@ def resolve_problems(args) -> list[DecodeProblem]:
     problems = workloads.with_kv_dtype(workloads.with_dtype(problems, args.dtype), args.kv_dtype,
                                        args.kv_scale)
     problems = workloads.with_mask(problems, args.window, args.softcap)
+    problems = workloads.with_q_len(problems, args.q_len)
     return list(dict.fromkeys(problems))
 
 

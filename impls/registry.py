@@ -11,8 +11,8 @@ Every implementation fills one entry-point signature, in a module of its own:
     prepare(inputs: DecodeInputs, out: Tensor, lse: Tensor, **options) -> Launch
 
 ``prepare`` does the set-up (workspace, compiled kernel, launch grid) and returns a ``Launch``
-whose ``run()`` only launches kernels that write ``out [B, Hq, D]`` and ``lse [B, Hq]`` on the
-current stream; nothing in it syncs. The harness times ``run()``. A vendor library that
+whose ``run()`` only launches kernels that write ``out [B * q_len, Hq, D]`` and
+``lse [B * q_len, Hq]`` on the current stream; nothing in it syncs. The harness times ``run()``. A vendor library that
 allocates its own outputs (no ``out=`` argument) returns them from ``run()`` as ``(out, lse)``
 instead of copying, so its time is the library's alone; DSL kernels write the given buffers and
 return None.
@@ -102,8 +102,11 @@ class Capabilities:
     kv_dtypes: frozenset[str] = frozenset()  # quantised cache dtypes it reads (specs KV_DTYPES)
     kv_scales: frozenset[str] = frozenset({"tensor", "head"})  # their scales' granularities
     kv_note: str = ""  # why the quantised caches are what they are (the vendor's API, the DSL)
+    max_q_len: int = 1  # query tokens per sequence a kernel takes (specs Query.q_len)
+    q_note: str = ""  # why max_q_len is what it is (the DSL's kernel, the vendor's API)
     windows: bool = False  # a left window of the last ``window`` tokens (specs Mask)
     softcaps: bool = False  # logits soft-capped at ``softcap`` (specs Mask)
+    mask_note: str = ""  # why windows and soft-capping are taken or not
     uniform_lengths_only: bool = False
     max_group_size: int | None = None  # the most query heads per KV head a kernel takes
     max_splits: int | None = None  # split-k: the most splits a num_splits option may ask for
@@ -155,6 +158,9 @@ def _query(c: Capabilities, p: DecodeProblem) -> str | None:
                 f"{c.min_head_dim} to {c.max_head_dim})")
     if c.max_group_size and p.group_size > c.max_group_size:
         return f"GQA group of {p.group_size} query heads (at most {c.max_group_size})"
+    if p.q_len > c.max_q_len:
+        return f"q_len {p.q_len} query tokens per sequence (at most {c.max_q_len}" + \
+            (f"; {c.q_note})" if c.q_note else ")")
     return None
 
 
@@ -181,10 +187,11 @@ def _lengths(c: Capabilities, p: DecodeProblem) -> str | None:
 
 
 def _mask(c: Capabilities, p: DecodeProblem) -> str | None:
+    why = f"; {c.mask_note}" if c.mask_note else ""
     if p.window is not None and not c.windows:
-        return "a window (attends every token below the length only)"
+        return f"a window (attends every token below the length only{why})"
     if p.softcap is not None and not c.softcaps:
-        return "soft-capped logits (takes the scaled scores as they are)"
+        return f"soft-capped logits (takes the scaled scores as they are{why})"
     return None
 
 

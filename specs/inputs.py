@@ -190,10 +190,12 @@ class Draw:
         return self._on[device]
 
     def q(self, device: torch.device) -> torch.Tensor:
+        """Rows ``[batch * q_len, Hq, D]``, row b * q_len + i drawn for (sequence, query token i)."""
         p = self.problem
-        seqs = self._per_entry(device)[0]
-        keys = _token_keys(self.keys["q"], seqs, torch.zeros_like(seqs))
-        return _triangular(keys, p.num_q_heads * p.head_dim).view(p.batch, p.num_q_heads, p.head_dim).to(self.dtype)
+        seqs = self._per_entry(device)[0].repeat_interleave(p.q_len)
+        tokens = torch.arange(p.q_len, device=device).repeat(p.batch)
+        keys = _token_keys(self.keys["q"], seqs, tokens)
+        return _triangular(keys, p.num_q_heads * p.head_dim).view(p.q_rows, p.num_q_heads, p.head_dim).to(self.dtype)
 
     def rows(self, b: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """K and V rows ``[n, Hkv * D]`` in the problem's dtype of batch entries ``b`` at tokens
@@ -240,7 +242,7 @@ class DecodeInputs:
     """
 
     problem: DecodeProblem
-    q: torch.Tensor  # [batch, num_q_heads, head_dim]
+    q: torch.Tensor  # [batch * q_len, num_q_heads, head_dim]
     k: torch.Tensor  # dense [batch, rows, Hkv, D] or pool [num_pages, page_size, Hkv, D]
     v: torch.Tensor
     seq_lens: torch.Tensor  # int32 [batch]
@@ -283,11 +285,12 @@ class DecodeInputs:
                 v.double() * self.v_scale.double().view(1, -1, 1))
 
     def new_outputs(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Output buffers ``out [B, Hq, D]`` (input dtype) and ``lse [B, Hq]`` (float32), NaN."""
+        """Output buffers ``out [B * q_len, Hq, D]`` (input dtype) and ``lse [B * q_len, Hq]``
+        (float32), NaN."""
         p = self.problem
-        out = torch.full((p.batch, p.num_q_heads, p.head_dim), float("nan"),
+        out = torch.full((p.q_rows, p.num_q_heads, p.head_dim), float("nan"),
                          dtype=self.q.dtype, device=self.device)
-        lse = torch.full((p.batch, p.num_q_heads), float("nan"), dtype=torch.float32,
+        lse = torch.full((p.q_rows, p.num_q_heads), float("nan"), dtype=torch.float32,
                          device=self.device)
         return out, lse
 
@@ -383,7 +386,8 @@ def input_bytes(problem: DecodeProblem) -> int:
     else:
         cache = _pool_pages(p)[2] * p.page_size * row \
             + 4 * p.batch * (p.max_pages_per_seq + TAIL_PAGES)
-    return cache + p.cache.scale_bytes(p.query) + p.batch * (p.num_q_heads * p.head_dim * p.itemsize + 4)
+    return cache + p.cache.scale_bytes(p.query) + p.q_rows * p.num_q_heads * p.head_dim * p.itemsize \
+        + 4 * p.batch
 
 
 def repeat_kv_heads(inputs: DecodeInputs, times: int) -> DecodeInputs:
@@ -423,7 +427,7 @@ def validate_inputs(inputs: DecodeInputs, out: torch.Tensor | None = None,
     dtype = TORCH_DTYPES[p.dtype]
     kv_dtype = TORCH_DTYPES[p.cache.storage_dtype(p.query)]
     B, Hq, Hkv, D = p.batch, p.num_q_heads, p.num_kv_heads, p.head_dim
-    _expect("q", inputs.q, (B, Hq, D), dtype, dev)
+    _expect("q", inputs.q, (p.q_rows, Hq, D), dtype, dev)
     _expect("seq_lens", inputs.seq_lens, (B,), torch.int32, dev)
     lens = inputs.seq_lens.tolist()
     if lens != list(p.seq_lens):
@@ -462,9 +466,9 @@ def validate_inputs(inputs: DecodeInputs, out: torch.Tensor | None = None,
                                    f"[0, {num_pages})")
     _validate_scales(inputs, dev)
     if out is not None:
-        _expect("out", out, (B, Hq, D), dtype, dev)
+        _expect("out", out, (p.q_rows, Hq, D), dtype, dev)
     if lse is not None:
-        _expect("lse", lse, (B, Hq), torch.float32, dev)
+        _expect("lse", lse, (p.q_rows, Hq), torch.float32, dev)
     # Kernels address v with k's strides and read rows as contiguous vectors.
     for name, t in (("q", inputs.q), ("k", inputs.k), ("v", inputs.v), ("out", out)):
         if t is not None and t.stride(-1) != 1:

@@ -1,20 +1,23 @@
 """The decode-attention problem, defined once.
 
-One query token per sequence attends over that sequence's KV cache:
+The ``q_len`` newest tokens of each sequence (1 in plain decode; 2-16 when a speculative or
+multi-token draft is verified) attend over that sequence's KV cache, which holds them too. Query
+row ``r = b * q_len + i`` is token ``i`` of sequence ``b``:
 
-    out[b, h]  = softmax(s[b, h, W_b]) . V[b, W_b, g(h)]
-    lse[b, h]  = log(sum_{t in W_b} exp(s[b, h, t]))                      (natural log)
-    s[b, h, t] = q[b, h] . K[b, t, g(h)] * sm_scale, then softcap * tanh(s / softcap) if set
+    out[r, h]  = softmax(s[r, h, W_r]) . V[b, W_r, g(h)]
+    lse[r, h]  = log(sum_{t in W_r} exp(s[r, h, t]))                      (natural log)
+    s[r, h, t] = q[r, h] . K[b, t, g(h)] * sm_scale, then softcap * tanh(s / softcap) if set
 
-over the tokens ``W_b = [max(0, L_b - window), L_b)`` (all ``L_b`` without a window)
+over the tokens ``W_r = [max(0, E_r - window), E_r)`` (from 0 without a window), with
+``E_r = L_b - q_len + i + 1``: causal among the query tokens, the last one seeing the whole cache
 
 with ``g(h) = h // (num_q_heads // num_kv_heads)``: MHA when the two head counts are equal, GQA
 when several query heads share a KV head, MQA when there is one KV head. ``L_b = seq_lens[b]``
 (a ragged batch). Shapes:
 
-    q    [batch, num_q_heads, head_dim]
-    out  [batch, num_q_heads, head_dim]     in the query dtype
-    lse  [batch, num_q_heads]               float32
+    q    [batch * q_len, num_q_heads, head_dim]
+    out  [batch * q_len, num_q_heads, head_dim]     in the query dtype
+    lse  [batch * q_len, num_q_heads]               float32
 
 The KV cache comes in two layouts holding the same logical cache (see ``specs.inputs``):
 
@@ -26,7 +29,7 @@ The KV cache comes in two layouts holding the same logical cache (see ``specs.in
 A problem is three parts and the lengths, each part an axis of the problem that validates
 itself, states its bytes and its label:
 
-    Query   what a query is: heads, head dim, the query/output dtype (later: tokens per query)
+    Query   what a query is: heads, head dim, the query/output dtype, tokens per sequence
     Cache   how the cache is stored: layout, page size, the storage dtype (fp8 or the query's)
             and, for fp8, the granularity of its float32 scales
     Mask    how scores are formed and what is masked: the softmax scale, a left window of the
@@ -66,6 +69,7 @@ class ProblemError(ValueError):
 
 INT32_MAX = 2**31 - 1  # lengths, page sizes and head counts are int32 on the device (seq_lens,
 # the block table) and in every kernel's index arithmetic
+MAX_Q_LEN = 16  # query tokens per sequence: the drafts speculative decoding verifies (2-8) and more
 # The longest sequence the spec judges: there the bound of a float32 sum of L terms in any order
 # (specs.tolerance.sum_error) reaches 1/2, and at 2^24 tokens it says nothing at all.
 MAX_SEQ_LEN = 1 << 23
@@ -84,12 +88,14 @@ def _require_int(name: str, value: Any, minimum: int, maximum: int = INT32_MAX) 
 @dataclass(frozen=True)
 class Query:
     """What a query is: ``num_q_heads`` query heads of ``head_dim`` sharing ``num_kv_heads`` KV
-    heads, in ``dtype`` (q and out; the LSE is float32)."""
+    heads, in ``dtype`` (q and out; the LSE is float32); ``q_len`` tokens per sequence, causal
+    among themselves (1: plain decode)."""
 
     num_q_heads: int
     num_kv_heads: int
     head_dim: int
     dtype: str = "bfloat16"
+    q_len: int = 1
 
     def validate(self) -> None:
         _require_int("num_q_heads", self.num_q_heads, 1)
@@ -101,6 +107,10 @@ class Query:
         _require_int("head_dim", self.head_dim, 1)
         if self.dtype not in DTYPES:
             raise ProblemError(f"dtype={self.dtype!r}: must be one of {DTYPES}")
+        _require_int("q_len", self.q_len, 1)
+        if self.q_len > MAX_Q_LEN:
+            raise ProblemError(f"q_len={self.q_len}: must be <= {MAX_Q_LEN} (a decode step's draft; "
+                               "longer queries are prefill)")
 
     @property
     def group_size(self) -> int:
@@ -109,10 +119,11 @@ class Query:
 
     def bytes(self, batch: int) -> int:
         """q read, out and the float32 LSE written."""
-        return batch * self.num_q_heads * (2 * self.head_dim * ITEMSIZE[self.dtype] + 4)
+        return batch * self.q_len * self.num_q_heads * (2 * self.head_dim * ITEMSIZE[self.dtype] + 4)
 
     def label(self, name: str = "") -> str:
-        return name or f"{self.num_q_heads}/{self.num_kv_heads}/{self.head_dim}"
+        shape = name or f"{self.num_q_heads}/{self.num_kv_heads}/{self.head_dim}"
+        return shape + (f" q{self.q_len}" if self.q_len > 1 else "")
 
 
 @dataclass(frozen=True)
@@ -280,6 +291,9 @@ class DecodeProblem:
                 raise ProblemError(f"seq_lens[{b}]={length}: every sequence needs at least 1 KV "
                                    "token (decode attends over the cache plus the new token)")
             _require_int(f"seq_lens[{b}]", length, 1)
+            if length < self.query.q_len:
+                raise ProblemError(f"seq_lens[{b}]={length} < q_len={self.query.q_len}: the query's "
+                                   "tokens are the sequence's newest, their K/V in its cache")
             if length > MAX_SEQ_LEN:
                 raise ProblemError(f"seq_lens[{b}]={length}: must be <= {MAX_SEQ_LEN} (beyond, float32 "
                                    "sums of the sequence's terms may err by half their value: no "
@@ -318,13 +332,28 @@ class DecodeProblem:
         return sum(self.seq_lens)
 
     @property
+    def q_rows(self) -> int:
+        """Rows of q, out and lse: ``q_len`` per sequence, sequence after sequence."""
+        return self.batch * self.q_len
+
+    def query_span(self, b: int, i: int | None = None) -> tuple[int, int]:
+        """``[first, end)``: the cache tokens query token ``i`` (default: the last, which sees
+        the whole cache) of sequence ``b`` attends."""
+        n = self.q_len
+        i = n - 1 if i is None else i
+        end = self.seq_lens[b] - n + i + 1
+        return self.mask.window_start(end), end
+
+    @property
     def window_starts(self) -> tuple[int, ...]:
-        """Each sequence's first attended token (0 without a window)."""
-        return tuple(self.mask.window_start(n) for n in self.seq_lens)
+        """Each sequence's first token any of its query tokens attends (0 without a window):
+        what precedes it no kernel may read."""
+        return tuple(self.query_span(b, 0)[0] for b in range(self.batch))
 
     @property
     def attended_lens(self) -> tuple[int, ...]:
-        """Tokens each sequence attends: its length, or the window's where that is shorter."""
+        """Tokens each sequence's query tokens attend together: its length, or from its first
+        query token's window start where that is later."""
         return tuple(n - start for n, start in zip(self.seq_lens, self.window_starts))
 
     @property

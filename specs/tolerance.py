@@ -77,6 +77,11 @@ two scales (1/2 to 2 and more), far outside this rule (tests/test_fp8.py).
 
 A window (``window``) attends each sequence's last w tokens: L above is the number attended,
 and a kernel's reading of any other token shows through the poison there (``specs.inputs``).
+Query tokens of one sequence (``q_len`` > 1) attend spans of their own, none longer than the
+sequence's ``attended_lens`` entry: that L bounds each row's sum. A token seen by a later query
+token but not by an earlier one is real data, so no poison marks a causal mask off by one: only
+the oracle's value does (each token moves the output by its probability, far above this bound
+in the suite's short sequences).
 
 Soft-capping (``softcap``) replaces each scaled score s by c * tanh(s / c). Its derivative is
 1 - tanh^2 <= 1, so the score's own errors pass through it no larger. Evaluating tanh adds an
@@ -169,7 +174,8 @@ def _describe(name: str, got: torch.Tensor, want: torch.Tensor, bad: torch.Tenso
 def compare(problem: DecodeProblem, out: torch.Tensor, lse: torch.Tensor | None, ref: Reference,
             expected: tuple[torch.Tensor, torch.Tensor | None] | None = None,
             lse_rounded_sum: bool = False) -> Comparison:
-    """Apply the rule above to one implementation's ``out [B, Hq, D]`` and ``lse [B, Hq]``.
+    """Apply the rule above to one implementation's ``out [B * q_len, Hq, D]`` and
+    ``lse [B * q_len, Hq]``.
 
     ``expected`` (another run's out and lse) replaces the oracle's values while keeping its
     tolerance: two runs that must agree (paged vs dense, split counts) are held to the same rule.
@@ -189,8 +195,9 @@ def compare(problem: DecodeProblem, out: torch.Tensor, lse: torch.Tensor | None,
     l_err = (l - want_l).abs()
 
     u = UNIT_ROUNDOFF[problem.dtype]
-    lens = torch.tensor(problem.attended_lens, dtype=torch.float64, device=ref.out.device)[:, None]
-    eta = sum_error(lens)  # [B, 1]: the float32 sums of each sequence's L attended terms
+    lens = torch.tensor(problem.attended_lens, dtype=torch.float64, device=ref.out.device)
+    lens = lens.repeat_interleave(problem.q_len)[:, None]  # per query row, its sequence's
+    eta = sum_error(lens)  # [rows, 1]: the float32 sums of each row's at most L attended terms
     cap = softcap_error(problem.softcap)  # the capped scores' absolute error (0: no cap)
     o_tol = 2 * u * (ref.v_weight + ref.out.abs()) + FLOOR * ref.v_weight \
         + (eta / (1 - eta))[..., None] * (ref.v_weight + ref.out.abs()) \

@@ -93,6 +93,18 @@ def _window(quick: bool = False) -> list[DecodeProblem]:
     return windowed + [p.replace(window=None) for p in windowed] + capped
 
 
+SPEC_DECODE_Q_LENS = (1, 2, 4, 8)  # draft tokens verified per step (1: plain decode, the baseline)
+SPEC_DECODE_CELLS = [(1, 32768), (16, 4096), (128, 2048)]
+SPEC_DECODE_MODELS = ("llama3-8b", "llama3-70b-tp8")  # GQA 4, and MQA (8 query heads, 1 KV head)
+
+
+def _spec_decode(quick: bool = False) -> list[DecodeProblem]:
+    cells = SPEC_DECODE_CELLS[1:2] if quick else SPEC_DECODE_CELLS
+    q_lens = (1, 4) if quick else SPEC_DECODE_Q_LENS
+    return [p.replace(q_len=n) for m in SPEC_DECODE_MODELS for b, s in cells for n in q_lens
+            for p in _both_layouts(lambda lay: model_problem(m, [s] * b, lay))]
+
+
 MODEL_CELLS = [(1, 32768), (16, 1024), (16, 4096), (16, 16384)]  # a line against seq_len per shape
 
 # Batches that stress how a split-K kernel schedules its work (a plan per batch, not per kernel):
@@ -215,6 +227,7 @@ def _cpu() -> list[DecodeProblem]:
         model_problem("phi3-mini", [17], "paged", dtype="float16"),
         model_problem("llama3-70b-tp8", [60], "dense", dtype="float32"),
         model_problem("llama3-8b", [45, 20], "paged").replace(kv_dtype=FP8, kv_scale="head"),
+        model_problem("llama3-8b", [45, 20], "paged").replace(q_len=4, window=32, softcap=30.0),
     ]
 
 
@@ -247,6 +260,10 @@ WORKLOADS: dict[str, tuple[str, Callable[[bool], list[DecodeProblem]]]] = {
     "window": ("a left window of 4096 tokens on Llama-3-8B at 1 x {32k, 128k} and 16 x 32k, and "
                "Gemma-2-9B's logits soft-capped at 50 at 16 x {4k, 16k}; dense and paged (against "
                "each problem without its window: the bytes it does not read)", _window),
+    "spec-decode": ("speculative decoding's verification step: q_len 2, 4 and 8 query tokens a "
+                    "sequence (and 1, the plain decode beside them), causal among themselves, on "
+                    "Llama-3-8B and the MQA shape of Llama-3-70B over 8 GPUs, at 1 x 32k, 16 x 4k "
+                    "and 128 x 2k; dense and paged", _spec_decode),
     "lengths": ("Llama-3-8B, batch 1 at 1, 4k, 64k, 256k and 1M tokens, dense and paged (pages "
                 "of 16 and 1 tokens), bf16, fp16 and fp32: the tolerance at every length (run it "
                 "with --no-timing)", _lengths),
@@ -304,6 +321,14 @@ def with_mask(problems: list[DecodeProblem], window: int | None, softcap: float 
         return [p.replace(**changes) for p in problems] if changes else problems
     except ProblemError as e:
         raise ProblemError(f"--window/--softcap: {e}") from None
+
+
+def with_q_len(problems: list[DecodeProblem], q_len: int | None) -> list[DecodeProblem]:
+    """Every problem with ``q_len`` query tokens a sequence (None: as it is)."""
+    try:
+        return [p.replace(q_len=q_len) for p in problems] if q_len is not None else problems
+    except ProblemError as e:
+        raise ProblemError(f"--q-len: {e}") from None
 
 
 def with_kv_dtype(problems: list[DecodeProblem], kv_dtype: str | None,

@@ -220,7 +220,7 @@ def test_a_stopped_run_is_reported_incomplete(tmp_path):
     assert proc.returncode == 130, out[-2000:] + err[-2000:]
     assert "interrupted: incomplete:" in err
     res = harness("report", str(run), "--no-plots")
-    assert res.returncode == 0 and "incomplete:" in res.stdout and "of 18 cells" in res.stdout, res.stdout[-500:]
+    assert res.returncode == 0 and "incomplete:" in res.stdout and "of 20 cells" in res.stdout, res.stdout[-500:]
     assert "incomplete:" in (run / "results.md").read_text()
     res = harness("compare", str(run), str(run))
     assert "incomplete:" in res.stdout
