@@ -60,8 +60,16 @@ def check_thread_mapping(tpr: int, unroll: int, num_warps: int) -> None:
 
 
 def num_head_blocks(problem, max_block_h: int) -> int:
-    """Programs per (sequence, KV head): the GQA group in blocks of at most ``max_block_h``."""
-    return -(-problem.group_size // max_block_h)
+    """Programs per (sequence, KV head): its query rows (q_len tokens x the GQA group) in blocks
+    of at most ``max_block_h``."""
+    return -(-problem.q_len * problem.group_size // max_block_h)
+
+
+def query_args(problem, block_h: int) -> dict:
+    """The tile kernels' query-row arguments (keywords): ``q_len`` and ``row_blocks``, the
+    programs a (sequence or item, KV head) takes for its q_len x group rows in blocks of
+    ``block_h``."""
+    return dict(q_len=problem.q_len, row_blocks=num_head_blocks(problem, block_h))
 
 
 def cache_args(inputs):

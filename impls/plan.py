@@ -330,13 +330,13 @@ def cut_in_numpy(lens: np.ndarray, chunk: int) -> SplitPlan:
 
 
 def new_partials(split_plan: SplitPlan, problem, device: torch.device):
-    """The workspace of a plan's split sequences: ``part_out`` float32 [slots, Hq, D] (normalised
-    partial outputs) and ``part_lse`` float32 [slots, Hq] (their natural-log LSE); one slot at
-    least, so a plan with nothing split still has valid pointers."""
-    slots = max(1, split_plan.num_slots)
-    return (torch.empty(slots, problem.num_q_heads, problem.head_dim, dtype=torch.float32,
-                        device=device),
-            torch.empty(slots, problem.num_q_heads, dtype=torch.float32, device=device))
+    """The workspace of a plan's split sequences: ``part_out`` float32 [slots, q_len x Hq, D]
+    (normalised partial outputs, query token t's head h in row t x Hq + h) and ``part_lse``
+    float32 [slots, q_len x Hq] (their natural-log LSE); one slot at least, so a plan with
+    nothing split still has valid pointers."""
+    slots, rows = max(1, split_plan.num_slots), problem.q_len * problem.num_q_heads
+    return (torch.empty(slots, rows, problem.head_dim, dtype=torch.float32, device=device),
+            torch.empty(slots, rows, dtype=torch.float32, device=device))
 
 
 MAX_ITEMS = 65535  # the kernels put work items on a CUDA grid's y dimension

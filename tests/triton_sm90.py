@@ -112,6 +112,11 @@ def main() -> None:
     # a window and soft-capped logits (where the backend takes them)
     problems += [DecodeProblem(32, 8, 128, (300, 70), layout=layout, window=100, softcap=30.0)
                  for layout in ("dense", "paged")]
+    # multi-token queries (where the backend takes them): a draft of 4 in a window, and 8 on an
+    # MQA group of 32 (256 rows: several row blocks a KV head)
+    problems += [DecodeProblem(32, 8, 128, (300, 70), layout=layout, q_len=4, window=100)
+                 for layout in ("dense", "paged")]
+    problems += [DecodeProblem(32, 1, 128, (8192,), layout="paged", q_len=8)]
     backend = sys.argv[1] if len(sys.argv) > 1 else "triton"
     for line in compile_all(problems, backend, GLUON_CONFIGS if backend == "gluon" else TRITON_CONFIGS):
         print(line)

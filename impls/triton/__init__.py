@@ -2,7 +2,7 @@
 
 from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl
-from specs.problem import KV_DTYPES
+from specs.problem import KV_DTYPES, MAX_Q_LEN
 
 BACKEND = Backend(
     name="triton",
@@ -27,8 +27,9 @@ BACKEND = Backend(
 # scale and the output
 # Windows: tokens before the window's start masked, ranges cut to start at its tile (split-K:
 # the plan covers each sequence from there). Soft-capped scores: tanh from one exp2.
+# Multi-token queries: the tokens x the group are the tile's rows, each masked to its own span.
 CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, kv_dtypes=frozenset(KV_DTYPES),
-                    windows=True, softcaps=True)
+                    windows=True, softcaps=True, max_q_len=MAX_Q_LEN)
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.triton.one_pass", CAPS, options=("config",),
          summary="grid (batch, kv_heads); paged: per-token page gather (any page size)"),

@@ -58,12 +58,16 @@ def kv_coords(pid_b, tile_start, offs_n, mask_n, end, block_table_ptr, stride_bt
 
 
 @triton.jit
-def load_q_group(q_ptr, pid_b, pid_kvh, group_size, stride_qb, stride_qh, offs_h, offs_d,
-                 HEAD_DIM: tl.constexpr):
-    """The ``group_size`` query heads of KV head ``pid_kvh`` as a [BLOCK_H, HEAD_DIM_PAD] tile."""
-    heads = pid_kvh * group_size + offs_h
-    mask = (offs_h < group_size)[:, None] & (offs_d < HEAD_DIM)[None, :]
-    return tl.load(q_ptr + pid_b * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
+def load_q_rows(q_ptr, pid_b, pid_kvh, group_size, q_len, row0, stride_qb, stride_qh, offs_h,
+                offs_d, HEAD_DIM: tl.constexpr):
+    """Rows ``row0 + offs_h`` of KV head ``pid_kvh``'s query rows as a [BLOCK_H, HEAD_DIM_PAD]
+    tile: row r is query token r // group_size of sequence ``pid_b``, head r % group_size of the
+    group (rows past q_len x group_size are padding, zero)."""
+    rows = row0 + offs_h
+    token = pid_b * q_len + rows // group_size
+    heads = pid_kvh * group_size + rows % group_size
+    mask = (rows < q_len * group_size)[:, None] & (offs_d < HEAD_DIM)[None, :]
+    return tl.load(q_ptr + token[:, None] * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
                    mask=mask, other=0.0)
 
 
@@ -79,13 +83,17 @@ def fp8_to_bf16(x):
 
 @triton.jit
 def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
-                 first, stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale, softcap,
-                 offs_d, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr,
-                 PAGE_SIZE: tl.constexpr, UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr,
-                 SOFTCAP: tl.constexpr):
+                 first, row_first, row_end, stride_kp, stride_kt, stride_kh, stride_btb,
+                 page_size, qk_scale, softcap, offs_d, HEAD_DIM: tl.constexpr,
+                 BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
+                 UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, SOFTCAP: tl.constexpr,
+                 ROW_SPANS: tl.constexpr):
     """Online softmax over tokens [start, end) of one sequence and KV head, those below
     ``first`` (a window's start) masked: ``start`` is a tile boundary at or before ``first``
-    (tiles stay aligned to pages), and no tile is wholly masked.
+    (tiles stay aligned to pages), and no tile is wholly masked. ``ROW_SPANS`` (multi-token
+    queries): each row also masks what its own query token does not see, [row_first, row_end)
+    per row; a row may then see nothing of a tile, or of the whole range (its max stays -inf,
+    so the exponentials are taken against 0, and its sum stays 0).
 
     Masked tokens are never loaded (no read of poisoned rows or pages); their scores are -inf.
     ``UPCAST_DOT`` (constexpr so the casts vanish from GPU builds) feeds ``tl.dot`` float32
@@ -131,8 +139,14 @@ def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh
             x = s / softcap
             e = tl.exp2(-2.0 * LOG2E * tl.abs(x))
             s = softcap * tl.where(x < 0, -1.0, 1.0) * (1.0 - e) / (1.0 + e)
-        s = tl.where(mask_n[None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
+        if ROW_SPANS:
+            seen = (offs_n[None, :] >= row_first[:, None]) & (offs_n[None, :] < row_end[:, None])
+            s = tl.where(seen & mask_n[None, :], s, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_new = tl.where(m_new == float("-inf"), 0.0, m_new)  # nothing seen yet: no NaN
+        else:
+            s = tl.where(mask_n[None, :], s, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, 1))
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
@@ -158,51 +172,70 @@ def finish(m_i, l_i, acc):
 @triton.jit
 def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, group_size,
            stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale,
-           k_scale_ptr, v_scale_ptr, scale_stride, first, softcap,
+           k_scale_ptr, v_scale_ptr, scale_stride, seq_len, window, softcap, q_len, row0,
            HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
            BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
-           UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, SOFTCAP: tl.constexpr):
-    """Attention of KV head ``pid_kvh``'s query group over tokens [start, end), those before
-    ``first`` (a window's start; 0 without one) masked, the range cut to start no earlier than
-    first's tile (a range wholly before it is empty): (out, lse) for the ``BLOCK_H`` rows (rows
-    >= group_size are padding), out normalised, lse natural-log.
+           UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, SOFTCAP: tl.constexpr,
+           ROW_SPANS: tl.constexpr):
+    """Attention of KV head ``pid_kvh``'s query rows ``row0 + [0, BLOCK_H)`` (row r: query
+    token r // group_size, head r % group_size; rows past q_len x group_size are padding) over
+    tokens [start, end) of a sequence of ``seq_len``: query token i sees tokens below
+    seq_len - q_len + i + 1, its last ``window`` of them (all: int32's largest). The range is
+    cut to start no earlier than the tile of the block's first row's window and to end at its
+    last row's token (a range wholly outside is empty): (out, lse) per row, out normalised,
+    lse natural-log (an empty row: 0 and -inf).
     An fp8 cache (``KV_SCALED``): K's scale folds into the score scale and V's into the output,
     one float32 product each, never a rounded dequantised tile (``scale_stride`` 1: a scale per
     KV head; 0: one for all)."""
     offs_h = tl.arange(0, BLOCK_H)
     offs_d = tl.arange(0, HEAD_DIM_PAD)
-    q = load_q_group(q_ptr, pid_b, pid_kvh, group_size, stride_qb, stride_qh, offs_h, offs_d,
-                     HEAD_DIM)
+    q = load_q_rows(q_ptr, pid_b, pid_kvh, group_size, q_len, row0, stride_qb, stride_qh, offs_h,
+                    offs_d, HEAD_DIM)
     m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_H], tl.float32)
     acc = tl.zeros([BLOCK_H, HEAD_DIM_PAD], tl.float32)
     if KV_SCALED:
         qk_scale = qk_scale * tl.load(k_scale_ptr + pid_kvh * scale_stride)
+    # each row's span; the block's first row sees from the earliest token, its last to the latest
+    row_end = seq_len - q_len + 1 + (row0 + offs_h) // group_size
+    row_first = tl.maximum(row_end - window, 0)
+    last_row = tl.minimum(row0 + BLOCK_H, q_len * group_size) - 1
+    first = tl.maximum(seq_len - q_len + 1 + row0 // group_size - window, 0)
+    end = tl.minimum(end, seq_len - q_len + 1 + last_row // group_size)
     start = tl.maximum(start, first - first % BLOCK_N)  # no tile wholly before the window
     m_i, l_i, acc = attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh,
-                                 start, end, first, stride_kp, stride_kt, stride_kh, stride_btb,
-                                 page_size, qk_scale, softcap, offs_d, HEAD_DIM, BLOCK_N, IS_PAGED,
-                                 PAGE_SIZE, UPCAST_DOT, KV_SCALED, SOFTCAP)
+                                 start, end, first, row_first, row_end, stride_kp, stride_kt,
+                                 stride_kh, stride_btb, page_size, qk_scale, softcap, offs_d,
+                                 HEAD_DIM, BLOCK_N, IS_PAGED, PAGE_SIZE, UPCAST_DOT, KV_SCALED,
+                                 SOFTCAP, ROW_SPANS)
     if KV_SCALED:
         acc = acc * tl.load(v_scale_ptr + pid_kvh * scale_stride)
     return finish(m_i, l_i, acc)
 
 
 @triton.jit
-def store_group(out_ptr, lse_ptr, out, lse, stride_oh, stride_lh, group_size,
-                BLOCK_H: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr):
-    """Store the group's valid rows: row h of out at ``out_ptr + h * stride_oh``, its lse at
-    ``lse_ptr + h * stride_lh`` (both pointers already at the group's first row)."""
-    offs_h = tl.arange(0, BLOCK_H)
+def store_rows(out_ptr, lse_ptr, out, lse, stride_ot, stride_oh, stride_lt, stride_lh,
+               group_size, q_len, row0, BLOCK_H: tl.constexpr, HEAD_DIM: tl.constexpr,
+               HEAD_DIM_PAD: tl.constexpr):
+    """Store the block's valid rows: row r (query token t = r // group_size, head g of the
+    group) of out at ``out_ptr + t * stride_ot + g * stride_oh``, its lse at ``lse_ptr +
+    t * stride_lt + g * stride_lh`` (both pointers at the sequence's first token and the group's
+    first head)."""
+    rows = row0 + tl.arange(0, BLOCK_H)
     offs_d = tl.arange(0, HEAD_DIM_PAD)
-    mask_h = offs_h < group_size
-    tl.store(out_ptr + offs_h[:, None] * stride_oh + offs_d[None, :],
+    mask_h = rows < q_len * group_size
+    token, head = rows // group_size, rows % group_size
+    tl.store(out_ptr + (token * stride_ot + head * stride_oh)[:, None] + offs_d[None, :],
              out.to(out_ptr.dtype.element_ty), mask=mask_h[:, None] & (offs_d < HEAD_DIM)[None, :])
-    tl.store(lse_ptr + offs_h * stride_lh, lse, mask=mask_h)
+    tl.store(lse_ptr + token * stride_lt + head * stride_lh, lse, mask=mask_h)
 
 
 # ---- launch configuration ----------------------------------------------------------------------
 MIN_BLOCK_H = 16  # tl.dot needs at least 16 rows: the query group is padded up to this
+# Multi-token queries: rows (q_len tokens x the group) a program takes at most, beyond a group
+# of more: a float32 accumulator of 64 x 128 is 64 registers a thread at 4 warps, and K/V tiles
+# re-read by a second program of the same KV head come from L2
+MAX_BLOCK_ROWS = 64
 # Tile and pipeline: the fastest configuration of scripts/sweep.py's cells on an H200
 # (results/nvidia-h200/sweeps/2026-11-21-triton.log).
 MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V at bf16 D=128
@@ -229,16 +262,19 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
     fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.kv_itemsize)  # tokens in one stage's K+V
     paged = problem.layout == "paged"
     many = paged and problem.batch * problem.num_kv_heads >= MANY_PROGRAMS
+    rows = problem.q_len * problem.group_size
     defaults = dict(
         HEAD_DIM=problem.head_dim,
         HEAD_DIM_PAD=head_dim_pad,
-        BLOCK_H=max(MIN_BLOCK_H, triton.next_power_of_2(problem.group_size)),
+        BLOCK_H=max(MIN_BLOCK_H, min(triton.next_power_of_2(rows),
+                                     max(MAX_BLOCK_ROWS, triton.next_power_of_2(problem.group_size)))),
         BLOCK_N=min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1)),
         # the CPU interpreter multiplies bf16 bit patterns in tl.dot (see attend_range)
         UPCAST_DOT=interpreting() and problem.dtype == "bfloat16",
         IS_PAGED=paged,
         KV_SCALED=problem.cache.quantised,
         SOFTCAP=problem.softcap is not None,
+        ROW_SPANS=problem.q_len > 1,
         GATHER="page",
         # the merge in a kernel of its own: measured faster at batch 1 than fused into the split
         # kernel's last program (results/nvidia-h100/2026-11-24-plan/), the same elsewhere
@@ -257,3 +293,4 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
     ps, tile = problem.page_size, cfg["BLOCK_N"]
     per_page = paged and gather == "page" and (tile % ps == 0 or ps % tile == 0)
     return {**cfg, "PAGE_SIZE": ps if per_page else 0}
+

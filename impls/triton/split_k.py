@@ -2,11 +2,12 @@
 
 Algorithm: ``impls.plan`` cuts the batch into work items (a token range of one sequence, at most
 a chunk of whole tiles and pages, sized so the items fill the GPU without one outlasting the
-rest; ``num_splits`` forces a uniform cut). One kernel, grid (num_kv_heads, num_items): the
-program of item ``pid_i`` attends over its range for its GQA group; an item that is a whole
+rest; ``num_splits`` forces a uniform cut). One kernel, grid (num_kv_heads x row blocks,
+num_items): the program of item ``pid_i`` attends over its range for its GQA group (a
+multi-token query's tokens x the group, in blocks of ``BLOCK_H`` rows); an item that is a whole
 sequence writes the final ``out`` and ``lse``, a piece of a split one writes its normalised
 partial output (float32) and its LSE to its slot of the workspace. The combine kernel, grid
-(num_merges, num_q_heads), merges each split sequence over its own slots, out = sum_s
+(num_merges, q_len x num_q_heads), merges each split sequence over its own slots, out = sum_s
 exp(lse_s - lse) * out_s with lse = log(sum_s exp(lse_s)), in blocks of slots. ``MERGE=fused``
 merges in the split kernel instead: each piece counts itself done on its (sequence, KV head)'s
 counter and the program that finishes last merges (one launch, but the merge of a group then
@@ -26,10 +27,11 @@ import triton
 import triton.language as tl
 
 from impls import plan as planner
-from impls.common import kv_scale_args, mask_args, require_e4m3_hardware, tile_kernel_args
+from impls.common import (kv_scale_args, mask_args, query_args, require_e4m3_hardware,
+                          tile_kernel_args)
 from impls.registry import Launch, Unsupported
 from impls.triton._common import (REPORTED, attend, interpreting, pick_launch_config,
-                                  store_group)
+                                  store_rows)
 
 # Programs of the split kernel resident per SM in the CPU interpreter (nothing compiled to ask);
 # on a GPU the compiled kernel's registers and shared memory say (planner.residency)
@@ -38,42 +40,49 @@ COMBINE_BLOCK_S = 32  # partials merged per step of the combine loop (any split 
 
 
 # runtime ints that vary per problem are not specialised (fewer recompiles, same code)
-@triton.jit(do_not_specialize=["page_size", "group_size", "chunk", "num_kv_heads"])
+@triton.jit(do_not_specialize=["page_size", "group_size", "chunk", "num_kv_heads", "q_len",
+                               "row_blocks"])
 def split_kernel(
     q_ptr, k_ptr, v_ptr, items_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
     stride_lb, stride_pos, stride_poh, stride_pls, page_size, group_size, qk_scale,
     seq_lens_ptr, counters_ptr, chunk, num_kv_heads, k_scale_ptr, v_scale_ptr, scale_stride,
-    window, softcap,
+    window, softcap, q_len, row_blocks,
     HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
     BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
     UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, SOFTCAP: tl.constexpr,
-    FUSED_MERGE: tl.constexpr, BLOCK_S: tl.constexpr,
+    ROW_SPANS: tl.constexpr, FUSED_MERGE: tl.constexpr, BLOCK_S: tl.constexpr,
 ):
-    pid_kvh = tl.program_id(0)  # KV heads vary fastest: an item's programs start together, and
-    pid_i = tl.program_id(1)  # the items' longest-first order holds across the whole grid
+    # KV heads (and their row blocks) vary fastest: an item's programs start together, and the
+    # items' longest-first order holds across the whole grid
+    pid_kvh = tl.program_id(0) // row_blocks
+    row0 = tl.program_id(0) % row_blocks * BLOCK_H
+    pid_i = tl.program_id(1)
     item = items_ptr + pid_i * 4  # (sequence, start, end, partial slot or -1)
     pid_b = tl.load(item)
     start = tl.load(item + 1)
     end = tl.load(item + 2)
     slot = tl.load(item + 3)
-    # the plan starts a windowed sequence's pieces at the tile or page holding the window's
-    # start: the tokens of the first piece before it are masked
-    first = tl.maximum(tl.load(seq_lens_ptr + pid_b) - window, 0)
+    # the plan starts a windowed sequence's pieces at the tile or page holding its first query
+    # token's window start: attend masks the tokens of the first piece before it
     out, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
                       group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
                       stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
-                      first, softcap, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N, IS_PAGED,
-                      PAGE_SIZE, UPCAST_DOT, KV_SCALED, SOFTCAP)
+                      tl.load(seq_lens_ptr + pid_b), window, softcap, q_len, row0, HEAD_DIM,
+                      HEAD_DIM_PAD, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE, UPCAST_DOT, KV_SCALED,
+                      SOFTCAP, ROW_SPANS)
     head0 = pid_kvh * group_size
     if slot < 0:  # a whole sequence: the final result
-        store_group(out_ptr + pid_b * stride_ob + head0 * stride_oh,
-                    lse_ptr + pid_b * stride_lb + head0, out, lse, stride_oh, 1, group_size,
-                    BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
-    else:
-        store_group(part_out_ptr + slot * stride_pos + head0 * stride_poh,
-                    part_lse_ptr + slot * stride_pls + head0, out, lse, stride_poh, 1, group_size,
-                    BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
+        token0 = pid_b * q_len
+        store_rows(out_ptr + token0 * stride_ob + head0 * stride_oh,
+                   lse_ptr + token0 * stride_lb + head0, out, lse, stride_ob, stride_oh,
+                   stride_lb, 1, group_size, q_len, row0, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
+    else:  # a partial: query token t's head h in row t x Hq + h of the slot
+        num_q_heads = num_kv_heads * group_size
+        store_rows(part_out_ptr + slot * stride_pos + head0 * stride_poh,
+                   part_lse_ptr + slot * stride_pls + head0, out, lse, num_q_heads * stride_poh,
+                   stride_poh, num_q_heads, 1, group_size, q_len, row0, BLOCK_H, HEAD_DIM,
+                   HEAD_DIM_PAD)
         if FUSED_MERGE:  # the sequence's pieces are cut at ``chunk``: its slots follow from that
             pieces = tl.cdiv(tl.load(seq_lens_ptr + pid_b), chunk)
             merge_if_last(part_out_ptr + head0 * stride_poh, part_lse_ptr + head0,
@@ -116,7 +125,8 @@ def merge_slots(part_out_ptr, part_lse_ptr, first, last, stride_pos, stride_pls,
     offs_s = tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM_PAD)
     mask_d = offs_d < HEAD_DIM
-    # pass 1: the largest partial LSE (finite: every item holds at least one token)
+    # pass 1: the largest partial LSE (finite: every query row sees a token of some item; a
+    # partial of a row that saw none of its item's tokens is -inf and weighs 0)
     lse_max = tl.full([BLOCK_S], float("-inf"), tl.float32)
     for s0 in range(first, last, BLOCK_S):
         slots = s0 + offs_s
@@ -140,34 +150,37 @@ def merge_slots(part_out_ptr, part_lse_ptr, first, last, stride_pos, stride_pls,
     return acc / total, m + tl.log(total)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["q_len", "num_q_heads"])
 def combine_kernel(
     part_out_ptr, part_lse_ptr, merge_seqs_ptr, merge_indptr_ptr, out_ptr, lse_ptr,
-    stride_pos, stride_poh, stride_pls, stride_ob, stride_oh, stride_lb,
+    stride_pos, stride_poh, stride_pls, stride_ob, stride_oh, stride_lb, q_len, num_q_heads,
     HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_S: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
-    pid_h = tl.program_id(1)
+    pid_r = tl.program_id(1)  # partial row t x Hq + h: query token t, head h
     pid_b = tl.load(merge_seqs_ptr + pid_m)
     first = tl.load(merge_indptr_ptr + pid_m)
     last = tl.load(merge_indptr_ptr + pid_m + 1)  # this sequence's slots: [first, last)
-    out, lse = merge_slots(part_out_ptr + pid_h * stride_poh, part_lse_ptr + pid_h, first, last,
+    out, lse = merge_slots(part_out_ptr + pid_r * stride_poh, part_lse_ptr + pid_r, first, last,
                            stride_pos, stride_pls, HEAD_DIM, HEAD_DIM_PAD, BLOCK_S)
+    token = pid_b * q_len + pid_r // num_q_heads
+    head = pid_r % num_q_heads
     offs_d = tl.arange(0, HEAD_DIM_PAD)
-    tl.store(out_ptr + pid_b * stride_ob + pid_h * stride_oh + offs_d,
+    tl.store(out_ptr + token * stride_ob + head * stride_oh + offs_d,
              out.to(out_ptr.dtype.element_ty), mask=offs_d < HEAD_DIM)
-    tl.store(lse_ptr + pid_b * stride_lb + pid_h, lse)
+    tl.store(lse_ptr + token * stride_lb + head, lse)
 
 
-def split_args_for(inputs, out, lse, split: planner.SplitLaunch, counters):
+def split_args_for(inputs, out, lse, split: planner.SplitLaunch, counters, cfg: dict):
     """(split kernel's, combine kernel's) runtime arguments over ``split``'s plan."""
     p = inputs.problem
     split_args, combine_args = tile_kernel_args(inputs, out, lse, split.tensors, split.part_out,
                                                 split.part_lse)
-    scales, mask = kv_scale_args(inputs), mask_args(p)
+    scales, mask, rows = kv_scale_args(inputs), mask_args(p), query_args(p, cfg["BLOCK_H"])
     return ((*split_args, inputs.seq_lens, counters, split.plan.chunk, p.num_kv_heads,
              scales["k_scale_ptr"], scales["v_scale_ptr"], scales["scale_stride"],
-             mask["window"], mask["softcap"]), combine_args)
+             mask["window"], mask["softcap"], rows["q_len"], rows["row_blocks"]),
+            (*combine_args, p.q_len, p.num_q_heads))
 
 
 def resident_programs(inputs, out, lse, cfg: dict, counters) -> int:
@@ -176,7 +189,7 @@ def resident_programs(inputs, out, lse, cfg: dict, counters) -> int:
     if interpreting():
         return RESIDENT_PROGRAMS
     stand_in = planner.SplitLaunch.of(planner.whole_sequences(inputs.problem.seq_lens), inputs)
-    args, _ = split_args_for(inputs, out, lse, stand_in, counters)
+    args, _ = split_args_for(inputs, out, lse, stand_in, counters, cfg)
     kernel = split_kernel.warmup(*args, grid=(1,), **cfg, BLOCK_S=COMBINE_BLOCK_S)
     kernel._init_handles()  # loads the binary: n_regs is known from then on
     return planner.residency(kernel.n_regs, kernel.metadata.shared, cfg["num_warps"],
@@ -190,16 +203,20 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     if cfg["FUSED_MERGE"] and p.window is not None:
         raise Unsupported("merge=fused with a window: the fused merge counts a sequence's pieces "
                           "from its first token, and the plan starts them at the window's")
+    if cfg["FUSED_MERGE"] and p.q_len > 1:
+        raise Unsupported("merge=fused with q_len > 1: the fused merge walks one query token's "
+                          "group")
     # finished pieces per (sequence, KV head) for the fused merge; zero between launches
     counters = torch.zeros(p.batch, p.num_kv_heads, dtype=torch.int32, device=inputs.device)
     resident = resident_programs(inputs, out, lse, cfg, counters)
+    row_blocks = query_args(p, cfg["BLOCK_H"])["row_blocks"]
     split = planner.split_launch(inputs, resident, cfg["BLOCK_N"], num_splits,
-                                 whole_pages=cfg["PAGE_SIZE"] > 0)
+                                 head_blocks=row_blocks, whole_pages=cfg["PAGE_SIZE"] > 0)
     split_plan = split.plan
-    split_args, combine_args = split_args_for(inputs, out, lse, split, counters)
+    split_args, combine_args = split_args_for(inputs, out, lse, split, counters, cfg)
     separate_merge = split_plan.num_merges and not cfg["FUSED_MERGE"]
-    split_grid = (p.num_kv_heads, split_plan.num_items)
-    combine_grid = (split_plan.num_merges, p.num_q_heads)
+    split_grid = (p.num_kv_heads * row_blocks, split_plan.num_items)
+    combine_grid = (split_plan.num_merges, p.q_len * p.num_q_heads)
     block_s = min(COMBINE_BLOCK_S, triton.next_power_of_2(split_plan.max_items_per_seq))
     # the split kernel reads BLOCK_S only to merge fused: else the binary residency was read from
     split_block_s = block_s if cfg["FUSED_MERGE"] else COMBINE_BLOCK_S
