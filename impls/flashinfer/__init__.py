@@ -3,7 +3,7 @@ cache, JIT-compiled with nvcc on the first use of each configuration (dtype, hea
 """
 
 from impls.registry import Backend, Capabilities, Impl
-from specs.problem import KV_DTYPES
+from specs.problem import KV_DTYPES, MAX_Q_LEN
 
 BACKEND = Backend(
     name="flashinfer",
@@ -14,12 +14,13 @@ BACKEND = Backend(
     compiles="nvcc JIT on the first use of each (dtype, head_dim, path); cached on disk",
     packages=("flashinfer-python",),
     jit_cache_env=("FLASHINFER_WORKSPACE_BASE",),
-    shown_config=("kernel", "split_kv", "lse"),
+    shown_config=("call", "kernel", "split_kv", "lse"),
 )
 
 CAPS = Capabilities(frozenset({"dense", "paged"}), dtypes=frozenset({"float16", "bfloat16"}),
                     head_dims=frozenset({64, 128, 256}), kv_dtypes=frozenset(KV_DTYPES),
-                    kv_scales=frozenset({"tensor"}),
+                    kv_scales=frozenset({"tensor"}), windows=True, softcaps=True,
+                    max_q_len=MAX_Q_LEN,
                     note="FlashInfer decode: fp16/bf16, head_dim 64, 128 or 256",
                     kv_note="FlashInfer's decode takes one float k_scale and v_scale per call")
 _PATH = ("tensor-core path (its prefill kernel) for GQA groups >= 4, CUDA-core decode kernel "

@@ -1,4 +1,5 @@
-"""FlashInfer, one pass and split-K on either layout: ``BatchDecodeWithPagedKVCacheWrapper``.
+"""FlashInfer, one pass and split-K on either layout: ``BatchDecodeWithPagedKVCacheWrapper``
+(a multi-token query: ``BatchPrefillWithPagedKVCacheWrapper``, causal; the row's ``call`` says).
 
 Algorithm: FlashInfer's batch decode. For GQA groups of 4 or more it runs its tensor-core path
 (``use_tensor_cores=True``: the prefill kernel with the group's query heads as rows, the choice
@@ -14,6 +15,8 @@ decides.
 An fp8 cache: ``kv_data_type`` at ``plan`` and its scales as the floats ``k_scale``/``v_scale``
 at ``run`` (FlashInfer's API takes Python floats: read from the inputs' one-element tensors at
 prepare, outside the timed call; the cache itself is passed as stored, no conversion).
+A window and soft-capping go to ``plan`` as ``window_left`` (the window less one: FlashInfer
+counts the tokens before the query's own) and ``logits_soft_cap``.
 FlashInfer's LSE is base 2; the check converts it (``Launch.lse_base2``), outside the timed call.
 Its tensor-core path sums the softmax normaliser with an MMA over P cast to the input dtype
 (``compute_sfm_v`` in its prefill.cuh), so its LSE is good to the dtype's roundoff, not
@@ -74,15 +77,31 @@ def _prepare(inputs, split_kv: bool) -> Launch:
 
     p = inputs.problem
     dtype = inputs.q.dtype
-    tensor_cores = p.group_size >= TENSOR_CORE_MIN_GROUP
+    # a multi-token query is FlashInfer's prefill (append) wrapper over the same paged cache,
+    # causal: its mask aligns the query's tokens with the cache's last ones, as the spec does
+    prefill = p.q_len > 1
+    tensor_cores = prefill or p.group_size >= TENSOR_CORE_MIN_GROUP
     workspace = torch.zeros(WORKSPACE_BYTES, dtype=torch.uint8, device=inputs.device)
-    wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD",
-                                                            use_tensor_cores=tensor_cores)
     indptr, indices, last_page_len, page_size, cache = _csr(inputs)
-    def plan():  # what a serving loop redoes per batch (it syncs with the host)
-        wrapper.plan(indptr, indices, last_page_len, p.num_q_heads, p.num_kv_heads, p.head_dim,
-                     page_size, q_data_type=dtype, kv_data_type=inputs.k.dtype, sm_scale=p.scale,
-                     disable_split_kv=not split_kv)
+    # FlashInfer's window_left counts the tokens before the query's own: the spec's window less one
+    mask = dict(window_left=p.window - 1 if p.window is not None else -1,
+                logits_soft_cap=p.softcap)
+    common = dict(q_data_type=dtype, kv_data_type=inputs.k.dtype, sm_scale=p.scale,
+                  disable_split_kv=not split_kv, **mask)
+    if prefill:
+        wrapper = flashinfer.BatchPrefillWithPagedKVCacheWrapper(workspace, "NHD")
+        qo_indptr = torch.arange(p.batch + 1, dtype=torch.int32, device=inputs.device) * p.q_len
+
+        def plan():  # what a serving loop redoes per batch (it syncs with the host)
+            wrapper.plan(qo_indptr, indptr, indices, last_page_len, p.num_q_heads, p.num_kv_heads,
+                         p.head_dim, page_size, causal=True, **common)
+    else:
+        wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD",
+                                                                use_tensor_cores=tensor_cores)
+
+        def plan():  # what a serving loop redoes per batch (it syncs with the host)
+            wrapper.plan(indptr, indices, last_page_len, p.num_q_heads, p.num_kv_heads,
+                         p.head_dim, page_size, **common)
 
     plan()
     scales = {} if inputs.k_scale is None else \
@@ -91,7 +110,8 @@ def _prepare(inputs, split_kv: bool) -> Launch:
     def run():
         return wrapper.run(inputs.q, cache, return_lse=True, **scales)
 
-    config = {"kernel": "tensor-core" if tensor_cores else "cuda-core",
+    config = {"call": type(wrapper).__name__,
+              "kernel": "prefill, causal" if prefill else "tensor-core" if tensor_cores else "cuda-core",
               "split_kv": "flashinfer's scheduler" if split_kv else "off",
               "page_size": page_size}
     if tensor_cores:  # its prefill kernel sums P after the cast to the input dtype (an MMA row sum)

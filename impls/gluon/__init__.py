@@ -3,7 +3,7 @@ with the K/V pipeline, layouts and tensor-core instruction written out (GPU only
 
 from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl
-from specs.problem import KV_DTYPES
+from specs.problem import KV_DTYPES, MAX_Q_LEN
 
 BACKEND = Backend(
     name="gluon",
@@ -25,9 +25,13 @@ BACKEND = Backend(
 
 # Gluon has no interpreter: no CPU mode (the CPU tests compile the kernels for sm_90 instead).
 # fp8 caches: tiles converted to the query's dtype as their fragments leave shared memory.
+# Windows: copies and scores masked before the window's start, ranges cut to start at its tile;
+# soft-capped scores: tanh from one exp2; multi-token queries: the tokens x the group are the
+# tile's rows, each masked to its own span (as the Triton backend does).
 CAPS = Capabilities(
     frozenset({"dense", "paged"}), dtypes=frozenset({"bfloat16", "float16"}), max_head_dim=256,
-    head_dim_multiple=8, kv_dtypes=frozenset(KV_DTYPES),
+    head_dim_multiple=8, kv_dtypes=frozenset(KV_DTYPES), windows=True, softcaps=True,
+    max_q_len=MAX_Q_LEN,
     note="16-bit only: mma_v2 multiplies float32 as tf32, outside the float32 tolerance; rows "
          "are copied in 16-byte cp.async vectors, so head_dim is a multiple of 8")
 IMPLS = [

@@ -38,11 +38,13 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from impls.common import LN2 as _LN2
+from impls.common import LOG2E as _LOG2E
 from impls import plan as planner
 from impls.common import fp8_to_bf16_ptx, with_overrides
 from specs.problem import ProblemError
 
 LN2 = gl.constexpr(_LN2)
+LOG2E = gl.constexpr(_LOG2E)
 E4M3_TO_BF16 = gl.constexpr(fp8_to_bf16_ptx(3))
 E5M2_TO_BF16 = gl.constexpr(fp8_to_bf16_ptx(2))
 COPY_BYTES = 16  # one cp.async vector: the widest the instruction copies
@@ -75,12 +77,12 @@ def mma_layout(num_warps):
 
 
 @gluon.jit
-def tile_rows(pid_b, tile_start, offs_n, end, block_table_ptr, stride_btb, page_size,
+def tile_rows(pid_b, tile_start, offs_n, first, end, block_table_ptr, stride_btb, page_size,
               IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr):
-    """(page, row) of the tile's tokens ``tile_start + offs_n`` and which are < ``end``; paged
-    entries past the end are not read (page 0, masked)."""
+    """(page, row) of the tile's tokens ``tile_start + offs_n`` and which are in [first, end);
+    paged entries outside are not read (page 0, masked)."""
     tokens = tile_start + offs_n
-    mask_n = tokens < end
+    mask_n = (tokens < end) & (tokens >= first)
     if IS_PAGED and PAGE_SIZE > 0:  # a compile-time page size: a constant division
         page = gl.load(block_table_ptr + pid_b * stride_btb + tokens // PAGE_SIZE, mask=mask_n,
                        other=0)
@@ -123,12 +125,16 @@ def widen(x, dtype: gl.constexpr):
 
 
 @gluon.jit
-def softmax_step(q, k_tile, v_tile, tile_start, end, qk_scale, m_i, l_i, acc):
+def softmax_step(q, k_tile, v_tile, tile_start, first, end, row_first, row_end, softcap,
+                 qk_scale, m_i, l_i, acc, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr):
     """One online-softmax step over a landed ``[BLOCK_N, HEAD_DIM_PAD]`` K/V tile in shared
-    memory whose first token is ``tile_start`` (tokens >= ``end`` are masked out of the scores;
-    their V rows must hold finite values): the updated (m_i, l_i, acc). An fp8 tile is
-    converted to the query's dtype as its fragments leave shared memory (exact: every fp8 value
-    is a bf16 and an fp16 value), so both products stay 16-bit mma_v2."""
+    memory whose first token is ``tile_start``: tokens outside [first, end) are masked out of
+    the scores (their V rows must hold finite values), and with ``ROW_SPANS`` (a multi-token
+    query) those outside each row's own [row_first, row_end); ``SOFTCAP``: each score s (log2
+    units) becomes softcap * tanh(s / softcap), ``softcap`` in log2 units too. The updated
+    (m_i, l_i, acc). An fp8 tile is converted to the query's dtype as its
+    fragments leave shared memory (exact: every fp8 value is a bf16 and an fp16 value), so both
+    products stay 16-bit mma_v2."""
     dtype: gl.constexpr = q.dtype
     MMA: gl.constexpr = mma_layout(gl.num_warps())
     K_WIDTH: gl.constexpr = 32 // dtype.primitive_bitwidth  # operand elements per 32-bit register
@@ -138,9 +144,21 @@ def softmax_step(q, k_tile, v_tile, tile_start, end, qk_scale, m_i, l_i, acc):
     BLOCK_N: gl.constexpr = k_tile.shape[0]
     k = widen(k_tile.permute([1, 0]).load(B_OP), dtype)  # K^T fragments (ldmatrix if 16-bit)
     s = mma_v2(q, k, gl.zeros([BLOCK_H, BLOCK_N], gl.float32, MMA))
-    valid = (tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(0, MMA))) < end
-    s = gl.where(valid[None, :], s * qk_scale, float("-inf"))
-    m_new = gl.maximum(m_i, gl.max(s, 1))
+    tokens = tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(0, MMA))
+    valid = (tokens < end) & (tokens >= first)
+    s = s * qk_scale
+    if SOFTCAP:  # tanh from one exp2 of -2|x| (no overflow, no cancellation past ~2^-24)
+        x = s / softcap
+        e = gl.exp2(-2.0 * LOG2E * gl.abs(x))
+        s = softcap * gl.where(x < 0, -1.0, 1.0) * (1.0 - e) / (1.0 + e)
+    if ROW_SPANS:  # each query token's own causal span, and a row that has seen nothing
+        seen = (tokens[None, :] >= row_first[:, None]) & (tokens[None, :] < row_end[:, None])
+        s = gl.where(seen & valid[None, :], s, float("-inf"))
+        m_new = gl.maximum(m_i, gl.max(s, 1))
+        m_new = gl.where(m_new == float("-inf"), 0.0, m_new)  # exponentials against 0: no NaN
+    else:
+        s = gl.where(valid[None, :], s, float("-inf"))
+        m_new = gl.maximum(m_i, gl.max(s, 1))
     alpha = gl.exp2(m_i - m_new)
     p = gl.exp2(s - m_new[:, None])
     l_i = l_i * alpha + gl.sum(p, 1)
@@ -151,12 +169,14 @@ def softmax_step(q, k_tile, v_tile, tile_start, end, qk_scale, m_i, l_i, acc):
 
 
 @gluon.jit
-def stream_gathered(q, k_ptr, v_ptr, block_table_ptr, pid_b, kvh_off, start, end, stride_kp,
-                    stride_kt, stride_btb, page_size, qk_scale, m_i, l_i, acc,
-                    HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_N: gl.constexpr,
-                    IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr, NUM_STAGES: gl.constexpr):
+def stream_gathered(q, k_ptr, v_ptr, block_table_ptr, pid_b, kvh_off, start, end, first,
+                    row_first, row_end, softcap, stride_kp, stride_kt, stride_btb, page_size,
+                    qk_scale, m_i, l_i, acc, HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr,
+                    BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
+                    NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr):
     """Tokens [start, end) through a ``NUM_STAGES``-slot cp.async ring, rows addressed one by
-    one (through the block table when paged): masked rows are zero-filled, never read."""
+    one (through the block table when paged), those before ``first`` (a window's start) masked:
+    masked rows are zero-filled, never read."""
     dtype: gl.constexpr = k_ptr.dtype.element_ty
     LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, dtype.primitive_bitwidth, gl.num_warps())
     SMEM: gl.constexpr = smem_layout(dtype.primitive_bitwidth)
@@ -170,13 +190,13 @@ def stream_gathered(q, k_ptr, v_ptr, block_table_ptr, pid_b, kvh_off, start, end
     # Prologue: tiles 0 .. NUM_STAGES - 2 in flight (a tile past the range is fully masked: an
     # empty copy group, which keeps the group count uniform), and the next tile's rows looked up.
     for i in gl.static_range(NUM_STAGES - 1):
-        page, row, mask_n = tile_rows(pid_b, start + i * BLOCK_N, offs_n, end, block_table_ptr,
-                                      stride_btb, page_size, IS_PAGED, PAGE_SIZE)
+        page, row, mask_n = tile_rows(pid_b, start + i * BLOCK_N, offs_n, first, end,
+                                      block_table_ptr, stride_btb, page_size, IS_PAGED, PAGE_SIZE)
         issue_tile(k_ring.index(i), v_ring.index(i), k_ptr, v_ptr, page, row, mask_n, kvh_off,
                    offs_d, mask_d, stride_kp, stride_kt)
         async_copy.commit_group()
     next_page, next_row, next_mask = tile_rows(pid_b, start + (NUM_STAGES - 1) * BLOCK_N, offs_n,
-                                               end, block_table_ptr, stride_btb, page_size,
+                                               first, end, block_table_ptr, stride_btb, page_size,
                                                IS_PAGED, PAGE_SIZE)
     for i in range(num_tiles):
         # Tile i landed once at most NUM_STAGES - 2 newer copy groups are pending; the barrier
@@ -188,23 +208,26 @@ def stream_gathered(q, k_ptr, v_ptr, block_table_ptr, pid_b, kvh_off, start, end
                    next_mask, kvh_off, offs_d, mask_d, stride_kp, stride_kt)
         async_copy.commit_group()
         next_page, next_row, next_mask = tile_rows(pid_b, start + (i + NUM_STAGES) * BLOCK_N,
-                                                   offs_n, end, block_table_ptr, stride_btb,
-                                                   page_size, IS_PAGED, PAGE_SIZE)
+                                                   offs_n, first, end, block_table_ptr,
+                                                   stride_btb, page_size, IS_PAGED, PAGE_SIZE)
         stage = i % NUM_STAGES
         m_i, l_i, acc = softmax_step(q, k_ring.index(stage), v_ring.index(stage),
-                                     start + i * BLOCK_N, end, qk_scale, m_i, l_i, acc)
+                                     start + i * BLOCK_N, first, end, row_first, row_end, softcap,
+                                     qk_scale, m_i, l_i, acc, SOFTCAP, ROW_SPANS)
     async_copy.wait_group(0)  # no copy outlives the program's shared memory
     return m_i, l_i, acc
 
 
 @gluon.jit
-def stream_tma(q, k_desc, v_desc, pid_b, pid_kvh, start, end, qk_scale, m_i, l_i, acc,
-               NUM_STAGES: gl.constexpr):
+def stream_tma(q, k_desc, v_desc, pid_b, pid_kvh, start, end, first, row_first, row_end, softcap,
+               qk_scale, m_i, l_i, acc, NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr,
+               ROW_SPANS: gl.constexpr):
     """Tokens [start, end) of a dense cache through a ``NUM_STAGES``-slot ring filled by TMA:
     one bulk copy per K and V tile (box ``[1, BLOCK_N, 1, HEAD_DIM_PAD]`` of the
     ``[batch, max_seq_len, Hkv, D]`` descriptor; dims past ``HEAD_DIM`` and rows past the cache
     are zero-filled), its arrival counted in bytes on the slot's mbarrier. A tile reaching past
-    ``end`` brings rows that may be poison: their V rows are zeroed in shared memory."""
+    ``end``, or starting before ``first`` (a window's start), brings rows that may be poison:
+    their V rows are zeroed in shared memory (and their scores masked, as in the ring)."""
     dtype: gl.constexpr = k_desc.dtype
     BLOCK_N: gl.constexpr = k_desc.block_shape[1]
     HEAD_DIM_PAD: gl.constexpr = k_desc.block_shape[3]
@@ -234,12 +257,14 @@ def stream_tma(q, k_desc, v_desc, pid_b, pid_kvh, start, end, qk_scale, m_i, l_i
         k_tile = k_ring.index(stage).reshape([BLOCK_N, HEAD_DIM_PAD])
         v_tile = v_ring.index(stage).reshape([BLOCK_N, HEAD_DIM_PAD])
         tile_start = start + i * BLOCK_N
-        if tile_start + BLOCK_N > end:  # the last tile: zero the V rows past the range
+        if (tile_start + BLOCK_N > end) | (tile_start < first):  # zero V rows outside the range
             rows = tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(1, LOAD))
             v_rows = v_tile.load(LOAD)
-            v_tile.store(gl.where((rows < end)[:, None], v_rows, gl.zeros_like(v_rows)))
+            v_tile.store(gl.where(((rows < end) & (rows >= first))[:, None], v_rows,
+                                  gl.zeros_like(v_rows)))
             gl.thread_barrier()
-        m_i, l_i, acc = softmax_step(q, k_tile, v_tile, tile_start, end, qk_scale, m_i, l_i, acc)
+        m_i, l_i, acc = softmax_step(q, k_tile, v_tile, tile_start, first, end, row_first, row_end,
+                                     softcap, qk_scale, m_i, l_i, acc, SOFTCAP, ROW_SPANS)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.invalidate(ready.index(i))
     return m_i, l_i, acc
@@ -256,14 +281,19 @@ def issue_tma(k_desc, v_desc, k_slot, v_slot, bar, pid_b, tile_start, pid_kvh, n
 @gluon.jit
 def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh, start, end,
            group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb,
-           page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride, HEAD_DIM: gl.constexpr,
-           HEAD_DIM_PAD: gl.constexpr, BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr,
-           IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr, NUM_STAGES: gl.constexpr,
-           DENSE_TMA: gl.constexpr, KV_SCALED: gl.constexpr):
-    """Attention of KV head ``pid_kvh``'s query group over tokens [start, end): (out, lse) in
-    the MMA layout for the ``BLOCK_H`` rows (rows >= group_size are padding), out normalised,
-    lse natural-log; an empty range gives 0 and -inf. Dense caches stream by TMA (``k_desc``,
-    ``v_desc``) unless ``DENSE_TMA`` is 0, paged ones by cp.async gathers (descriptors None).
+           page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride, seq_len, window, softcap,
+           q_len, row0, HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr,
+           BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr,
+           PAGE_SIZE: gl.constexpr, NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr,
+           KV_SCALED: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr):
+    """Attention of KV head ``pid_kvh``'s query rows ``row0 + [0, BLOCK_H)`` (row r: query
+    token r // group_size, head r % group_size; rows past q_len x group_size are padding) over
+    tokens [start, end) of a sequence of ``seq_len``: query token i sees the tokens below
+    seq_len - q_len + i + 1, its last ``window`` of them (all: int32's largest). The range is cut
+    to start no earlier than the tile of the block's first row's window and to end at its last
+    row's token. (out, lse) in the MMA layout, out normalised, lse natural-log; an empty row
+    gives 0 and -inf. Dense caches stream by TMA (``k_desc``, ``v_desc``) unless ``DENSE_TMA``
+    is 0, paged ones by cp.async gathers (descriptors None).
     An fp8 cache (``KV_SCALED``): K's scale folds into the score scale and V's into the output,
     one float32 product each (``scale_stride`` 1: a scale per KV head; 0: one for all)."""
     dtype: gl.constexpr = q_ptr.dtype.element_ty
@@ -271,26 +301,36 @@ def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh,
     MMA: gl.constexpr = mma_layout(gl.num_warps())
     A_OP: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA,
                                              k_width=32 // dtype.primitive_bitwidth)
-    offs_h = gl.arange(0, BLOCK_H, gl.SliceLayout(1, LOAD))
+    rows = row0 + gl.arange(0, BLOCK_H, gl.SliceLayout(1, LOAD))
     offs_d = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, LOAD))
-    heads = pid_kvh * group_size + offs_h
-    q = gl.load(q_ptr + pid_b * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
-                mask=(offs_h < group_size)[:, None] & (offs_d < HEAD_DIM)[None, :], other=0.0)
+    token = pid_b * q_len + rows // group_size
+    heads = pid_kvh * group_size + rows % group_size
+    q = gl.load(q_ptr + token[:, None] * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
+                mask=(rows < q_len * group_size)[:, None] & (offs_d < HEAD_DIM)[None, :], other=0.0)
     q = gl.convert_layout(q, A_OP)
     m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, gl.SliceLayout(1, MMA))
     l_i = gl.zeros([BLOCK_H], gl.float32, gl.SliceLayout(1, MMA))
     acc = gl.zeros([BLOCK_H, HEAD_DIM_PAD], gl.float32, MMA)
     if KV_SCALED:
         qk_scale = qk_scale * gl.load(k_scale_ptr + pid_kvh * scale_stride)
+    # each row's span; the block's first row sees from the earliest token, its last to the latest
+    row_end = seq_len - q_len + 1 + (row0 + gl.arange(0, BLOCK_H, gl.SliceLayout(1, MMA))) // group_size
+    row_first = gl.maximum(row_end - window, 0)
+    last_row = gl.minimum(row0 + BLOCK_H, q_len * group_size) - 1
+    first = gl.maximum(seq_len - q_len + 1 + row0 // group_size - window, 0)
+    end = gl.minimum(end, seq_len - q_len + 1 + last_row // group_size)
+    start = gl.maximum(start, first - first % BLOCK_N)  # no tile wholly before the window
     if IS_PAGED or not DENSE_TMA:
         m_i, l_i, acc = stream_gathered(q, k_ptr, v_ptr, block_table_ptr, pid_b,
-                                        pid_kvh.to(gl.int64) * stride_kh, start, end, stride_kp,
-                                        stride_kt, stride_btb, page_size, qk_scale, m_i, l_i, acc,
-                                        HEAD_DIM, HEAD_DIM_PAD, BLOCK_N, IS_PAGED, PAGE_SIZE,
-                                        NUM_STAGES)
+                                        pid_kvh.to(gl.int64) * stride_kh, start, end, first,
+                                        row_first, row_end, softcap, stride_kp, stride_kt,
+                                        stride_btb, page_size, qk_scale, m_i, l_i, acc, HEAD_DIM,
+                                        HEAD_DIM_PAD, BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES,
+                                        SOFTCAP, ROW_SPANS)
     else:
-        m_i, l_i, acc = stream_tma(q, k_desc, v_desc, pid_b, pid_kvh, start, end, qk_scale, m_i,
-                                   l_i, acc, NUM_STAGES)
+        m_i, l_i, acc = stream_tma(q, k_desc, v_desc, pid_b, pid_kvh, start, end, first, row_first,
+                                   row_end, softcap, qk_scale, m_i, l_i, acc, NUM_STAGES, SOFTCAP,
+                                   ROW_SPANS)
     if KV_SCALED:
         acc = acc * gl.load(v_scale_ptr + pid_kvh * scale_stride)
 
@@ -301,21 +341,27 @@ def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh,
 
 
 @gluon.jit
-def store_group(out_ptr, lse_ptr, out, lse, stride_oh, group_size, BLOCK_H: gl.constexpr,
-                HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr):
-    """Store the group's valid rows: row h of out at ``out_ptr + h * stride_oh``, its lse at
-    ``lse_ptr + h`` (both pointers already at the group's first row)."""
+def store_rows(out_ptr, lse_ptr, out, lse, stride_ot, stride_oh, stride_lt, group_size, q_len,
+               row0, BLOCK_H: gl.constexpr, HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr):
+    """Store the block's valid rows: row r (query token t = r // group_size, head g of the
+    group) of out at ``out_ptr + t * stride_ot + g * stride_oh``, its lse at ``lse_ptr +
+    t * stride_lt + g`` (both pointers at the sequence's first token and the group's first
+    head)."""
     MMA: gl.constexpr = mma_layout(gl.num_warps())
-    offs_h = gl.arange(0, BLOCK_H, gl.SliceLayout(1, MMA))
+    rows = row0 + gl.arange(0, BLOCK_H, gl.SliceLayout(1, MMA))
     offs_d = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, MMA))
-    mask_h = offs_h < group_size
-    gl.store(out_ptr + offs_h[:, None] * stride_oh + offs_d[None, :],
+    mask_h = rows < q_len * group_size
+    token, head = rows // group_size, rows % group_size
+    gl.store(out_ptr + (token * stride_ot + head * stride_oh)[:, None] + offs_d[None, :],
              out.to(out_ptr.dtype.element_ty), mask=mask_h[:, None] & (offs_d < HEAD_DIM)[None, :])
-    gl.store(lse_ptr + offs_h, lse, mask=mask_h)
+    gl.store(lse_ptr + token * stride_lt + head, lse, mask=mask_h)
 
 
 # ---- launch configuration ----------------------------------------------------------------------
 MIN_BLOCK_H = 16  # mma_v2's m16 tile: the query group is padded up to it
+# Multi-token queries: rows (q_len tokens x the group) a program takes at most, beyond a group
+# of more (the accumulator's registers; a second program of the KV head re-reads K/V from L2)
+MAX_BLOCK_ROWS = 64
 MAX_BLOCK_N = 128  # tokens per K/V tile at most
 # Bytes of K + V in flight per SM that keep HBM busy: one program alone streams 64 KB slots; where
 # several share an SM (a grid of several waves, or the split planner's items), each takes its
@@ -338,15 +384,19 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
     sharers = min(max(1, sharers), MAX_SHARERS)
     slot = SM_SLOT_BYTES // sharers
     fit = slot // (2 * head_dim_pad * problem.kv_itemsize)  # tokens in one slot's K + V
+    rows = problem.q_len * problem.group_size
     defaults = dict(
         HEAD_DIM=problem.head_dim,
         HEAD_DIM_PAD=head_dim_pad,
-        BLOCK_H=max(MIN_BLOCK_H, triton.next_power_of_2(problem.group_size)),
+        BLOCK_H=max(MIN_BLOCK_H, min(triton.next_power_of_2(rows),
+                                     max(MAX_BLOCK_ROWS, triton.next_power_of_2(problem.group_size)))),
         BLOCK_N=max(16, min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1))),
         IS_PAGED=problem.layout == "paged",
         NUM_STAGES=NUM_STAGES,
         DENSE_TMA=int(tma),
         KV_SCALED=problem.cache.quantised,
+        SOFTCAP=problem.softcap is not None,
+        ROW_SPANS=problem.q_len > 1,
         num_warps=NUM_WARPS,
     )
     cfg = with_overrides(defaults, config)

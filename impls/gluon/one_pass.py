@@ -1,6 +1,7 @@
 """Gluon one-pass decode, on the dense or the paged layout (``IS_PAGED``).
 
-Algorithm: grid (batch, num_kv_heads); each program streams its sequence's K/V tiles through a
+Algorithm: grid (batch, num_kv_heads x row blocks: a multi-token query's tokens x the group in
+blocks of ``BLOCK_H`` rows); each program streams its sequence's K/V tiles through a
 ``NUM_STAGES``-slot cp.async ring in shared memory once (``DENSE_TMA=1``: dense tiles by TMA),
 for all query heads of its GQA group at once (``_common.attend``: mma_v2 scores and P.V, online
 softmax), and writes the final ``out`` and ``lse``. Paged: each tile's rows are gathered
@@ -12,33 +13,39 @@ grid is too small (8 programs at batch 1 for Llama-3-8B) and split-K is the answ
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from impls.common import kv_scale_args, require_alignment, sm_count, tile_kernel_args
-from impls.gluon._common import COPY_BYTES, REPORTED, attend, kv_descriptors, pick_launch_config, store_group
+from impls.common import (kv_scale_args, mask_args, query_args, require_alignment, sm_count,
+                          tile_kernel_args)
+from impls.gluon._common import COPY_BYTES, REPORTED, attend, kv_descriptors, pick_launch_config, store_rows
 from impls.registry import Launch
 
 
 # runtime ints that vary per problem are not specialised (fewer recompiles, same code)
-@gluon.jit(do_not_specialize=["page_size", "group_size"])
+@gluon.jit(do_not_specialize=["page_size", "group_size", "q_len", "row_blocks"])
 def decode_kernel(
     q_ptr, k_ptr, v_ptr, seq_lens_ptr, block_table_ptr, out_ptr, lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
     stride_lb, page_size, group_size, qk_scale, k_desc, v_desc,
-    k_scale_ptr, v_scale_ptr, scale_stride,
+    k_scale_ptr, v_scale_ptr, scale_stride, window, softcap, q_len, row_blocks,
     HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_H: gl.constexpr,
     BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
     NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr, KV_SCALED: gl.constexpr,
+    SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
 ):
     pid_b = gl.program_id(0)
-    pid_kvh = gl.program_id(1)
+    pid_kvh = gl.program_id(1) // row_blocks
+    row0 = gl.program_id(1) % row_blocks * BLOCK_H  # the block of the KV head's query rows
     seq_len = gl.load(seq_lens_ptr + pid_b)
     out, lse = attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh, 0,
                       seq_len, group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
                       stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
-                      HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES,
-                      DENSE_TMA, KV_SCALED)
+                      seq_len, window, softcap, q_len, row0, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H,
+                      BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, DENSE_TMA, KV_SCALED, SOFTCAP,
+                      ROW_SPANS)
     head0 = pid_kvh * group_size
-    store_group(out_ptr + pid_b * stride_ob + head0 * stride_oh, lse_ptr + pid_b * stride_lb + head0,
-                out, lse, stride_oh, group_size, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
+    token0 = pid_b * q_len
+    store_rows(out_ptr + token0 * stride_ob + head0 * stride_oh, lse_ptr + token0 * stride_lb + head0,
+               out, lse, stride_ob, stride_oh, stride_lb, group_size, q_len, row0, BLOCK_H,
+               HEAD_DIM, HEAD_DIM_PAD)
 
 
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
@@ -48,9 +55,10 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     # results README of the TMA run)
     cfg = pick_launch_config(p, config, sharers=waves, tma=False)
     require_alignment(inputs, COPY_BYTES)
-    grid = (p.batch, p.num_kv_heads)
+    rows = query_args(p, cfg["BLOCK_H"])
+    grid = (p.batch, p.num_kv_heads * rows["row_blocks"])
     args = (*tile_kernel_args(inputs, out, lse), *kv_descriptors(inputs, cfg),
-            *kv_scale_args(inputs).values())
+            *kv_scale_args(inputs).values(), *mask_args(p).values(), *rows.values())
 
     def run():
         decode_kernel[grid](*args, **cfg)

@@ -2,11 +2,12 @@
 
 Algorithm: ``impls.plan`` cuts the batch into work items (a token range of one sequence, at most
 a chunk of whole tiles and pages; ``num_splits`` forces a uniform cut), as for the Triton
-backend. Stage 1, grid (num_kv_heads, num_items): the program of item ``pid_i`` runs
-``_common.attend`` (a TMA ring for dense tiles, cp.async gathers for paged ones; mma_v2) over
-its range for its GQA group; an item that is a whole sequence writes the final ``out`` and
+backend. Stage 1, grid (num_kv_heads x row blocks, num_items): the program of item ``pid_i``
+runs ``_common.attend`` (a TMA ring for dense tiles, cp.async gathers for paged ones; mma_v2)
+over its range for its GQA group (a multi-token query's tokens x the group, in blocks of
+``BLOCK_H`` rows); an item that is a whole sequence writes the final ``out`` and
 ``lse``, a piece of a split one its normalised partial output (float32) and LSE to its
-workspace slot. Stage 2, grid (num_merges, num_q_heads), only when something was split: a Gluon
+workspace slot. Stage 2, grid (num_merges, q_len x num_q_heads), only when something was split: a Gluon
 combine kernel merges each split sequence over its own slots,
 out = sum_s exp(lse_s - lse) * out_s with lse = log(sum_s exp(lse_s)), in blocks of ``BLOCK_S``
 slots so any count works.
@@ -21,58 +22,70 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 from impls import plan as planner
-from impls.common import kv_scale_args, require_alignment, sm_count, tile_kernel_args
+from impls.common import (kv_scale_args, mask_args, query_args, require_alignment, sm_count,
+                          tile_kernel_args)
 from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, REPORTED, attend, kv_descriptors,
-                                 pick_launch_config, resident_programs, store_group)
+                                 pick_launch_config, resident_programs, store_rows)
 from impls.registry import Launch
 
 COMBINE_BLOCK_S = 32  # partials merged per step of the combine loop (any split count works)
 
 
 # runtime ints that vary per problem are not specialised (fewer recompiles, same code)
-@gluon.jit(do_not_specialize=["page_size", "group_size"])
+@gluon.jit(do_not_specialize=["page_size", "group_size", "num_kv_heads", "q_len", "row_blocks"])
 def split_kernel(
     q_ptr, k_ptr, v_ptr, items_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
     stride_lb, stride_pos, stride_poh, stride_pls, page_size, group_size, qk_scale, k_desc, v_desc,
-    k_scale_ptr, v_scale_ptr, scale_stride,
+    k_scale_ptr, v_scale_ptr, scale_stride, window, softcap, q_len, row_blocks, seq_lens_ptr,
+    num_kv_heads,
     HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_H: gl.constexpr,
     BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
     NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr, KV_SCALED: gl.constexpr,
+    SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
 ):
-    pid_kvh = gl.program_id(0)  # KV heads vary fastest: an item's programs start together, and
-    pid_i = gl.program_id(1)  # the items' longest-first order holds across the whole grid
+    # KV heads (and their row blocks) vary fastest: an item's programs start together, and the
+    # items' longest-first order holds across the whole grid
+    pid_kvh = gl.program_id(0) // row_blocks
+    row0 = gl.program_id(0) % row_blocks * BLOCK_H
+    pid_i = gl.program_id(1)
     item = items_ptr + pid_i * 4  # (sequence, start, end, partial slot or -1)
     pid_b = gl.load(item)
     start = gl.load(item + 1)
     end = gl.load(item + 2)
     slot = gl.load(item + 3)
+    # the plan starts a windowed sequence's pieces at the tile or page holding its first query
+    # token's window start: attend masks the tokens of the first piece before it
     out, lse = attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh, start,
                       end, group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
                       stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
-                      HEAD_DIM, HEAD_DIM_PAD, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES,
-                      DENSE_TMA, KV_SCALED)
+                      gl.load(seq_lens_ptr + pid_b), window, softcap, q_len, row0, HEAD_DIM,
+                      HEAD_DIM_PAD, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, DENSE_TMA,
+                      KV_SCALED, SOFTCAP, ROW_SPANS)
     head0 = pid_kvh * group_size
     if slot < 0:  # a whole sequence: the final result
-        store_group(out_ptr + pid_b * stride_ob + head0 * stride_oh,
-                    lse_ptr + pid_b * stride_lb + head0, out, lse, stride_oh, group_size,
-                    BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
-    else:
-        store_group(part_out_ptr + slot * stride_pos + head0 * stride_poh,
-                    part_lse_ptr + slot * stride_pls + head0, out, lse, stride_poh, group_size,
-                    BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
+        token0 = pid_b * q_len
+        store_rows(out_ptr + token0 * stride_ob + head0 * stride_oh,
+                   lse_ptr + token0 * stride_lb + head0, out, lse, stride_ob, stride_oh,
+                   stride_lb, group_size, q_len, row0, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
+    else:  # a partial: query token t's head h in row t x Hq + h of the slot
+        num_q_heads = num_kv_heads * group_size
+        store_rows(part_out_ptr + slot * stride_pos + head0 * stride_poh,
+                   part_lse_ptr + slot * stride_pls + head0, out, lse, num_q_heads * stride_poh,
+                   stride_poh, num_q_heads, group_size, q_len, row0, BLOCK_H, HEAD_DIM,
+                   HEAD_DIM_PAD)
 
 
-@gluon.jit
+@gluon.jit(do_not_specialize=["q_len", "num_q_heads"])
 def combine_kernel(
     part_out_ptr, part_lse_ptr, merge_seqs_ptr, merge_indptr_ptr, out_ptr, lse_ptr,
-    stride_pos, stride_poh, stride_pls, stride_ob, stride_oh, stride_lb,
+    stride_pos, stride_poh, stride_pls, stride_ob, stride_oh, stride_lb, q_len, num_q_heads,
     HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_S: gl.constexpr,
 ):
     # slots down the warps, a row's dims across the lanes: the sum over slots is one reduction
     LAYOUT: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [gl.num_warps(), 1], [1, 0])
     pid_m = gl.program_id(0)
-    pid_h = gl.program_id(1)
+    pid_h = gl.program_id(1)  # partial row t x Hq + h: query token t, head h
     pid_b = gl.load(merge_seqs_ptr + pid_m)
     first = gl.load(merge_indptr_ptr + pid_m)
     last = gl.load(merge_indptr_ptr + pid_m + 1)  # this sequence's slots: [first, last)
@@ -81,7 +94,8 @@ def combine_kernel(
     mask_d = offs_d < HEAD_DIM
     lse_base = part_lse_ptr + pid_h
     out_base = part_out_ptr + pid_h * stride_poh
-    # pass 1: the largest partial LSE (finite: every item holds at least one token)
+    # pass 1: the largest partial LSE (finite: every query row sees a token of some item; a
+    # partial of a row that saw none of its item's tokens is -inf and weighs 0)
     lse_max = gl.full([BLOCK_S], float("-inf"), gl.float32, gl.SliceLayout(1, LAYOUT))
     for s0 in range(first, last, BLOCK_S):
         slots = s0 + offs_s
@@ -100,9 +114,11 @@ def combine_kernel(
         acc += gl.sum(part * w[:, None], 0)
         w_sum += w
     total = gl.sum(w_sum, 0)
-    gl.store(out_ptr + pid_b * stride_ob + pid_h * stride_oh + offs_d,
+    token = pid_b * q_len + pid_h // num_q_heads
+    head = pid_h % num_q_heads
+    gl.store(out_ptr + token * stride_ob + head * stride_oh + offs_d,
              (acc / total).to(out_ptr.dtype.element_ty), mask=mask_d)
-    gl.store(lse_ptr + pid_b * stride_lb + pid_h, m + gl.log(total))
+    gl.store(lse_ptr + token * stride_lb + head, m + gl.log(total))
 
 
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
@@ -113,13 +129,15 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
 
     def plan_for(cfg, programs_per_sm):  # the batch's plan from the host lengths (every step)
         return planner.for_launch(inputs, programs_per_sm, cfg["BLOCK_N"], num_splits,
+                                  query_args(p, cfg["BLOCK_H"])["row_blocks"],
                                   whole_pages=cfg["PAGE_SIZE"] > 0, seq_lens=lens)
 
     def kernel_args(cfg, split):
         split_args, combine_args = tile_kernel_args(inputs, out, lse, split.tensors,
                                                     split.part_out, split.part_lse)
-        return (*split_args, *kv_descriptors(inputs, cfg),
-                *kv_scale_args(inputs).values()), combine_args
+        return (*split_args, *kv_descriptors(inputs, cfg), *kv_scale_args(inputs).values(),
+                *mask_args(p).values(), *query_args(p, cfg["BLOCK_H"]).values(), inputs.seq_lens,
+                p.num_kv_heads), (*combine_args, p.q_len, p.num_q_heads)
 
     # compiled for a cfg on a stand-in plan (the same argument types) to read its residency
     stand_in = planner.SplitLaunch.of(planner.whole_sequences(p.seq_lens), inputs)
@@ -147,8 +165,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
 
     split = planner.SplitLaunch.of(split_plan, inputs, lambda: plan_for(cfg, resident))
     split_args, combine_args = kernel_args(cfg, split)
-    split_grid = (p.num_kv_heads, split_plan.num_items)
-    combine_grid = (split_plan.num_merges, p.num_q_heads)
+    split_grid = (p.num_kv_heads * query_args(p, cfg["BLOCK_H"])["row_blocks"], split_plan.num_items)
+    combine_grid = (split_plan.num_merges, p.q_len * p.num_q_heads)
     combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=cfg["HEAD_DIM_PAD"],
                        BLOCK_S=min(COMBINE_BLOCK_S, triton.next_power_of_2(split_plan.max_items_per_seq)),
                        num_warps=cfg["num_warps"])
