@@ -33,7 +33,10 @@ CAPS = Capabilities(frozenset({"dense", "paged"}), dtypes=frozenset({"float16", 
                          "256, at most 256 splits",
                     kv_note="FA3's fp8 path takes an fp8 query with descale factors (a bf16/fp16 "
                             "query with an fp8 cache is refused: 'query and key must have the "
-                            "same dtype'); a quantised query is another problem than this one")
+                            "same dtype'); a quantised query is another problem than this one",
+                    q_note="FA3 takes causal varlen queries; this adapter does not pass them yet",
+                    mask_note="FA3 takes window_size and softcap; this adapter does not pass "
+                              "them yet")
 
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.flash_attn3.fa3", CAPS, entry="prepare_one_pass",

@@ -28,6 +28,8 @@ CAPS = Capabilities(
     head_dim_multiple=8, note="flash-attn-4 on sm90: fp16/bf16, head_dim a multiple of 8 up to 256",
     kv_note="flash-attn-4's interface takes q, k and v of one 16-bit dtype on sm90 (no fp8 "
             "cache with a 16-bit query)",
+    q_note="this adapter passes one query token a sequence (max_seqlen_q=1)",
+    mask_note="this adapter passes no window or soft cap yet",
     per_layout={"paged": dict(
         head_dims=PAGED_HEAD_DIMS,
         note="flash-attn-4 4.0.0b36 paged KV on sm90: head_dim 16, 32, 48, 64, 112, 128 or 256; "

@@ -359,9 +359,11 @@ def store_rows(out_ptr, lse_ptr, out, lse, stride_ot, stride_oh, stride_lt, grou
 
 # ---- launch configuration ----------------------------------------------------------------------
 MIN_BLOCK_H = 16  # mma_v2's m16 tile: the query group is padded up to it
-# Multi-token queries: rows (q_len tokens x the group) a program takes at most, beyond a group
-# of more (the accumulator's registers; a second program of the KV head re-reads K/V from L2)
-MAX_BLOCK_ROWS = 64
+# Multi-token queries: every warp holds all the tile's rows (mma_layout), so its accumulator and
+# scores take rows x (HEAD_DIM_PAD + BLOCK_N) / (32 x num_warps) floats a thread: the query rows
+# (q_len tokens x the group) a program takes are capped to keep that within this many (beyond a
+# group of more); a second program of the KV head re-reads K/V from L2
+THREAD_FLOATS = 64
 MAX_BLOCK_N = 128  # tokens per K/V tile at most
 # Bytes of K + V in flight per SM that keep HBM busy: one program alone streams 64 KB slots; where
 # several share an SM (a grid of several waves, or the split planner's items), each takes its
@@ -384,12 +386,9 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
     sharers = min(max(1, sharers), MAX_SHARERS)
     slot = SM_SLOT_BYTES // sharers
     fit = slot // (2 * head_dim_pad * problem.kv_itemsize)  # tokens in one slot's K + V
-    rows = problem.q_len * problem.group_size
     defaults = dict(
         HEAD_DIM=problem.head_dim,
         HEAD_DIM_PAD=head_dim_pad,
-        BLOCK_H=max(MIN_BLOCK_H, min(triton.next_power_of_2(rows),
-                                     max(MAX_BLOCK_ROWS, triton.next_power_of_2(problem.group_size)))),
         BLOCK_N=max(16, min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1))),
         IS_PAGED=problem.layout == "paged",
         NUM_STAGES=NUM_STAGES,
@@ -400,6 +399,10 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
         num_warps=NUM_WARPS,
     )
     cfg = with_overrides(defaults, config)
+    rows = triton.next_power_of_2(problem.q_len * problem.group_size)
+    fit_rows = THREAD_FLOATS * 32 * cfg["num_warps"] // (head_dim_pad + cfg["BLOCK_N"])
+    cfg["BLOCK_H"] = max(MIN_BLOCK_H, min(rows, max(1 << (fit_rows.bit_length() - 1),
+                                                    triton.next_power_of_2(problem.group_size))))
     tile, stages = cfg["BLOCK_N"], cfg["NUM_STAGES"]
     if tile not in (16, 32, 64, 128, 256) or not 2 <= stages <= 8 or \
             cfg["num_warps"] not in (1, 2, 4, 8) or cfg["DENSE_TMA"] not in (0, 1):

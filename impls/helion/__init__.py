@@ -28,7 +28,10 @@ BACKEND = Backend(
 
 # Head dims are padded to a power of two inside the kernels (masked), up to 256. fp8 caches:
 # tiles converted to the query's dtype as they land, the scales applied once per program.
-CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, kv_dtypes=frozenset(KV_DTYPES))
+CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, kv_dtypes=frozenset(KV_DTYPES),
+                    q_note="not implemented in its kernels yet: the tile's rows are one query "
+                           "token's group",
+                    mask_note="not implemented in its kernels yet")
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.helion.one_pass", CAPS, options=("config", "tune"),
          summary="hl.tile over (batch, kv_heads, group); paged: per-token page gather"),

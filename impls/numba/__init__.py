@@ -26,7 +26,10 @@ BACKEND = Backend(
 # fp8 caches: 8 elements a word, decoded from their bits in the kernel (launchers refuse head_dim % 8)
 CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, head_dim_multiple=4,
                     kv_dtypes=frozenset(KV_DTYPES),
-                    note="8-byte word loads need head_dim % 4 == 0 (% 8 for an fp8 cache)")
+                    note="8-byte word loads need head_dim % 4 == 0 (% 8 for an fp8 cache)",
+                    q_note="not implemented in its kernels yet: a block's heads are one query "
+                           "token's",
+                    mask_note="not implemented in its kernels yet")
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.numba.one_pass", CAPS, options=("config",),
          summary="block per (kv head, <= 8 query heads, sequence), 8 B loads, shuffles; paged: "

@@ -32,7 +32,10 @@ BACKEND = Backend(
 CAPS = Capabilities(frozenset({"dense", "paged"}), dtypes=frozenset({"float16", "bfloat16"}),
                     min_head_dim=32, max_head_dim=256, head_dim_multiple=32, max_group_size=64,
                     kv_dtypes=frozenset(KV_DTYPES),
-                    note="T.gemm tiles: bf16/fp16 operands, head dims of 32k, groups <= 64")
+                    note="T.gemm tiles: bf16/fp16 operands, head dims of 32k, groups <= 64",
+                    q_note="not implemented in its kernels yet: the T.gemm rows are one query "
+                           "token's group",
+                    mask_note="not implemented in its kernels yet")
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.tilelang.one_pass", CAPS, options=("config", "tune"),
          summary="grid (batch, kv_heads); paged: one TMA tile per page where the tile divides "

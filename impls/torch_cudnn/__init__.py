@@ -30,6 +30,9 @@ IMPLS = [
                   "length for the whole batch (no per-sequence lengths)",
              kv_note="torch's SDPA takes q, k and v of one dtype (no fp8 cache with a 16-bit "
                      "query)",
+             q_note="torch's SDPA aligns is_causal top-left (a query's first token would see "
+                    "the cache's first), not as a decode step's draft",
+             mask_note="torch's SDPA op takes no window or soft cap",
              no_kernel_for={"paged": "torch 2.11 has no paged-KV attention kernel"}),
          summary="torch.ops.aten._scaled_dot_product_cudnn_attention (cuDNN), GQA native"),
     Impl(BACKEND, "split-k", None,

@@ -19,6 +19,8 @@ IMPLS = [
              head_dim_multiple=8, note="torch's FlashAttention-2: fp16/bf16, head_dim % 8 == 0 "
                                        "and <= 256",
              kv_note="FlashAttention-2 takes q, k and v of one 16-bit dtype (no fp8 cache)",
+             q_note="this adapter passes one query token a sequence",
+             mask_note="this adapter passes no window or soft cap",
              no_kernel_for={"paged": "torch 2.11's _flash_attention_forward takes no block table"}),
          summary="uniform lengths: aten._scaled_dot_product_flash_attention (SDPA's flash op); "
                  "ragged: aten._flash_attention_forward (varlen) with seqused_k; GQA native"),

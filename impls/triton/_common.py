@@ -232,10 +232,11 @@ def store_rows(out_ptr, lse_ptr, out, lse, stride_ot, stride_oh, stride_lt, stri
 
 # ---- launch configuration ----------------------------------------------------------------------
 MIN_BLOCK_H = 16  # tl.dot needs at least 16 rows: the query group is padded up to this
-# Multi-token queries: rows (q_len tokens x the group) a program takes at most, beyond a group
-# of more: a float32 accumulator of 64 x 128 is 64 registers a thread at 4 warps, and K/V tiles
-# re-read by a second program of the same KV head come from L2
-MAX_BLOCK_ROWS = 64
+# Multi-token queries: the query rows (q_len tokens x the group) a program takes at most, beyond
+# a group of more: a q tile of 16 KB (64 rows of bf16 x 128; 16 of float32 x 256), as its
+# accumulator's registers and the shared memory of its layout conversions grow with it; a second
+# program of the KV head re-reads K/V from L2
+MAX_Q_TILE_BYTES = 16 * 1024
 # Tile and pipeline: the fastest configuration of scripts/sweep.py's cells on an H200
 # (results/nvidia-h200/sweeps/2026-11-21-triton.log).
 MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V at bf16 D=128
@@ -266,8 +267,9 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
     defaults = dict(
         HEAD_DIM=problem.head_dim,
         HEAD_DIM_PAD=head_dim_pad,
-        BLOCK_H=max(MIN_BLOCK_H, min(triton.next_power_of_2(rows),
-                                     max(MAX_BLOCK_ROWS, triton.next_power_of_2(problem.group_size)))),
+        BLOCK_H=max(MIN_BLOCK_H, min(triton.next_power_of_2(rows), max(
+            MAX_Q_TILE_BYTES // (head_dim_pad * problem.itemsize),
+            triton.next_power_of_2(problem.group_size)))),
         BLOCK_N=min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1)),
         # the CPU interpreter multiplies bf16 bit patterns in tl.dot (see attend_range)
         UPCAST_DOT=interpreting() and problem.dtype == "bfloat16",

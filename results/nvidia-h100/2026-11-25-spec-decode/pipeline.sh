@@ -14,7 +14,7 @@ run() {  # name, seconds, harness options
   timeout -s INT "$limit" python3 -m harness run "$@" --timing cold --no-tuning-cache --out "$W/$name" > "$W/$name.log" 2>&1
   echo "$name rc $? in $((SECONDS - start)) s"; tail -2 "$W/$name.log"
 }
-for b in triton gluon flashinfer; do
+for b in ${CONFORMANCE-triton gluon flashinfer}; do
   start=$SECONDS
   DECODE_BENCH_PROFILE=gpu DECODE_BENCH_EXAMPLES=${EXAMPLES:-6} timeout ${CONF_S:-150} python3 -m pytest conformance -q \
     -p no:cacheprovider -k "$b" -W ignore::DeprecationWarning > "$W/conformance-$b.log" 2>&1
