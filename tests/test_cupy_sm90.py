@@ -41,6 +41,9 @@ PROBLEMS += [DecodeProblem(hq, hkv, d, (100,), dtype=dtype, **kv) for hq, hkv, d
 PROBLEMS += [DecodeProblem(32, 8, 128, (100,) * 64, layout="paged", **E4M3),  # fp8 rings, 2 x 2
              DecodeProblem(64, 2, 80, (100,) * 16, layout="paged", page_size=12, dtype="float16",
                            **E5M2)]  # head_dim 80: V read 2 bytes a row
+# soft-capped scores (SOFTCAP builds) on both loops, fp8 included; a window is a runtime argument
+PROBLEMS += [DecodeProblem(32, 8, 128, (100,), layout="paged", softcap=30.0, window=50),
+             DecodeProblem(28, 4, 64, (100,), softcap=50.0, **E4M3)]
 
 
 def _loops(problem):

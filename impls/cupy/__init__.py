@@ -33,7 +33,7 @@ CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, head_dim_mu
                     note="16-byte vector loads need head_dim % 8 == 0, % 16 with an fp8 cache",
                     q_note="not implemented in its CUDA kernels yet: a CTA's rows are one query "
                            "token's group",
-                    mask_note="not implemented in its CUDA kernels yet")
+                    windows=True, softcaps=True)
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.cupy.one_pass", CAPS, options=("config",),
          summary="CTA per (kv head, head block, sequence): mma.sync fed by per-warp cp.async rings "

@@ -106,7 +106,7 @@ def pick_launch_config(problem, config: dict | None = None,
         raise ProblemError(f"config: ITEMS_FIRST={tuned['ITEMS_FIRST']}: must be 0 or 1")
     base = dict(HEAD_DIM=problem.head_dim, DTYPE_ID=DTYPE_IDS[problem.dtype],
                 KV_DTYPE_ID=DTYPE_IDS[kv_dtype], IS_PAGED=int(problem.layout == "paged"),
-                ITEMS_FIRST=tuned["ITEMS_FIRST"])
+                ITEMS_FIRST=tuned["ITEMS_FIRST"], SOFTCAP=int(problem.softcap is not None))
     if tuned["TENSOR_CORES"] not in (0, 1):
         raise ProblemError(f"config: TENSOR_CORES={tuned['TENSOR_CORES']}: must be 0 or 1")
     # a key of the other loop would be ignored silently: refuse it
@@ -275,6 +275,15 @@ def view(tensor):
     elif tensor.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
         tensor = tensor.view(torch.uint8)
     return cupy.from_dlpack(tensor)
+
+
+def mask_kernel_args(problem) -> tuple:
+    """The kernels' mask arguments after the scales: the window (int32's largest without one)
+    and the soft cap in log2 units (``common.mask_args``)."""
+    import numpy as np
+
+    mask = common.mask_args(problem)
+    return np.int32(mask["window"]), np.float32(mask["softcap"])
 
 
 def scale_args(inputs) -> tuple:

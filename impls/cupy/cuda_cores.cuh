@@ -58,8 +58,8 @@ __shared__ float sm_m[NUM_WARPS][BLOCK_H];
 __shared__ float sm_l[NUM_WARPS][BLOCK_H];
 __shared__ float sm_acc[NUM_WARPS][BLOCK_H][HEAD_DIM];
 
-// Attention of heads [head0, head0 + n_heads) (n_heads <= BLOCK_H) over tokens [start, end): each
-// warp's state left in shared memory (sm_m, sm_l, sm_acc) for store_result(). The destination is
+// Attention of heads [head0, head0 + n_heads) (n_heads <= BLOCK_H) over tokens
+// [max(start, win_first), end), scores soft-capped (soft_cap): each warp's state left in shared memory (sm_m, sm_l, sm_acc) for store_result(). The destination is
 // chosen after the loop, so it holds no registers while the K/V stream runs. An fp8 cache's
 // scales (kv_scale): K's folds into qk_scale, V's multiplies the state's accumulator.
 __device__ __forceinline__ void attend(
@@ -68,8 +68,10 @@ __device__ __forceinline__ void attend(
     int pid_b, int pid_kvh, int head0, int n_heads, int start, int end,
     long long stride_qb, long long stride_qh, long long stride_kp, long long stride_kt,
     long long stride_kh, long long stride_btb, int page_size, float qk_scale,
-    const float* __restrict__ k_scale_ptr, const float* __restrict__ v_scale_ptr, int scale_stride) {
+    const float* __restrict__ k_scale_ptr, const float* __restrict__ v_scale_ptr, int scale_stride,
+    int win_first, float softcap) {
     qk_scale *= kv_scale(k_scale_ptr, pid_kvh, scale_stride);
+    start = max(start, win_first);  // rows are loaded one by one: the range starts at the window
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int lane_in_row = lane % TPR;
@@ -157,6 +159,10 @@ __device__ __forceinline__ void attend(
 #pragma unroll
                 for (int off = TPR / 2; off > 0; off >>= 1)
                     s[u][h] += __shfl_xor_sync(0xffffffffu, s[u][h], off);
+#if SOFTCAP
+#pragma unroll
+            for (int h = 0; h < BLOCK_H; ++h) s[u][h] = soft_cap(s[u][h], softcap);
+#endif
         }
         float p[UNROLL][BLOCK_H];
 #pragma unroll

@@ -11,7 +11,7 @@
 // Compile-time parameters shared by both loops (-D, from _build.pick_launch_config): HEAD_DIM,
 // BLOCK_H, DTYPE_ID (the query's and output's: 0 fp16, 1 bf16, 2 fp32), KV_DTYPE_ID (the cache's:
 // DTYPE_ID, or 3 fp8 e4m3, 4 fp8 e5m2), IS_PAGED, NUM_WARPS, TENSOR_CORES (which loop),
-// ITEMS_FIRST (the grid's axis order).
+// ITEMS_FIRST (the grid's axis order), SOFTCAP (scores soft-capped).
 // No CUDA headers: fp16/bf16/fp8 conversions are PTX cvt instructions, so NVRTC and nvcc both
 // build it.
 #pragma once
@@ -94,6 +94,18 @@ __device__ __forceinline__ void f16x2_to_floats(unsigned x, float& lo, float& hi
         : "=f"(lo), "=f"(hi) : "r"(x));
 }
 #endif
+
+// A score s (log2 units) soft-capped at cap (log2 units too): cap * tanh(s / cap), tanh from one
+// exp2 of -2|x| (no overflow, no cancellation past ~2^-24); SOFTCAP 0 builds leave s as it is
+__device__ __forceinline__ float soft_cap(float s, float cap) {
+#if SOFTCAP
+    const float x = s / cap;
+    const float e = exp2f(-2.f * 1.4426950408889634f * fabsf(x));
+    return copysignf(cap * (1.f - e) / (1.f + e), x);
+#else
+    return s;
+#endif
+}
 
 // The scale of KV head pid_kvh in an fp8 cache's float32 scales (scale_stride 1: one per KV
 // head, 0: one for all); 1 for an unquantised cache, whose scale pointer is a stand-in never read

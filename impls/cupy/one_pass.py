@@ -17,7 +17,8 @@ import numpy as np
 
 from impls.common import LOG2E, cache_args, require_alignment
 from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, grid, launch_config,
-                               launcher, num_head_blocks, reported, scale_args, split_merge, view)
+                               launcher, mask_kernel_args, num_head_blocks, reported, scale_args,
+                               split_merge, view)
 from impls.registry import Launch
 
 
@@ -33,6 +34,6 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
             i64(q.stride(0)), i64(q.stride(1)), i64(k.stride(0)), i64(k.stride(1)), i64(k.stride(2)),
             i64(stride_btb), i64(out.stride(0)), i64(out.stride(1)), i64(lse.stride(0)),
             i32(page_size), i32(p.group_size), i32(num_head_blocks(p, defines)), np.float32(p.scale * LOG2E),
-            *scale_args(inputs))
+            *scale_args(inputs), *mask_kernel_args(p))
     return Launch(launcher([(kernel, grid(defines, p.num_kv_heads * num_head_blocks(p, defines), p.batch),
                               args, dynamic_smem(defines))], defines), reported(defines))

@@ -107,16 +107,19 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS) split_kernel(
     long long stride_ob, long long stride_oh, long long stride_lb, int page_size,
     int group_size, int num_head_blocks, int num_q_heads, float qk_scale,
     const int* __restrict__ seq_lens_ptr, int* __restrict__ counters_ptr, int chunk,
-    const float* __restrict__ k_scale_ptr, const float* __restrict__ v_scale_ptr, int scale_stride) {
+    const float* __restrict__ k_scale_ptr, const float* __restrict__ v_scale_ptr, int scale_stride,
+    int window, float softcap) {
     const int pid_kvh = HEADS_AXIS / num_head_blocks;
     const int pid_hb = HEADS_AXIS % num_head_blocks;
     const int* item = items_ptr + 4 * ITEMS_AXIS;  // (sequence, start, end, partial slot or -1)
     const int pid_b = item[0], start = item[1], end = item[2], slot = item[3];
     const int head0 = pid_kvh * group_size + pid_hb * BLOCK_H;
     const int n_heads = min(BLOCK_H, group_size - pid_hb * BLOCK_H);
+    // the plan starts a windowed sequence's pieces at the step holding the window's start
     attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, head0, n_heads, start, end,
            stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, page_size,
-           qk_scale, k_scale_ptr, v_scale_ptr, scale_stride);
+           qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
+           max(0, seq_lens_ptr[pid_b] - window), softcap);
     const long long row = (long long)slot * num_q_heads + head0;
     store_result(slot < 0 ? Dest{out_ptr + pid_b * stride_ob + head0 * stride_oh, nullptr,
                                  stride_oh, lse_ptr + pid_b * stride_lb + head0}

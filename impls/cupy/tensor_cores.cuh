@@ -163,16 +163,19 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi) {
     return r;
 }
 
-// Attention of heads [head0, head0 + n_heads) (n_heads <= 16) over tokens [start, end): each
-// warp's state left in shared memory for store_result(). Same contract as the CUDA-core attend().
+// Attention of heads [head0, head0 + n_heads) (n_heads <= 16) over tokens [max(start, win_first),
+// end), scores soft-capped (soft_cap): each warp's state left in shared memory for
+// store_result(). Same contract as the CUDA-core attend().
 __device__ __forceinline__ void attend(
     const scalar_t* __restrict__ q_ptr, const kv_t* __restrict__ k_ptr,
     const kv_t* __restrict__ v_ptr, const int* __restrict__ block_table_ptr,
     int pid_b, int pid_kvh, int head0, int n_heads, int start, int end,
     long long stride_qb, long long stride_qh, long long stride_kp, long long stride_kt,
     long long stride_kh, long long stride_btb, int page_size, float qk_scale,
-    const float* __restrict__ k_scale_ptr, const float* __restrict__ v_scale_ptr, int scale_stride) {
+    const float* __restrict__ k_scale_ptr, const float* __restrict__ v_scale_ptr, int scale_stride,
+    int win_first, float softcap) {
     qk_scale *= kv_scale(k_scale_ptr, pid_kvh, scale_stride);
+    start = max(start, win_first);  // rows are gathered one by one: the range starts at the window
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     // this warp's rings [STAGES][16][KV_ROW_BYTES] and row offsets [STAGES][16]; the CTA's Q tile
     unsigned char* k_ring = smem + warp * STAGES * 16 * KV_ROW_BYTES;
@@ -299,7 +302,7 @@ __device__ __forceinline__ void attend(
         for (int n = 0; n < 2; ++n)
 #pragma unroll
             for (int e = 0; e < 4; ++e)
-                s[n][e] = t0 + n * 8 + (e & 1) < end ? s[n][e] * qk_scale : NEG_INF;
+                s[n][e] = t0 + n * 8 + (e & 1) < end ? soft_cap(s[n][e] * qk_scale, softcap) : NEG_INF;
 #pragma unroll
         for (int x = 0; x < 2; ++x) {  // x: row lane/4 + 8x, values s[n][2x], s[n][2x + 1]
             float m_new = fmaxf(fmaxf(s[0][2 * x], s[0][2 * x + 1]), fmaxf(s[1][2 * x], s[1][2 * x + 1]));

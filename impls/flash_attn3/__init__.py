@@ -6,6 +6,7 @@ only the ``vllm_flash_attn`` package is used, loaded without running vLLM's own 
 """
 
 from impls.registry import Backend, Capabilities, Impl
+from specs.problem import MAX_Q_LEN
 
 
 def _versions() -> dict[str, str]:
@@ -34,9 +35,7 @@ CAPS = Capabilities(frozenset({"dense", "paged"}), dtypes=frozenset({"float16", 
                     kv_note="FA3's fp8 path takes an fp8 query with descale factors (a bf16/fp16 "
                             "query with an fp8 cache is refused: 'query and key must have the "
                             "same dtype'); a quantised query is another problem than this one",
-                    q_note="FA3 takes causal varlen queries; this adapter does not pass them yet",
-                    mask_note="FA3 takes window_size and softcap; this adapter does not pass "
-                              "them yet")
+                    max_q_len=MAX_Q_LEN, windows=True, softcaps=True)
 
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.flash_attn3.fa3", CAPS, entry="prepare_one_pass",

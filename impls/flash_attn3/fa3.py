@@ -2,8 +2,9 @@
 
 Algorithm: FA3's Hopper forward (warp-specialised producer and consumer warpgroups, K/V loaded
 by TMA or cp.async, wgmma for both products), called as a serving engine calls it for a decode
-batch: ``flash_attn_varlen_func(q [B, Hq, D] as B sequences of one query token (cu_seqlens_q =
-0..B), k, v, max_seqlen_q=1, max_seqlen_k, seqused_k=seq_lens, block_table, out=out,
+batch: ``flash_attn_varlen_func(q [B x q_len, Hq, D] as B sequences of q_len query tokens
+(cu_seqlens_q = 0, q_len, ..), k, v, max_seqlen_q=q_len, max_seqlen_k, seqused_k=seq_lens,
+causal=q_len > 1, window_size=(window - 1, 0), softcap, block_table, out=out,
 return_softmax_lse=True, scheduler_metadata, num_splits, fa_version=3)``. FA3 packs the GQA group
 into the query tile (its ``pack_gqa`` heuristic), so each K/V tile is read once per group.
 Dense: the cache ``[B, rows, Hkv, D]`` as a batch of ``rows``-row sequences (``max_seqlen_k`` =
@@ -81,23 +82,32 @@ def _prepare(inputs, out, num_splits: int) -> Launch:
     fa = load()
     p = inputs.problem
     paged = p.layout == "paged"
-    cu_seqlens_q = torch.arange(p.batch + 1, dtype=torch.int32, device=inputs.device)
+    # q_len query tokens a sequence: FA3's varlen queries, causal (its mask is aligned to the
+    # bottom right, each token seeing the cache up to its own position, as the spec's)
+    cu_seqlens_q = torch.arange(p.batch + 1, dtype=torch.int32, device=inputs.device) * p.q_len
     max_seqlen_k = p.max_seq_len if paged else inputs.k.shape[1]  # dense: the rows of the batch
     table = inputs.block_table if paged else None
+    causal = p.q_len > 1
+    # FA3's window counts the tokens before the query's own: the spec's window less one
+    window = (p.window - 1, 0) if p.window is not None else (-1, -1)
+    softcap = float(p.softcap) if p.softcap is not None else 0.0  # 0: none, FA3's convention
+
     def plan():  # FA3's split plan for the batch, which a serving loop redoes per step
         return fa.get_scheduler_metadata(
-            p.batch, 1, max_seqlen_k, p.num_q_heads, p.num_kv_heads, p.head_dim, inputs.seq_lens,
-            qkv_dtype=inputs.q.dtype, cu_seqlens_q=cu_seqlens_q,
-            page_size=p.page_size if paged else None, num_splits=num_splits)
+            p.batch, p.q_len, max_seqlen_k, p.num_q_heads, p.num_kv_heads, p.head_dim,
+            inputs.seq_lens, qkv_dtype=inputs.q.dtype, cu_seqlens_q=cu_seqlens_q,
+            page_size=p.page_size if paged else None, causal=causal, window_size=window,
+            has_softcap=softcap > 0, num_splits=num_splits)
 
     metadata = plan()
 
     def run():
         o, lse = fa.flash_attn_varlen_func(
-            inputs.q, inputs.k, inputs.v, 1, cu_seqlens_q, max_seqlen_k, seqused_k=inputs.seq_lens,
-            softmax_scale=p.scale, block_table=table, return_softmax_lse=True, out=out,
+            inputs.q, inputs.k, inputs.v, p.q_len, cu_seqlens_q, max_seqlen_k,
+            seqused_k=inputs.seq_lens, softmax_scale=p.scale, causal=causal, window_size=window,
+            softcap=softcap, block_table=table, return_softmax_lse=True, out=out,
             scheduler_metadata=metadata, num_splits=num_splits, fa_version=3)
-        return o, lse.t()  # LSE [Hq, B] -> a [B, Hq] view
+        return o, lse.t()  # LSE [Hq, B x q_len] -> a [B x q_len, Hq] view
 
     return Launch(run, {"num_splits": num_splits or "FA3's heuristic"}, plan=plan)
 
