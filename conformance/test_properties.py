@@ -2,7 +2,7 @@
 
 Each test draws problems from the spec's axes (``strategies.problems``), fits them to the
 implementation's declared capabilities, and checks one property: 1 against the float64 oracle,
-2-7, 9 and 10 by comparing runs that must agree (the tolerance of ``specs.tolerance`` for different
+2-7, 9, 10 and 11 by comparing runs that must agree (the tolerance of ``specs.tolerance`` for different
 computations, bit equality where only unread memory differs), 8 through the harness's timing
 path (the timed calls compute what the checked call did). Negative controls (``negative_controls.py``) run
 through the same tests under a strict xfail: a property that stops catching the control it is
@@ -339,3 +339,23 @@ def test_window_is_last_tokens(impl, layout, problem, seed, window):
     assert_agree(impl, windowed, run_impl(impl, windowed), run_impl(impl, _last_tokens(windowed)),
                  reference(windowed), f"window {problem.window} differs from no window over the "
                  "last tokens", derived="each sequence cut to its window's tokens, no window")
+
+
+# 11. Soft-capping at a cap far above every score equals no cap, within the tolerance (the cap's
+# own tanh term included: specs.tolerance.softcap_error). Fewer draws: it repeats property 1's
+# kernels with one more compile-time switch.
+FAR_CAP = 1.0e4  # the suite's scaled scores stay below ~20: tanh(s / c) is s / c to 1e-6
+
+
+@pytest.mark.parametrize(IMPL_LAYOUT, cases("far_cap_is_none", lambda i, layouts: i.caps.softcaps))
+@pinned(lambda p: p.softcap is not None)
+@settings(max_examples=TIMED_EXAMPLES)
+@given(problem=problems(), seed=seeds)
+@unsupported_rejected
+def test_far_cap_is_none(impl, layout, problem, seed):
+    problem = fit(problem.replace(softcap=FAR_CAP), impl, layout)
+    assume(problem.softcap is not None)
+    capped = make_inputs(problem, seed)
+    free = make_inputs(problem.replace(softcap=None), seed)
+    assert_agree(impl, capped, run_impl(impl, capped), run_impl(impl, free), reference(capped),
+                 f"softcap={FAR_CAP:g} differs from no cap", derived="the same inputs, no cap")

@@ -59,9 +59,14 @@ def shape_class(problem: DecodeProblem) -> str:
     if problem.cache.quantised:
         page += f"/{problem.kv_dtype}/{problem.kv_scale}"
     lengths = "uniform" if problem.uniform else "ragged"
+    # the query's tokens and the mask change which configurations apply (a fused merge refuses a
+    # window or a draft; a draft's rows change the tile): each keys its own entries
+    mask = "".join(f"/{w}" for w in (f"q{problem.q_len}" if problem.q_len > 1 else "",
+                                      "win" if problem.window is not None else "",
+                                      "cap" if problem.softcap is not None else "") if w)
     return (f"{problem.layout}/{problem.dtype}/d{problem.head_dim}/g{problem.group_size}/"
             f"kv{problem.num_kv_heads}/{page}/b{_pow2(problem.batch)}/"
-            f"L{_pow2(problem.max_seq_len)}/{lengths}")
+            f"L{_pow2(problem.max_seq_len)}/{lengths}{mask}")
 
 
 def gpu_name(device: torch.device) -> str:

@@ -17,6 +17,10 @@ from specs.problem import INT32_MAX, ProblemError
 
 LOG2E = 1.4426950408889634  # 1/ln(2): q is pre-scaled by sm_scale * LOG2E, softmax uses exp2
 LN2 = 0.6931471805599453  # a log2-domain LSE times LN2 is the natural-log LSE the spec defines
+# Soft-capping's tanh in the DSL kernels: (1 - e) / (1 + e) with e = exp2(-2|x| log2 e) cancels
+# for small |x| (relative error ~2^-24 / 2|x|: 2^-21 at 1/16, 0.3 % at 1e-5, a cap far above the
+# scores); below this |x| the series x (1 - x^2/3 + 2x^4/15) (relative error < 2^-25) is used
+TANH_SERIES_BELOW = 0.0625
 MAX_NUM_SPLITS = 4096  # what an explicit num_splits may ask for (the workspace grows with it)
 
 

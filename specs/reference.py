@@ -36,6 +36,9 @@ class Reference:
     # running or per-split max a probability is no smaller), by <= half the subnormal spacing,
     # then rescaled by <= 1
     v_subnormal: torch.Tensor
+    # float64 [batch * q_len, num_q_heads]: the largest |score| (capped, where soft-capped) over
+    # the tokens each row attends: the scale of a soft cap's tanh error (specs.tolerance)
+    s_absmax: torch.Tensor | None = None
 
 
 def _chunks(first: int, length: int, width: int):
@@ -52,6 +55,7 @@ def reference(inputs: DecodeInputs) -> Reference:
     lse = torch.empty(p.q_rows, Hq, dtype=torch.float64, device=dev)
     v_weight = torch.empty_like(out)
     v_subnormal = torch.empty_like(out)
+    s_absmax = torch.empty_like(lse)
     tiny = torch.finfo(inputs.q.dtype).tiny  # the dtype's smallest normal number
     width = max(Hkv * D, Hq * n)  # values a token adds to K's chunk or to the scores' (MQA: Hq > D)
     cap = p.softcap
@@ -80,8 +84,10 @@ def reference(inputs: DecodeInputs) -> Reference:
         # chunk a row sees nothing of leaves both as they were)
         top = torch.full((Hkv, n * G), -torch.inf, dtype=torch.float64, device=dev)
         total = torch.zeros((Hkv, n * G), dtype=torch.float64, device=dev)
+        absmax = torch.zeros((Hkv, n * G), dtype=torch.float64, device=dev)
         for start, stop in _chunks(p.window_starts[b], length, width):
-            s, _, _ = scores(start, stop)
+            s, _, seen = scores(start, stop)
+            absmax = torch.maximum(absmax, torch.where(seen, s.abs(), 0.0).amax(-1))
             new_top = torch.maximum(top, s.amax(-1))
             shift = torch.where(torch.isfinite(new_top), new_top, 0.0)
             total = total * torch.exp(top - shift) + torch.exp(s - shift[..., None]).sum(-1)
@@ -101,4 +107,5 @@ def reference(inputs: DecodeInputs) -> Reference:
         v_weight[rows] = by_row(acc_abs)
         v_subnormal[rows] = by_row(acc_sub)
         lse[rows] = by_row(lse64)
-    return Reference(out, lse, v_weight, v_subnormal)
+        s_absmax[rows] = by_row(absmax)
+    return Reference(out, lse, v_weight, v_subnormal, s_absmax)

@@ -77,3 +77,4 @@ def test_cupy_kernel_compiles_for_sm90(src, problem, config, fused, tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     frames = [int(n) for n in re.findall(r"(\d+) bytes stack frame", res.stderr)]
     assert frames and all(n == 0 for n in frames), res.stderr
+

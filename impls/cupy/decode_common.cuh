@@ -95,13 +95,15 @@ __device__ __forceinline__ void f16x2_to_floats(unsigned x, float& lo, float& hi
 }
 #endif
 
-// A score s (log2 units) soft-capped at cap (log2 units too): cap * tanh(s / cap), tanh from one
-// exp2 of -2|x| (no overflow, no cancellation past ~2^-24); SOFTCAP 0 builds leave s as it is
+// A score s (log2 units) soft-capped at cap (log2 units too): cap * tanh(s / cap), tanh by the
+// hardware's tanh.approx.f32 (one MUFU instruction, relative error 2^-11: what the spec's
+// tolerance allows, specs/tolerance.py, and what the vendor kernels use); SOFTCAP 0 builds leave
+// s as it is
 __device__ __forceinline__ float soft_cap(float s, float cap) {
 #if SOFTCAP
-    const float x = s / cap;
-    const float e = exp2f(-2.f * 1.4426950408889634f * fabsf(x));
-    return copysignf(cap * (1.f - e) / (1.f + e), x);
+    float t;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(s / cap));
+    return cap * t;
 #else
     return s;
 #endif

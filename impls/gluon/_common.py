@@ -39,12 +39,14 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
+from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
 from impls import plan as planner
 from impls.common import fp8_to_bf16_ptx, with_overrides
 from specs.problem import ProblemError
 
 LN2 = gl.constexpr(_LN2)
 LOG2E = gl.constexpr(_LOG2E)
+TANH_SERIES_BELOW = gl.constexpr(_TANH_SERIES_BELOW)
 E4M3_TO_BF16 = gl.constexpr(fp8_to_bf16_ptx(3))
 E5M2_TO_BF16 = gl.constexpr(fp8_to_bf16_ptx(2))
 COPY_BYTES = 16  # one cp.async vector: the widest the instruction copies
@@ -125,6 +127,18 @@ def widen(x, dtype: gl.constexpr):
 
 
 @gluon.jit
+def tanh(x):
+    """tanh to ~2^-21 relative, as ``impls.common.TANH_SERIES_BELOW`` says: from one exp2 of
+    -2|x| (no overflow), or a series below |x| = 1/16, where 1 - exp2 cancels."""
+    ax = gl.abs(x)
+    e = gl.exp2(-2.0 * LOG2E * ax)
+    x2 = x * x
+    t = gl.where(ax < TANH_SERIES_BELOW, ax * (1.0 - x2 * (1.0 / 3.0 - x2 * (2.0 / 15.0))),
+                 (1.0 - e) / (1.0 + e))
+    return gl.where(x < 0, -t, t)
+
+
+@gluon.jit
 def softmax_step(q, k_tile, v_tile, tile_start, first, end, row_first, row_end, softcap,
                  qk_scale, m_i, l_i, acc, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr):
     """One online-softmax step over a landed ``[BLOCK_N, HEAD_DIM_PAD]`` K/V tile in shared
@@ -147,10 +161,8 @@ def softmax_step(q, k_tile, v_tile, tile_start, first, end, row_first, row_end, 
     tokens = tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(0, MMA))
     valid = (tokens < end) & (tokens >= first)
     s = s * qk_scale
-    if SOFTCAP:  # tanh from one exp2 of -2|x| (no overflow, no cancellation past ~2^-24)
-        x = s / softcap
-        e = gl.exp2(-2.0 * LOG2E * gl.abs(x))
-        s = softcap * gl.where(x < 0, -1.0, 1.0) * (1.0 - e) / (1.0 + e)
+    if SOFTCAP:
+        s = softcap * tanh(s / softcap)
     if ROW_SPANS:  # each query token's own causal span, and a row that has seen nothing
         seen = (tokens[None, :] >= row_first[:, None]) & (tokens[None, :] < row_end[:, None])
         s = gl.where(seen & valid[None, :], s, float("-inf"))

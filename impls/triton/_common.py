@@ -25,11 +25,13 @@ import triton.language as tl
 
 from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
+from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
 from impls.common import fp8_to_bf16_ptx, with_overrides
 from specs.problem import ProblemError
 
 LN2 = tl.constexpr(_LN2)
 LOG2E = tl.constexpr(_LOG2E)
+TANH_SERIES_BELOW = tl.constexpr(_TANH_SERIES_BELOW)
 E4M3_TO_BF16 = tl.constexpr(fp8_to_bf16_ptx(3))
 E5M2_TO_BF16 = tl.constexpr(fp8_to_bf16_ptx(2))
 
@@ -79,6 +81,18 @@ def fp8_to_bf16(x):
                                          dtype=tl.bfloat16, is_pure=True, pack=4)
     return tl.inline_asm_elementwise(E4M3_TO_BF16, "=r,=r,r", [x.to(tl.uint8, bitcast=True)],
                                      dtype=tl.bfloat16, is_pure=True, pack=4)
+
+
+@triton.jit
+def tanh(x):
+    """tanh to ~2^-21 relative, as ``impls.common.TANH_SERIES_BELOW`` says: from one exp2 of
+    -2|x| (no overflow), or a series below |x| = 1/16, where 1 - exp2 cancels."""
+    ax = tl.abs(x)
+    e = tl.exp2(-2.0 * LOG2E * ax)
+    x2 = x * x
+    t = tl.where(ax < TANH_SERIES_BELOW, ax * (1.0 - x2 * (1.0 / 3.0 - x2 * (2.0 / 15.0))),
+                 (1.0 - e) / (1.0 + e))
+    return tl.where(x < 0, -t, t)
 
 
 @triton.jit
@@ -135,10 +149,8 @@ def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh
         else:
             s = tl.dot(q, tl.trans(k), input_precision="ieee")
         s = s * qk_scale
-        if SOFTCAP:  # tanh from one exp2 of -2|x| (no overflow, no cancellation past ~2^-24)
-            x = s / softcap
-            e = tl.exp2(-2.0 * LOG2E * tl.abs(x))
-            s = softcap * tl.where(x < 0, -1.0, 1.0) * (1.0 - e) / (1.0 + e)
+        if SOFTCAP:
+            s = softcap * tanh(s / softcap)
         if ROW_SPANS:
             seen = (offs_n[None, :] >= row_first[:, None]) & (offs_n[None, :] < row_end[:, None])
             s = tl.where(seen & mask_n[None, :], s, float("-inf"))
@@ -262,14 +274,16 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.kv_itemsize)  # tokens in one stage's K+V
     paged = problem.layout == "paged"
-    many = paged and problem.batch * problem.num_kv_heads >= MANY_PROGRAMS
     rows = problem.q_len * problem.group_size
+    block_h = max(MIN_BLOCK_H, min(triton.next_power_of_2(rows), max(
+        MAX_Q_TILE_BYTES // (head_dim_pad * problem.itemsize),
+        triton.next_power_of_2(problem.group_size))))
+    # programs of the grid: (sequence, KV head, block of its query rows)
+    many = paged and problem.batch * problem.num_kv_heads * -(-rows // block_h) >= MANY_PROGRAMS
     defaults = dict(
         HEAD_DIM=problem.head_dim,
         HEAD_DIM_PAD=head_dim_pad,
-        BLOCK_H=max(MIN_BLOCK_H, min(triton.next_power_of_2(rows), max(
-            MAX_Q_TILE_BYTES // (head_dim_pad * problem.itemsize),
-            triton.next_power_of_2(problem.group_size)))),
+        BLOCK_H=block_h,
         BLOCK_N=min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1)),
         # the CPU interpreter multiplies bf16 bit patterns in tl.dot (see attend_range)
         UPCAST_DOT=interpreting() and problem.dtype == "bfloat16",
