@@ -311,10 +311,13 @@ def test_query_tokens(impl, layout, problem, seed, q_len):
 
 def _last_tokens(inputs):
     """Inputs whose sequences hold only the tokens the window of ``inputs`` attends (each
-    sequence's from its window's start), with no window: the same q, values and scales."""
+    sequence's from its first query token's window start): with no window for one query token,
+    with the same window for a draft (its earlier tokens' windows start earlier; none reaches
+    before the cut); the same q, values and scales."""
     p = inputs.problem
     starts = p.window_starts
-    cut = make_inputs(with_lens(p, p.attended_lens, window=None), inputs.seed)
+    cut = make_inputs(with_lens(p, p.attended_lens, window=None if p.q_len == 1 else p.window),
+                      inputs.seed)
     for b, (first, length) in enumerate(zip(starts, p.seq_lens)):
         k, v = inputs.rows(b, first, length)
         t = torch.arange(length - first, device=inputs.device)
@@ -326,19 +329,20 @@ def _last_tokens(inputs):
     return cut
 
 
-# 10. A window of w on a sequence equals no window on the sequence's last w tokens.
+# 10. A window of w on a sequence equals no window on the sequence's last w tokens (a draft of
+# several tokens: the same window on the tokens any of them attends).
 @pytest.mark.parametrize(IMPL_LAYOUT, cases("window_is_last_tokens",
                                              lambda i, layouts: i.caps.windows))
 @pinned(lambda p: p.window is not None, window=12)
 @given(problem=problems(), seed=seeds, window=st.integers(1, 64))
 @unsupported_rejected
 def test_window_is_last_tokens(impl, layout, problem, seed, window):
-    problem = fit(problem.replace(window=window, q_len=1), impl, layout)
+    problem = fit(problem.replace(window=window), impl, layout)
     assume(problem.window is not None)
     windowed = make_inputs(problem, seed)
     assert_agree(impl, windowed, run_impl(impl, windowed), run_impl(impl, _last_tokens(windowed)),
-                 reference(windowed), f"window {problem.window} differs from no window over the "
-                 "last tokens", derived="each sequence cut to its window's tokens, no window")
+                 reference(windowed), f"window {problem.window} differs from the sequences cut to "
+                 "its tokens", derived="each sequence cut to the tokens its window attends")
 
 
 # 11. Soft-capping at a cap far above every score equals no cap, within the tolerance (the cap's
