@@ -10,9 +10,11 @@ import datetime
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import textwrap
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -27,7 +29,34 @@ from specs.problem import DTYPE_SHORT, LAYOUTS, DecodeProblem, ProblemError
 
 
 UNAVAILABLE_EXIT = 3  # a backend asked for by name cannot run on this machine
-INTERRUPTED_EXIT = 130  # Ctrl-C: what finished is written, marked incomplete
+# Signals that end a run as Ctrl-C does (exit 128 + the signal: 130, 143): SIGTERM is what
+# timeout, Slurm and Ray send to stop a job
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Stopped(KeyboardInterrupt):
+    """A run ended by one of STOP_SIGNALS (a KeyboardInterrupt, so every cleanup Ctrl-C runs
+    runs: workers killed, rows kept, tables written)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextmanager
+def stopped_by_signals():
+    """While the block runs, SIGINT and SIGTERM raise ``Stopped`` in the main thread, whatever
+    the process inherited (a job started in a script's background has SIGINT ignored); the
+    handlers it had come back after."""
+    def stop(signum, frame):
+        raise Stopped(signum)
+
+    previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 MAX_SEED = 2**62  # input sets draw with seed + j * runner.SET_SEED_STRIDE: kept below 2^63
 
 
@@ -215,22 +244,15 @@ def cmd_run(args, argv) -> int:
     # the order the user named them in (a plugin named first is not the first cut by a time
     # limit), else alphabetical
     order = {name: n for n, name in enumerate(args.backends or ())}
+    stopped_by = None
     try:
-        for backend in sorted({i.backend.name for _, i in all_cells}, key=lambda b: (order.get(b, 0), b)):
-            cells = [(cell, p_index, impl.name) for cell, (p_index, impl) in enumerate(all_cells)
-                     if impl.backend.name == backend]
-            spec = RunSpec([p.to_dict() for p in problems], cells, args.seed, options,
-                           not args.no_timing, args.quick, str(rows_path),
-                           str(args.save_cases.resolve()) if args.save_cases else None, tuple(args.timing),
-                           tuning_cache=not args.no_tuning_cache)
-            progress.line(f"[{backend}]")
-            if args.no_isolate and registry.worker_env(registry.get(cells[0][2]).backend) is None:
-                work(spec, prov)
-            else:
-                run_isolated(spec, prov, out_dir, backend, progress)
+        with stopped_by_signals():
+            _run_backends(args, prov, problems, all_cells, options, order, rows_path, out_dir,
+                          progress)
         prov["complete"] = True
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM (Stopped), or Python's own SIGINT
         prov["complete"] = False
+        stopped_by = getattr(e, "signum", signal.SIGINT)
     finally:
         progress.close()
 
@@ -240,9 +262,28 @@ def cmd_run(args, argv) -> int:
     print(results.render_text(prov, rows))
     print(f"\n{_save_note(rows)}{results.summary_counts(rows)}. Files: {out_dir}/results.{{md,csv,json}}")
     if not prov["complete"]:
-        print(f"interrupted: {results.incomplete(prov, rows)}", file=sys.stderr)
-        return INTERRUPTED_EXIT
+        print(f"interrupted ({signal.Signals(stopped_by).name}): "
+              f"{results.incomplete(prov, rows)}", file=sys.stderr)
+        return 128 + stopped_by
     return 1 if any(r["status"] in ("FAIL", "ERROR") for r in rows) else 0
+
+
+def _run_backends(args, prov, problems, all_cells, options, order, rows_path, out_dir,
+                  progress) -> None:
+    """Every backend's cells, one after the other (in a worker process each, unless
+    ``--no-isolate`` and the backend runs in this environment)."""
+    for backend in sorted({i.backend.name for _, i in all_cells}, key=lambda b: (order.get(b, 0), b)):
+        cells = [(cell, p_index, impl.name) for cell, (p_index, impl) in enumerate(all_cells)
+                 if impl.backend.name == backend]
+        spec = RunSpec([p.to_dict() for p in problems], cells, args.seed, options,
+                       not args.no_timing, args.quick, str(rows_path),
+                       str(args.save_cases.resolve()) if args.save_cases else None, tuple(args.timing),
+                       tuning_cache=not args.no_tuning_cache)
+        progress.line(f"[{backend}]")
+        if args.no_isolate and registry.worker_env(registry.get(cells[0][2]).backend) is None:
+            work(spec, prov)
+        else:
+            run_isolated(spec, prov, out_dir, backend, progress)
 
 
 RUN_FILES = ("rows.jsonl", "provenance.json", "results.json", "results.csv", "results.md", "plots")
