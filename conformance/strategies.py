@@ -25,11 +25,12 @@ class Sizes:
     max_batch: int
     max_seq_len: int
     max_q_heads: int
+    max_q_len: int  # query tokens a sequence (a draft's rows multiply an interpreter's work)
 
 
 SIZES = {
-    "ci": Sizes(max_batch=3, max_seq_len=160, max_q_heads=16),
-    "gpu": Sizes(max_batch=8, max_seq_len=4096, max_q_heads=64),
+    "ci": Sizes(max_batch=3, max_seq_len=160, max_q_heads=16, max_q_len=4),
+    "gpu": Sizes(max_batch=8, max_seq_len=4096, max_q_heads=64, max_q_len=MAX_Q_LEN),
 }
 # A backend whose CPU mode is slower than these ci sizes allow declares a smaller limit
 # (``Backend.cpu_limit``): fit() clamps lengths, batch and heads to it in the ci profile (GQA
@@ -76,9 +77,9 @@ def problems(draw, layout: str | None = None, min_group: int = 1, min_batch: int
     # own size, where tanh bends (fit drops either where the implementation takes none)
     window = draw(st.one_of(st.none(), st.integers(1, max(seq_lens)), st.just(1)))
     softcap = draw(st.one_of(st.none(), st.floats(0.5, 30.0)))
-    # plain decode half the time, else a draft of 2 to 16 tokens (no more than the shortest
+    # plain decode half the time, else a draft of 2 tokens or more (no more than the shortest
     # sequence holds; fit drops it to what the implementation takes)
-    q_len = min(draw(st.one_of(st.just(1), st.integers(2, MAX_Q_LEN))), min(seq_lens))
+    q_len = min(draw(st.one_of(st.just(1), st.integers(2, sz.max_q_len))), min(seq_lens))
     return DecodeProblem(num_kv_heads * group, num_kv_heads, head_dim, tuple(seq_lens),
                          layout=layout, page_size=page_size, dtype=dtype, kv_dtype=kv_dtype,
                          kv_scale=kv_scale, window=window, softcap=softcap, q_len=q_len)
