@@ -211,7 +211,7 @@ def test_a_stopped_run_is_reported_incomplete(tmp_path, sig, inherited, code):
 
     run = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backends", "triton",
-                             "--workloads", "cpu", "--out", str(run)], cwd=ROOT,
+                             "--workloads", "cpu", "--no-timing", "--out", str(run)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT,
                                                              getattr(signal, inherited)))
