@@ -73,6 +73,16 @@ def _per_sequence(inputs, out, lse, length_of, kv_head_of=None, first_of=None,
     return Launch(run)
 
 
+def plain_attention(inputs) -> tuple[torch.Tensor, torch.Tensor]:
+    """(out, lse) of the spec's attention in float32 torch, each query row over its own span,
+    scores capped where the problem caps them: the controls' correct base, which the float64
+    oracle must agree with (tests/test_mask.py, tests/test_query_tokens.py)."""
+    p = inputs.problem
+    out, lse = inputs.new_outputs()
+    _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b]).run()
+    return out, lse
+
+
 def noop(inputs, out, lse) -> Launch:
     """Launches nothing: every output element stays as the caller left it."""
     return Launch(lambda: None)

@@ -49,15 +49,6 @@ def test_rows_before_a_window_are_poisoned():
         assert bool((v[first:] < 10).all()), "the window's rows are real values"
 
 
-def _plain(inputs) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention over each sequence's window, its scores capped, in float32 torch: what the
-    oracle must agree with."""
-    p = inputs.problem
-    out, lse = inputs.new_outputs()
-    negative_controls._per_sequence(inputs, out, lse, lambda b: p.seq_lens[b]).run()
-    return out, lse
-
-
 @pytest.mark.parametrize("fields", [
     dict(window=16), dict(softcap=2.0), dict(window=5, softcap=0.75),
     dict(window=16, kv_dtype="float8_e4m3fn", kv_scale="head"), dict(layout="dense", window=1),
@@ -65,7 +56,7 @@ def _plain(inputs) -> tuple[torch.Tensor, torch.Tensor]:
 def test_the_oracle_matches_a_plain_windowed_capped_attention(fields):
     p = BASE.replace(**fields)
     inputs = make_inputs(p, seed=5, device="cpu")
-    out, lse = _plain(inputs)
+    out, lse = negative_controls.plain_attention(inputs)
     result = compare(p, out, lse, reference(inputs))
     assert result.passed, result.summary()
 

@@ -57,13 +57,6 @@ def test_the_first_query_row_is_the_single_token_query():
     assert not torch.equal(many.q[1::4], one.q)
 
 
-def _plain(inputs):
-    p = inputs.problem
-    out, lse = inputs.new_outputs()
-    negative_controls._per_sequence(inputs, out, lse, lambda b: p.seq_lens[b]).run()
-    return out, lse
-
-
 @pytest.mark.parametrize("fields", [
     dict(), dict(window=5), dict(window=1, softcap=0.75),
     dict(q_len=16, layout="dense", seq_lens=(70, 16, 33)),
@@ -72,7 +65,7 @@ def _plain(inputs):
 def test_the_oracle_matches_a_plain_causal_attention(fields):
     p = BASE.replace(**fields)
     inputs = make_inputs(p, seed=5, device="cpu")
-    out, lse = _plain(inputs)
+    out, lse = negative_controls.plain_attention(inputs)
     result = compare(p, out, lse, reference(inputs))
     assert result.passed, result.summary()
 
