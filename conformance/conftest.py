@@ -18,8 +18,8 @@ from conformance.strategies import profile_name
 # is what the negative controls' strict xfail expects; the first bug found is the one to fix.
 COMMON = dict(deadline=None, print_blob=True, report_multiple_bugs=False,
               suppress_health_check=[HealthCheck.too_slow])
-# ci: 10 drawn examples a test (after the pinned ones): the suite's properties x the CPU modes
-# of Triton, Numba, TileLang and Helion keep a 2-core CI within its time
+# ci: 10 drawn examples a test (after the pinned ones): the suite's properties x every backend's
+# CPU mode (interpreters, simulators) keep a 2-core CI within its time
 settings.register_profile("ci", max_examples=10, derandomize=True, **COMMON)
 settings.register_profile("gpu", max_examples=20, **COMMON)
 settings.load_profile(profile_name())
