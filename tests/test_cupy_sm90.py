@@ -44,6 +44,12 @@ PROBLEMS += [DecodeProblem(32, 8, 128, (100,) * 64, layout="paged", **E4M3),  # 
 # soft-capped scores (SOFTCAP builds) on both loops, fp8 included; a window is a runtime argument
 PROBLEMS += [DecodeProblem(32, 8, 128, (100,), layout="paged", softcap=30.0, window=50),
              DecodeProblem(28, 4, 64, (100,), softcap=50.0, **E4M3)]
+# drafts (MULTI_TOKEN builds: each row masked to its token's span) on both loops: tokens x the group
+# in one tile, a block split across tokens (GQA 12 x 2 on tensor cores), with a window, fp8, fp32
+PROBLEMS += [DecodeProblem(32, 8, 128, (100,), layout="paged", q_len=4, window=50, softcap=30.0),
+             DecodeProblem(24, 2, 128, (100,), q_len=2),
+             DecodeProblem(8, 1, 128, (100,), q_len=8, **E4M3),
+             DecodeProblem(12, 4, 64, (100,), q_len=3, dtype="float32")]
 
 
 def _loops(problem):

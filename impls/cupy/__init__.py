@@ -2,7 +2,7 @@
 
 from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl
-from specs.problem import KV_DTYPES
+from specs.problem import KV_DTYPES, MAX_Q_LEN
 
 BACKEND = Backend(
     name="cupy",
@@ -31,13 +31,12 @@ BACKEND = Backend(
 CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, head_dim_multiple=8,
                     kv_dtypes=frozenset(KV_DTYPES),
                     note="16-byte vector loads need head_dim % 8 == 0, % 16 with an fp8 cache",
-                    q_note="not implemented in its CUDA kernels yet: a CTA's rows are one query "
-                           "token's group",
-                    windows=True, softcaps=True)
+                    max_q_len=MAX_Q_LEN, windows=True, softcaps=True)
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.cupy.one_pass", CAPS, options=("config",),
-         summary="CTA per (kv head, head block, sequence): mma.sync fed by per-warp cp.async rings "
-                 "(fp16/bf16), else 16 B loads and FMAs; paged: per-row page lookup"),
+         summary="CTA per (kv head, block of its query rows, sequence): mma.sync fed by per-warp "
+                 "cp.async rings (fp16/bf16), else 16 B loads and FMAs; paged: per-row page lookup; "
+                 "a draft's tokens x the GQA group are the rows, each masked to its own span"),
     Impl(BACKEND, "split-k", "impls.cupy.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding over a balanced plan (impls.plan), the one-pass loop per work "
                  "item; split sequences write (out, lse) partials that a combine kernel merges "

@@ -30,12 +30,12 @@ UNROLL = 4  # tokens per row group per step: 2 x UNROLL 16-byte loads in flight 
 PREFETCH = 1  # issue the next step's loads before this step's arithmetic
 SMEM_LIMIT = 48 * 1024  # shared memory a CTA has without opting in (the CUDA-core loop's merge)
 REGISTER_FLOATS = 64  # per thread for q (and as many for the accumulator): no spills at 128 threads
-MAX_BLOCK_H = 8  # query heads per CTA of the CUDA-core loop; larger GQA groups are split
+MAX_BLOCK_H = 8  # query rows per CTA of the CUDA-core loop; more (a GQA group x a draft) are split
 LOAD_BYTES = 16  # one vectorised load (or cp.async) per thread per row
 ITEMS_FIRST = 0  # grid (head blocks, items); 1: (items, head blocks)
 
 # The tensor-core loop (tensor_cores.cuh)
-MMA_ROWS = 16  # query heads per CTA: the M rows of mma.m16n8k16 (a smaller group is zero-padded)
+MMA_ROWS = 16  # query rows per CTA: the M rows of mma.m16n8k16 (fewer are zero-padded)
 MMA_DTYPES = ("float16", "bfloat16")  # fp32 stays on CUDA cores (tf32 would miss the tolerance)
 # Each warp's ring: STAGES buffers of 16 tokens, NUM_WARPS warps a CTA, by the grid's CTAs per SM
 # (ring_shape); 8 x 3 where no rule applies, 4 warps where 8 do not fit (head_dim 256)
@@ -106,7 +106,8 @@ def pick_launch_config(problem, config: dict | None = None,
         raise ProblemError(f"config: ITEMS_FIRST={tuned['ITEMS_FIRST']}: must be 0 or 1")
     base = dict(HEAD_DIM=problem.head_dim, DTYPE_ID=DTYPE_IDS[problem.dtype],
                 KV_DTYPE_ID=DTYPE_IDS[kv_dtype], IS_PAGED=int(problem.layout == "paged"),
-                ITEMS_FIRST=tuned["ITEMS_FIRST"], SOFTCAP=int(problem.softcap is not None))
+                ITEMS_FIRST=tuned["ITEMS_FIRST"], SOFTCAP=int(problem.softcap is not None),
+                MULTI_TOKEN=int(problem.q_len > 1))
     if tuned["TENSOR_CORES"] not in (0, 1):
         raise ProblemError(f"config: TENSOR_CORES={tuned['TENSOR_CORES']}: must be 0 or 1")
     # a key of the other loop would be ignored silently: refuse it
@@ -178,9 +179,9 @@ def cuda_core_config(problem, tuned: dict) -> dict[str, int]:
     loads per thread per step, so the K/V buffers fit in registers."""
     vec = LOAD_BYTES // problem.kv_itemsize  # cache elements a load
     vecs_per_row = problem.head_dim // vec
-    # a thread holds at least a vector of q and of the accumulator per head: fp8's 16-element
-    # vectors halve the heads whose state fits in registers
-    block_h = min(problem.group_size, MAX_BLOCK_H, REGISTER_FLOATS // vec)
+    # a thread holds at least a vector of q and of the accumulator per row (the draft's tokens x
+    # the group's heads): fp8's 16-element vectors halve the rows whose state fits in registers
+    block_h = min(problem.q_len * problem.group_size, MAX_BLOCK_H, REGISTER_FLOATS // vec)
     tpr = tuned["TPR"]
     if tpr is None:
         tpr = threads_per_row(vecs_per_row, vec, block_h, REGISTER_FLOATS)
@@ -278,12 +279,12 @@ def view(tensor):
 
 
 def mask_kernel_args(problem) -> tuple:
-    """The kernels' mask arguments after the scales: the window (int32's largest without one)
-    and the soft cap in log2 units (``common.mask_args``)."""
+    """The attention kernels' last arguments: the window (int32's largest without one), the soft
+    cap in log2 units (``common.mask_args``) and the query tokens per sequence."""
     import numpy as np
 
     mask = common.mask_args(problem)
-    return np.int32(mask["window"]), np.float32(mask["softcap"])
+    return np.int32(mask["window"]), np.float32(mask["softcap"]), np.int32(problem.q_len)
 
 
 def scale_args(inputs) -> tuple:

@@ -58,20 +58,25 @@ __shared__ float sm_m[NUM_WARPS][BLOCK_H];
 __shared__ float sm_l[NUM_WARPS][BLOCK_H];
 __shared__ float sm_acc[NUM_WARPS][BLOCK_H][HEAD_DIM];
 
-// Attention of heads [head0, head0 + n_heads) (n_heads <= BLOCK_H) over tokens
-// [max(start, win_first), end), scores soft-capped (soft_cap): each warp's state left in shared memory (sm_m, sm_l, sm_acc) for store_result(). The destination is
+// Attention of the CTA's query rows (rows.n <= BLOCK_H) over tokens [start, end), each row over the
+// part of them it sees (Rows; the range is cut to what any row sees), scores soft-capped
+// (soft_cap): each warp's state left in shared memory (sm_m, sm_l, sm_acc) for store_result(). The destination is
 // chosen after the loop, so it holds no registers while the K/V stream runs. An fp8 cache's
 // scales (kv_scale): K's folds into qk_scale, V's multiplies the state's accumulator.
 __device__ __forceinline__ void attend(
     const scalar_t* __restrict__ q_ptr, const kv_t* __restrict__ k_ptr,
     const kv_t* __restrict__ v_ptr, const int* __restrict__ block_table_ptr,
-    int pid_b, int pid_kvh, int head0, int n_heads, int start, int end,
+    int pid_kvh, const Rows& rows, int start, int end,
     long long stride_qb, long long stride_qh, long long stride_kp, long long stride_kt,
     long long stride_kh, long long stride_btb, int page_size, float qk_scale,
     const float* __restrict__ k_scale_ptr, const float* __restrict__ v_scale_ptr, int scale_stride,
-    int win_first, float softcap) {
+    float softcap) {
     qk_scale *= kv_scale(k_scale_ptr, pid_kvh, scale_stride);
-    start = max(start, win_first);  // rows are loaded one by one: the range starts at the window
+    // rows are loaded one by one: the range starts at the first row's window and ends past the
+    // last row's token
+    start = max(start, rows.first(0));
+    end = min(end, rows.end(rows.n - 1));
+    const int pid_b = rows.b;
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int lane_in_row = lane % TPR;
@@ -84,8 +89,8 @@ __device__ __forceinline__ void attend(
         for (int i = 0; i < VPT; ++i) {
             const int j = lane_in_row + i * TPR;
             float tmp[VEC];
-            if (h < n_heads && j < VECS_PER_ROW) {
-                const scalar_t* q_row = q_ptr + pid_b * stride_qb + (head0 + h) * stride_qh + j * VEC;
+            if (h < rows.n && j < VECS_PER_ROW) {
+                const scalar_t* q_row = q_ptr + rows.q_offset(h, stride_qb, stride_qh) + j * VEC;
 #pragma unroll
                 for (int l = 0; l < VEC / Q_VEC; ++l)
                     unpack(*reinterpret_cast<const uint4*>(q_row + l * Q_VEC), tmp + l * Q_VEC);
@@ -98,6 +103,14 @@ __device__ __forceinline__ void attend(
         }
     }
 
+#if MULTI_TOKEN
+    int row_first[BLOCK_H], row_end[BLOCK_H];  // each row's span (a padding row: the last row's)
+#pragma unroll
+    for (int h = 0; h < BLOCK_H; ++h) {
+        row_first[h] = rows.first(min(h, rows.n - 1));
+        row_end[h] = rows.end(min(h, rows.n - 1));
+    }
+#endif
     float m_i[BLOCK_H], l_i[BLOCK_H], acc[BLOCK_H][VPT][VEC];
 #pragma unroll
     for (int h = 0; h < BLOCK_H; ++h) {
@@ -167,13 +180,23 @@ __device__ __forceinline__ void attend(
         float p[UNROLL][BLOCK_H];
 #pragma unroll
         for (int h = 0; h < BLOCK_H; ++h) {
+            bool seen[UNROLL];  // token u in the range and in row h's span
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+#if MULTI_TOKEN
+                const int t = base + rg * UNROLL + u;
+                seen[u] = valid[u] && t >= row_first[h] && t < row_end[h];
+#else
+                seen[u] = valid[u];
+#endif
+            }
             float m_new = m_i[h];
 #pragma unroll
-            for (int u = 0; u < UNROLL; ++u) m_new = valid[u] ? fmaxf(m_new, s[u][h]) : m_new;
+            for (int u = 0; u < UNROLL; ++u) m_new = seen[u] ? fmaxf(m_new, s[u][h]) : m_new;
             // nothing seen yet (all of this step's tokens past the end): keep the state as is
             const float alpha = m_new == NEG_INF ? 1.f : exp2f(m_i[h] - m_new);
 #pragma unroll
-            for (int u = 0; u < UNROLL; ++u) p[u][h] = valid[u] ? exp2f(s[u][h] - m_new) : 0.f;
+            for (int u = 0; u < UNROLL; ++u) p[u][h] = seen[u] ? exp2f(s[u][h] - m_new) : 0.f;
             l_i[h] *= alpha;
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) l_i[h] += p[u][h];
@@ -252,6 +275,6 @@ __device__ __forceinline__ void attend(
     __syncthreads();
 }
 
-__device__ __forceinline__ void store_result(const Dest& dest, int n_heads) {
-    merge_warps(&sm_m[0][0], &sm_l[0][0], &sm_acc[0][0][0], dest, n_heads);
+__device__ __forceinline__ void store_result(const Dest& dest) {
+    merge_warps(&sm_m[0][0], &sm_l[0][0], &sm_acc[0][0][0], dest);
 }

@@ -4,14 +4,16 @@
 // warps' online-softmax states that ends every CTA.
 //
 // One CTA handles one sequence (pid_b), one KV head (pid_kvh), one block of up to BLOCK_H of the
-// query heads that share it (pid_hb; a GQA group larger than BLOCK_H is split into blocks), and
-// a token range [start, end). Each warp keeps an online-softmax state (running max m_i, sum l_i,
-// accumulator acc) per head over its share of the tokens; store_result() merges them.
+// query rows that share it (pid_hb; Rows: the draft's q_len tokens x the GQA group, split into
+// blocks where there are more), and a token range [start, end). Each warp keeps an online-softmax
+// state (running max m_i, sum l_i, accumulator acc) per row over its share of the tokens;
+// store_result() merges them.
 //
 // Compile-time parameters shared by both loops (-D, from _build.pick_launch_config): HEAD_DIM,
 // BLOCK_H, DTYPE_ID (the query's and output's: 0 fp16, 1 bf16, 2 fp32), KV_DTYPE_ID (the cache's:
 // DTYPE_ID, or 3 fp8 e4m3, 4 fp8 e5m2), IS_PAGED, NUM_WARPS, TENSOR_CORES (which loop),
-// ITEMS_FIRST (the grid's axis order), SOFTCAP (scores soft-capped).
+// ITEMS_FIRST (the grid's axis order), SOFTCAP (scores soft-capped), MULTI_TOKEN (q_len > 1:
+// each row masked to its own token's span).
 // No CUDA headers: fp16/bf16/fp8 conversions are PTX cvt instructions, so NVRTC and nvcc both
 // build it.
 #pragma once
@@ -137,25 +139,48 @@ __device__ __forceinline__ long long kv_row_offset(int pid_b, int t, const int* 
 #endif
 }
 
-// Where a CTA's results go, from its first head on: the final out (input dtype) or, for a piece
-// of a split sequence, a float32 partial (part_out set; the choice is the same for the whole CTA).
+// The CTA's query rows: rows row0 .. row0 + n - 1 of its KV head's q_len x group rows, row r being
+// token r / group of sequence b's draft and query head r % group of the KV head's group (with
+// q_len 1, a block of the group's heads). Token i of a sequence of length L sees the cache up to
+// L - q_len + i, and with a window only the window's last tokens of that (the spec's query_span).
+struct Rows {
+    int b, row0, n, group, kv_head0, q_len, seq_len, window;
+    __device__ __forceinline__ int token(int r) const { return (row0 + r) / group; }
+    __device__ __forceinline__ int head(int r) const { return kv_head0 + (row0 + r) % group; }
+    // past row r's last visible token, and its first (window: int32's largest without one)
+    __device__ __forceinline__ int end(int r) const { return seq_len - q_len + token(r) + 1; }
+    __device__ __forceinline__ int first(int r) const { return max(0, end(r) - window); }
+    __device__ __forceinline__ long long q_offset(int r, long long stride_qb, long long stride_qh) const {
+        return ((long long)b * q_len + token(r)) * stride_qb + head(r) * stride_qh;
+    }
+};
+
+// Where a CTA's results go: the final out (input dtype) from sequence b's first query row, or, for
+// a piece of a split sequence, a float32 partial from its slot's first row (part_out set; the
+// choice is the same for the whole CTA). Strides between query tokens and heads, in elements of
+// the one written; lse's heads are contiguous.
 struct Dest {
     scalar_t* out;
     float* part_out;
-    long long stride_oh;  // between heads, in elements of the one written
     float* lse;
-    __device__ __forceinline__ void store(int h, int d, float o) const {
-        if (part_out) store_value(part_out + h * stride_oh + d, o);
-        else store_value(out + h * stride_oh + d, o);
+    long long stride_ot, stride_oh, stride_lt;
+    Rows rows;
+    __device__ __forceinline__ void store(int r, int d, float o) const {
+        const long long off = rows.token(r) * stride_ot + rows.head(r) * stride_oh + d;
+        if (part_out) store_value(part_out + off, o);
+        else store_value(out + off, o);
+    }
+    __device__ __forceinline__ void store_lse(int r, float x) const {
+        lse[rows.token(r) * stride_lt + rows.head(r)] = x;
     }
 };
 
 // The warps' states merged, O = sum_w exp2(m_w - M) acc_w / sum_w exp2(m_w - M) l_w, normalised,
-// stored to ``dest`` (out and one LSE per head); a range that held no token stores 0 and -inf.
+// stored to ``dest`` (out and one LSE per row); a range that held no token stores 0 and -inf.
 // sm_m, sm_l: [NUM_WARPS][BLOCK_H]; sm_acc: [NUM_WARPS][BLOCK_H][HEAD_DIM], in shared memory.
 __device__ __forceinline__ void merge_warps(const float* sm_m, const float* sm_l, const float* sm_acc,
-                                            const Dest& dest, int n_heads) {
-    for (int idx = threadIdx.x; idx < n_heads * HEAD_DIM; idx += NUM_THREADS) {
+                                            const Dest& dest) {
+    for (int idx = threadIdx.x; idx < dest.rows.n * HEAD_DIM; idx += NUM_THREADS) {
         const int h = idx / HEAD_DIM;
         const int d = idx % HEAD_DIM;
         float big = NEG_INF;
@@ -174,6 +199,6 @@ __device__ __forceinline__ void merge_warps(const float* sm_m, const float* sm_l
             lse = (big + log2f(sum_l)) * LN2;
         }
         dest.store(h, d, o);
-        if (d == 0) dest.lse[h] = lse;
+        if (d == 0) dest.store_lse(h, lse);
     }
 }

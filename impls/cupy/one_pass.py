@@ -3,8 +3,9 @@
 in the query's dtype or fp8 (converted in registers, its scales folded into the score scale and
 the output).
 
-Algorithm: one CTA per (KV head, block of its query heads, sequence) streams the sequence's K/V
-rows once and writes the final out and lse. Tensor cores: the group's heads (up to 16, zero-padded)
+Algorithm: one CTA per (KV head, block of its query rows, sequence) streams the sequence's K/V
+rows once and writes the final out and lse; a KV head's rows are the draft's q_len tokens x its
+GQA group, each masked to its own token's span. Tensor cores: the rows (up to 16, zero-padded)
 are the rows of mma.sync for Q K^T and P V, each warp streaming its 16 tokens of every tile through
 its own cp.async ring. CUDA cores: blocks of up to 8 heads, 16-byte vector loads, UNROLL tokens in
 flight per row group, scores reduced with warp shuffles. Paged: each row is found through the block

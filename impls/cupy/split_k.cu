@@ -3,11 +3,12 @@
 // Stage 1, grid (Hkv * num_head_blocks, num_items), swapped with ITEMS_FIRST: the CTA of work item
 // pid_i = (sequence, start, end, slot) attends over [start, end); a whole sequence (slot -1)
 // writes the final out and lse, a piece of a split one its normalised partial (float) and LSE to
-// part_out [slots, Hq, D] / part_lse [slots, Hq].
-// Stage 2, one of two ways (FUSED_MERGE): combine_kernel, grid (ceil(Hq / NUM_WARPS), num_merges),
-// merges each split sequence over its own slots, a warp per query head; or, fused, the CTA that
-// finishes a (sequence, head block)'s pieces last merges them itself (merge_if_last), so there is
-// no second launch. Weights exp(lse_s - max lse) either way (merge_slots).
+// part_out [slots, q_len x Hq, D] / part_lse [slots, q_len x Hq] (a slot's rows token-major, as
+// out's). A KV head's query rows are the draft's q_len tokens x its group (Rows, one_pass.cu).
+// Stage 2, one of two ways (FUSED_MERGE): combine_kernel, grid (ceil(q_len x Hq / NUM_WARPS),
+// num_merges), merges each split sequence over its own slots, a warp per query row; or, fused, the
+// CTA that finishes a (sequence, row block)'s pieces last merges them itself (merge_if_last), so
+// there is no second launch. Weights exp(lse_s - max lse) either way (merge_slots).
 #include "decode_common.cuh"
 #if TENSOR_CORES
 #include "tensor_cores.cuh"
@@ -19,7 +20,7 @@
 static_assert(HEAD_DIM % 4 == 0, "the merge reads partials' rows as float4s");
 #define MERGE_VECS_PER_LANE ((MERGE_VECS + 31) / 32)
 
-// One query head's partials over slots [first, last) merged by one warp: lanes over slots for the
+// One query row's partials over slots [first, last) merged by one warp: lanes over slots for the
 // LSE (32 loads in flight, not a chain of them), then lanes over float4s of the head dim, each
 // slot's weight broadcast by a shuffle. Loads are .cg (from L2): in the fused merge the partials
 // are other CTAs' stores, which this SM's L1 must not answer.
@@ -28,7 +29,7 @@ __device__ __forceinline__ void merge_slots(const float* __restrict__ part_out,
                                             int last, long long slot_stride, int lse_stride,
                                             scalar_t* __restrict__ out, float* __restrict__ lse) {
     const int lane = threadIdx.x & 31;
-    float big = NEG_INF;  // finite in the end: every item holds at least one token
+    float big = NEG_INF;  // finite in the end: every row sees a token of one of its slots
     for (int s = first + lane; s < last; s += 32) big = fmaxf(big, __ldcg(part_lse + s * lse_stride));
 #pragma unroll
     for (int o = 16; o; o >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, o));
@@ -71,15 +72,16 @@ __device__ __forceinline__ void merge_slots(const float* __restrict__ part_out,
 }
 
 #if FUSED_MERGE
-// The fused merge: every CTA of a split sequence's head block counts its partial done; the one that
-// counts last merges the block's heads over all the sequence's slots (a warp per head) and resets
+// The fused merge: every CTA of a split sequence's row block counts its partial done; the one that
+// counts last merges the block's rows over all the sequence's slots (a warp per row) and resets
 // the counter for the next launch. The fence makes each thread's partial stores visible GPU-wide
 // before the count (release); the acquire-release add orders the last CTA's loads after the others'.
+// part_out, part_lse: slot 0's first row; out, lse: the sequence's first query row.
 __device__ __forceinline__ void merge_if_last(const float* part_out, const float* part_lse,
                                               int* counter, int first, int pieces,
-                                              long long slot_stride, int lse_stride,
-                                              scalar_t* out, long long stride_oh, float* lse,
-                                              int n_heads) {
+                                              int num_q_heads, scalar_t* out, long long stride_ob,
+                                              long long stride_oh, float* lse, long long stride_lb,
+                                              const Rows& rows) {
     __shared__ int is_last;
     __threadfence();
     __syncthreads();
@@ -91,9 +93,14 @@ __device__ __forceinline__ void merge_if_last(const float* part_out, const float
     }
     __syncthreads();
     if (!is_last) return;
-    for (int h = threadIdx.x >> 5; h < n_heads; h += NUM_WARPS)
-        merge_slots(part_out + h * HEAD_DIM, part_lse + h, first, first + pieces, slot_stride,
-                    lse_stride, out + h * stride_oh, lse + h);
+    const int slot_rows = rows.q_len * num_q_heads;
+    for (int r = threadIdx.x >> 5; r < rows.n; r += NUM_WARPS) {
+        const int row = rows.token(r) * num_q_heads + rows.head(r);  // in a slot's rows
+        merge_slots(part_out + (long long)row * HEAD_DIM, part_lse + row, first, first + pieces,
+                    (long long)slot_rows * HEAD_DIM, slot_rows,
+                    out + rows.token(r) * stride_ob + rows.head(r) * stride_oh,
+                    lse + rows.token(r) * stride_lb + rows.head(r));
+    }
 }
 #endif
 
@@ -108,48 +115,52 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS) split_kernel(
     int group_size, int num_head_blocks, int num_q_heads, float qk_scale,
     const int* __restrict__ seq_lens_ptr, int* __restrict__ counters_ptr, int chunk,
     const float* __restrict__ k_scale_ptr, const float* __restrict__ v_scale_ptr, int scale_stride,
-    int window, float softcap) {
+    int window, float softcap, int q_len) {
     const int pid_kvh = HEADS_AXIS / num_head_blocks;
     const int pid_hb = HEADS_AXIS % num_head_blocks;
     const int* item = items_ptr + 4 * ITEMS_AXIS;  // (sequence, start, end, partial slot or -1)
     const int pid_b = item[0], start = item[1], end = item[2], slot = item[3];
-    const int head0 = pid_kvh * group_size + pid_hb * BLOCK_H;
-    const int n_heads = min(BLOCK_H, group_size - pid_hb * BLOCK_H);
-    // the plan starts a windowed sequence's pieces at the step holding the window's start
-    attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, head0, n_heads, start, end,
-           stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, page_size,
-           qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
-           max(0, seq_lens_ptr[pid_b] - window), softcap);
-    const long long row = (long long)slot * num_q_heads + head0;
-    store_result(slot < 0 ? Dest{out_ptr + pid_b * stride_ob + head0 * stride_oh, nullptr,
-                                 stride_oh, lse_ptr + pid_b * stride_lb + head0}
-                          : Dest{nullptr, part_out_ptr + row * HEAD_DIM, HEAD_DIM,
-                                 part_lse_ptr + row},
-                 n_heads);
+    const int seq_len = seq_lens_ptr[pid_b];
+    const Rows rows{pid_b, pid_hb * BLOCK_H, min(BLOCK_H, q_len * group_size - pid_hb * BLOCK_H),
+                    group_size, pid_kvh * group_size, q_len, seq_len, window};
+    // the plan starts a windowed sequence's pieces at the step holding the first token's window;
+    // a piece past every row's span (a draft's last tokens) leaves its partial empty (lse -inf)
+    attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_kvh, rows, start, end, stride_qb, stride_qh,
+           stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale, k_scale_ptr,
+           v_scale_ptr, scale_stride, softcap);
+    const long long slot_rows = (long long)q_len * num_q_heads;
+    const long long seq_row = (long long)pid_b * q_len;  // the sequence's first query row
+    store_result(slot < 0 ? Dest{out_ptr + seq_row * stride_ob, nullptr, lse_ptr + seq_row * stride_lb,
+                                 stride_ob, stride_oh, stride_lb, rows}
+                          : Dest{nullptr, part_out_ptr + slot * slot_rows * HEAD_DIM,
+                                 part_lse_ptr + slot * slot_rows, (long long)num_q_heads * HEAD_DIM,
+                                 HEAD_DIM, num_q_heads, rows});
 #if FUSED_MERGE
     // the pieces of a split sequence are cut at multiples of chunk, in slot order from its first
     if (slot >= 0)
-        merge_if_last(part_out_ptr + (long long)head0 * HEAD_DIM, part_lse_ptr + head0,
+        merge_if_last(part_out_ptr, part_lse_ptr,
                       counters_ptr + pid_b * (num_q_heads / group_size * num_head_blocks) + HEADS_AXIS,
-                      slot - start / chunk, (seq_lens_ptr[pid_b] + chunk - 1) / chunk,
-                      (long long)num_q_heads * HEAD_DIM, num_q_heads,
-                      out_ptr + pid_b * stride_ob + head0 * stride_oh, stride_oh,
-                      lse_ptr + pid_b * stride_lb + head0, n_heads);
+                      slot - start / chunk, (seq_len + chunk - 1) / chunk, num_q_heads,
+                      out_ptr + seq_row * stride_ob, stride_ob, stride_oh,
+                      lse_ptr + seq_row * stride_lb, stride_lb, rows);
 #endif
 }
 
-// Grid (ceil(Hq / NUM_WARPS), num_merges): warp w of CTA (x, m) merges query head
-// x * NUM_WARPS + w of split sequence merge_seqs[m] over its slots [indptr[m], indptr[m + 1]).
+// Grid (ceil(q_len x Hq / NUM_WARPS), num_merges): warp w of CTA (x, m) merges query row
+// x * NUM_WARPS + w (token-major, as a slot's rows) of split sequence merge_seqs[m] over its slots
+// [indptr[m], indptr[m + 1]).
 extern "C" __global__ void __launch_bounds__(NUM_THREADS) combine_kernel(
     const float* __restrict__ part_out_ptr, const float* __restrict__ part_lse_ptr,
     const int* __restrict__ merge_seqs_ptr, const int* __restrict__ merge_indptr_ptr,
     scalar_t* __restrict__ out_ptr, float* __restrict__ lse_ptr, long long stride_ob,
-    long long stride_oh, long long stride_lb, int num_q_heads) {
-    const int pid_h = blockIdx.x * NUM_WARPS + (threadIdx.x >> 5);
-    if (pid_h >= num_q_heads) return;
-    const int pid_b = merge_seqs_ptr[blockIdx.y];
-    merge_slots(part_out_ptr + (long long)pid_h * HEAD_DIM, part_lse_ptr + pid_h,
+    long long stride_oh, long long stride_lb, int num_q_heads, int q_len) {
+    const int row = blockIdx.x * NUM_WARPS + (threadIdx.x >> 5);
+    const int slot_rows = q_len * num_q_heads;
+    if (row >= slot_rows) return;
+    const int token = row / num_q_heads, head = row % num_q_heads;
+    const long long out_row = (long long)merge_seqs_ptr[blockIdx.y] * q_len + token;
+    merge_slots(part_out_ptr + (long long)row * HEAD_DIM, part_lse_ptr + row,
                 merge_indptr_ptr[blockIdx.y], merge_indptr_ptr[blockIdx.y + 1],
-                (long long)num_q_heads * HEAD_DIM, num_q_heads,
-                out_ptr + pid_b * stride_ob + pid_h * stride_oh, lse_ptr + pid_b * stride_lb + pid_h);
+                (long long)slot_rows * HEAD_DIM, slot_rows,
+                out_ptr + out_row * stride_ob + head * stride_oh, lse_ptr + out_row * stride_lb + head);
 }

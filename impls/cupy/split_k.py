@@ -6,10 +6,10 @@ loop steps and pages, sized so the items fill the GPU without one outlasting the
 ``num_splits`` forces a uniform cut). Stage 1, grid (num_kv_heads x num_head_blocks, num_items):
 each CTA runs the one-pass kernel's loop over its item; a whole sequence writes the final out and
 lse, a piece of a split one a normalised float32 partial and its LSE. Stage 2, only when something
-was split: ``combine_kernel``, grid (ceil(num_q_heads / NUM_WARPS), num_merges), merges each split
-sequence over its own slots, weighted by exp(lse_s - max lse), a warp per query head; or
+was split: ``combine_kernel``, grid (ceil(q_len x num_q_heads / NUM_WARPS), num_merges), merges
+each split sequence over its own slots, weighted by exp(lse_s - max lse), a warp per query row; or
 (``MERGE=fused``, the default for short pieces) the split kernel's CTA that finishes a (sequence,
-head block)'s pieces last, counted by an atomic it resets, merges them (one launch). Works on both
+row block)'s pieces last, counted by an atomic it resets, merges them (one launch). Works on both
 layouts (IS_PAGED).
 Why: fills the SMs at small batch and cuts a ragged batch's tail; costs the partials' round trip
 (tiny next to the cache) and a second launch (or, fused, a merge in the CTA that finishes last).
@@ -101,11 +101,11 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                   i32(split_plan.chunk), *scale_args(inputs), *mask_kernel_args(p))
     combine_args = (view(part_out), view(part_lse), view(work["merge_seqs"]),
                     view(work["merge_indptr"]), view(out), view(lse), i64(out.stride(0)),
-                    i64(out.stride(1)), i64(lse.stride(0)), i32(p.num_q_heads))
+                    i64(out.stride(1)), i64(lse.stride(0)), i32(p.num_q_heads), i32(p.q_len))
     launches = [(split, grid(defines, head_blocks, split_plan.num_items), split_args,
                  dynamic_smem(defines))]
-    if split_plan.num_merges and not fused:  # a warp per query head
-        launches.append((combine, (-(-p.num_q_heads // defines["NUM_WARPS"]),
+    if split_plan.num_merges and not fused:  # a warp per query row
+        launches.append((combine, (-(-p.q_len * p.num_q_heads // defines["NUM_WARPS"]),
                                    split_plan.num_merges), combine_args, 0))
 
     return Launch(launcher(launches, defines),

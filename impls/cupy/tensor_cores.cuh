@@ -1,6 +1,6 @@
-// The tensor-core inner loop (TENSOR_CORES=1, fp16/bf16, HEAD_DIM a multiple of 16): the GQA
-// group's query heads are the M = 16 rows of mma.sync.m16n8k16 (BLOCK_H = 16, rows past the head
-// block are zeros), for S = Q K^T and O += P V alike, fp32 accumulators, fragments read from
+// The tensor-core inner loop (TENSOR_CORES=1, fp16/bf16, HEAD_DIM a multiple of 16): the CTA's
+// query rows (the GQA group's heads, times the draft's tokens: Rows) are the M = 16 rows of
+// mma.sync.m16n8k16 (BLOCK_H = 16, rows past the row block are zeros), for S = Q K^T and O += P V alike, fp32 accumulators, fragments read from
 // shared memory with ldmatrix. Each warp takes 16 tokens of every tile of BLOCK_N (one k16 step
 // of P V) and streams them into its own STAGES-deep ring of shared-memory buffers with cp.async
 // (16 bytes a copy, L2 only), so HBM keeps streaming while the tensor cores work on the oldest
@@ -163,19 +163,24 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi) {
     return r;
 }
 
-// Attention of heads [head0, head0 + n_heads) (n_heads <= 16) over tokens [max(start, win_first),
-// end), scores soft-capped (soft_cap): each warp's state left in shared memory for
-// store_result(). Same contract as the CUDA-core attend().
+// Attention of the CTA's query rows (rows.n <= 16) over tokens [start, end), each row over the part
+// of them it sees (Rows; the range is cut to what any row sees), scores soft-capped (soft_cap):
+// each warp's state left in shared memory for store_result(). Same contract as the CUDA-core
+// attend().
 __device__ __forceinline__ void attend(
     const scalar_t* __restrict__ q_ptr, const kv_t* __restrict__ k_ptr,
     const kv_t* __restrict__ v_ptr, const int* __restrict__ block_table_ptr,
-    int pid_b, int pid_kvh, int head0, int n_heads, int start, int end,
+    int pid_kvh, const Rows& rows, int start, int end,
     long long stride_qb, long long stride_qh, long long stride_kp, long long stride_kt,
     long long stride_kh, long long stride_btb, int page_size, float qk_scale,
     const float* __restrict__ k_scale_ptr, const float* __restrict__ v_scale_ptr, int scale_stride,
-    int win_first, float softcap) {
+    float softcap) {
     qk_scale *= kv_scale(k_scale_ptr, pid_kvh, scale_stride);
-    start = max(start, win_first);  // rows are gathered one by one: the range starts at the window
+    // rows are gathered one by one: the range starts at the first row's window and ends past the
+    // last row's token
+    start = max(start, rows.first(0));
+    end = min(end, rows.end(rows.n - 1));
+    const int pid_b = rows.b;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     // this warp's rings [STAGES][16][KV_ROW_BYTES] and row offsets [STAGES][16]; the CTA's Q tile
     unsigned char* k_ring = smem + warp * STAGES * 16 * KV_ROW_BYTES;
@@ -214,12 +219,12 @@ __device__ __forceinline__ void attend(
         }
     };
 
-    // Prologue: Q (zero rows past the head block) as the CTA's first copy group, then each warp's
+    // Prologue: Q (zero rows past the row block) as the CTA's first copy group, then each warp's
     // first STAGES - 1 tiles, a group each (empty groups past the range keep the count uniform).
     for (int idx = tid; idx < 16 * Q_VECS_PER_ROW; idx += NUM_THREADS) {
         const int h = idx / Q_VECS_PER_ROW, c = idx % Q_VECS_PER_ROW;
-        const scalar_t* src = q_ptr + pid_b * stride_qb + (head0 + min(h, n_heads - 1)) * stride_qh + c * 8;
-        cp_async_16(q_base + swizzled(h, c, Q_ROW_BYTES), src, h < n_heads);
+        const scalar_t* src = q_ptr + rows.q_offset(min(h, rows.n - 1), stride_qb, stride_qh) + c * 8;
+        cp_async_16(q_base + swizzled(h, c, Q_ROW_BYTES), src, h < rows.n);
     }
     cp_async_commit();
     for (int idx = lane; idx < STAGES * 16; idx += 32) row_off[idx] = row_of(idx / 16, idx % 16);
@@ -230,6 +235,16 @@ __device__ __forceinline__ void attend(
         cp_async_commit();
     }
 
+#if MULTI_TOKEN
+    // the spans of this lane's rows lane/4 and lane/4 + 8 (a padding row: the last row's)
+    int row_first[2], row_end[2];
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+        const int r = min(lane / 4 + 8 * x, rows.n - 1);
+        row_first[x] = rows.first(r);
+        row_end[x] = rows.end(r);
+    }
+#endif
     float m_i[2] = {NEG_INF, NEG_INF};  // rows lane/4 and lane/4 + 8 of the warp's fragments
     float l_i[2] = {0.f, 0.f};  // this thread's columns only until the end (summed over the quad)
     float acc[HEAD_DIM / 8][4];  // O: an m16n8 fragment per 8 columns of the head dim (v_dim)
@@ -296,13 +311,21 @@ __device__ __forceinline__ void attend(
             mma_16816(s[1], a, b[2], b[3]);
         }
 
-        // online softmax over the warp's rows (log2 domain); tokens past the range score -inf
+        // online softmax over the warp's rows (log2 domain); tokens past the range, or outside
+        // the row's own span, score -inf
         const int t0 = first + i * BLOCK_N + 2 * (lane % 4);
 #pragma unroll
         for (int n = 0; n < 2; ++n)
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
-                s[n][e] = t0 + n * 8 + (e & 1) < end ? soft_cap(s[n][e] * qk_scale, softcap) : NEG_INF;
+            for (int e = 0; e < 4; ++e) {
+                const int t = t0 + n * 8 + (e & 1);
+#if MULTI_TOKEN
+                const bool seen = t < end && t >= row_first[e >> 1] && t < row_end[e >> 1];
+#else
+                const bool seen = t < end;
+#endif
+                s[n][e] = seen ? soft_cap(s[n][e] * qk_scale, softcap) : NEG_INF;
+            }
 #pragma unroll
         for (int x = 0; x < 2; ++x) {  // x: row lane/4 + 8x, values s[n][2x], s[n][2x + 1]
             float m_new = fmaxf(fmaxf(s[0][2 * x], s[0][2 * x + 1]), fmaxf(s[1][2 * x], s[1][2 * x + 1]));
@@ -394,7 +417,7 @@ __device__ __forceinline__ void attend(
     __syncthreads();
 }
 
-__device__ __forceinline__ void store_result(const Dest& dest, int n_heads) {
+__device__ __forceinline__ void store_result(const Dest& dest) {
     const float* sm_m = reinterpret_cast<const float*>(smem);
-    merge_warps(sm_m, sm_m + STATE_L, sm_m + STATE_ACC, dest, n_heads);
+    merge_warps(sm_m, sm_m + STATE_L, sm_m + STATE_ACC, dest);
 }
