@@ -113,7 +113,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS) split_kernel(
     long long stride_kp, long long stride_kt, long long stride_kh, long long stride_btb,
     long long stride_ob, long long stride_oh, long long stride_lb, int page_size,
     int group_size, int num_head_blocks, int num_q_heads, float qk_scale,
-    const int* __restrict__ seq_lens_ptr, int* __restrict__ counters_ptr, int chunk,
+    const int* __restrict__ seq_lens_ptr, int* __restrict__ counters_ptr, int chunk, int granule,
     const float* __restrict__ k_scale_ptr, const float* __restrict__ v_scale_ptr, int scale_stride,
     int window, float softcap, int q_len) {
     const int pid_kvh = HEADS_AXIS / num_head_blocks;
@@ -136,11 +136,14 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS) split_kernel(
                                  part_lse_ptr + slot * slot_rows, (long long)num_q_heads * HEAD_DIM,
                                  HEAD_DIM, num_q_heads, rows});
 #if FUSED_MERGE
-    // the pieces of a split sequence are cut at multiples of chunk, in slot order from its first
+    // the pieces of a split sequence are cut every chunk tokens, in slot order, from where the plan
+    // starts its span (impls/plan.py: the granule holding the first token's window start; 0
+    // without a window)
+    const int span0 = max(0, seq_len - q_len + 1 - window) / granule * granule;
     if (slot >= 0)
         merge_if_last(part_out_ptr, part_lse_ptr,
                       counters_ptr + pid_b * (num_q_heads / group_size * num_head_blocks) + HEADS_AXIS,
-                      slot - start / chunk, (seq_len + chunk - 1) / chunk, num_q_heads,
+                      slot - (start - span0) / chunk, (seq_len - span0 + chunk - 1) / chunk, num_q_heads,
                       out_ptr + seq_row * stride_ob, stride_ob, stride_oh,
                       lse_ptr + seq_row * stride_lb, stride_lb, rows);
 #endif

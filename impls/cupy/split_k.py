@@ -25,7 +25,7 @@ from impls.common import LOG2E, cache_args, require_alignment
 from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, grid,
                                launch_config, launcher, num_head_blocks, reported, resident_ctas,
                                mask_kernel_args, scale_args, split_merge, step_tokens, view)
-from impls.registry import Launch, Unsupported
+from impls.registry import Launch
 
 # The fused merge up to chunks of this many tokens, where a second launch is a large share of a
 # short item's time; beyond them the combine kernel measured faster
@@ -62,12 +62,6 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     p = inputs.problem
     config, merge = split_merge(config)
     defines = launch_config(inputs, config)
-    if p.window is not None:  # the fused merge counts a sequence's pieces from its first token
-        if merge == "fused":
-            raise Unsupported("merge=fused with a window: the fused merge counts a sequence's "
-                              "pieces from its first token, and the plan starts them at the window's")
-        merge = "kernel"
-
     lens = planner.host_lengths(inputs)
     step = step_tokens(defines)
     head_blocks = p.num_kv_heads * num_head_blocks(p, defines)
@@ -98,7 +92,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                   i64(out.stride(0)), i64(out.stride(1)), i64(lse.stride(0)), i32(page_size),
                   i32(p.group_size), i32(num_head_blocks(p, defines)), i32(p.num_q_heads),
                   np.float32(p.scale * LOG2E), view(inputs.seq_lens), view(counters),
-                  i32(split_plan.chunk), *scale_args(inputs), *mask_kernel_args(p))
+                  i32(split_plan.chunk), i32(step), *scale_args(inputs), *mask_kernel_args(p))
     combine_args = (view(part_out), view(part_lse), view(work["merge_seqs"]),
                     view(work["merge_indptr"]), view(out), view(lse), i64(out.stride(0)),
                     i64(out.stride(1)), i64(lse.stride(0)), i32(p.num_q_heads), i32(p.q_len))
