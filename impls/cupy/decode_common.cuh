@@ -139,14 +139,14 @@ __device__ __forceinline__ long long kv_row_offset(int pid_b, int t, const int* 
 #endif
 }
 
-// The CTA's query rows: rows row0 .. row0 + n - 1 of its KV head's q_len x group rows, row r being
-// token r / group of sequence b's draft and query head r % group of the KV head's group (with
+// The CTA's query rows: rows row0 .. row0 + n - 1 of its KV head's q_len x group_size rows, row r being
+// token r / group_size of sequence b's draft and query head r % group_size of the KV head's group (with
 // q_len 1, a block of the group's heads). Token i of a sequence of length L sees the cache up to
 // L - q_len + i, and with a window only the window's last tokens of that (the spec's query_span).
 struct Rows {
-    int b, row0, n, group, kv_head0, q_len, seq_len, window;
-    __device__ __forceinline__ int token(int r) const { return (row0 + r) / group; }
-    __device__ __forceinline__ int head(int r) const { return kv_head0 + (row0 + r) % group; }
+    int b, row0, n, group_size, kv_head0, q_len, seq_len, window;
+    __device__ __forceinline__ int token(int r) const { return (row0 + r) / group_size; }
+    __device__ __forceinline__ int head(int r) const { return kv_head0 + (row0 + r) % group_size; }
     // past row r's last visible token, and its first (window: int32's largest without one)
     __device__ __forceinline__ int end(int r) const { return seq_len - q_len + token(r) + 1; }
     __device__ __forceinline__ int first(int r) const { return max(0, end(r) - window); }
