@@ -6,6 +6,8 @@ GPU, or on the CPU where the DSL runs there (Triton's interpreter; CuPy has no C
 
 import importlib
 
+import types
+
 import pytest
 
 import impls  # noqa: F401  (first: CPU modes before any DSL import)
@@ -23,7 +25,10 @@ PROBLEMS = {  # backend -> problems; CuPy's add two head blocks per KV head, oth
              DecodeProblem(28, 4, 64, (2000, 33), dtype="bfloat16"),
              DecodeProblem(16, 4, 80, (2048, 1), dtype="float16"),
              DecodeProblem(16, 8, 256, (1500, 300), dtype="bfloat16"),
-             DecodeProblem(8, 8, 72, (700, 5), dtype="float32")],
+             DecodeProblem(8, 8, 72, (700, 5), dtype="float32"),
+             # drafts: 16 rows on a CTA's warps (two a warp where 8 warps merge), four head blocks
+             DecodeProblem(8, 1, 128, (3000, 700), dtype="bfloat16", q_len=2),
+             DecodeProblem(8, 1, 128, (2500, 9), dtype="float16", q_len=8)],
 }
 CASES = [(backend, p, layout) for backend, problems in PROBLEMS.items() for p in problems
          for layout in ("dense", "paged")]
@@ -52,3 +57,20 @@ def test_split_merges_match_the_reference_on_every_launch(backend, problem, layo
         launch.run()
         result = compare(problem, out, lse, ref)
         assert result.passed, result.summary()
+
+
+def test_cupy_fuses_the_merge_only_where_a_warp_a_row_is_about_as_fast():
+    """The fused merge runs a CTA's rows on its warps one after another; the combine kernel gives
+    each row a warp. Fused where the pieces are short and the extra slots a warp walks are few."""
+    from impls.cupy.split_k import FUSED_EXTRA_SLOTS, FUSED_MAX_TOKENS, pick_merge
+
+    def plan(pieces, chunk=256, merges=1):
+        return types.SimpleNamespace(num_merges=merges, chunk=chunk, max_items_per_seq=pieces)
+
+    assert pick_merge(plan(128), rows=8, num_warps=8) == "fused"  # a warp a row: no extra walk
+    assert pick_merge(plan(128), rows=16, num_warps=8) == "kernel"  # 128 more slots a warp
+    assert pick_merge(plan(4), rows=4, num_warps=2) == "fused"  # 4 more: less than a launch
+    assert pick_merge(plan(FUSED_EXTRA_SLOTS), rows=16, num_warps=8) == "fused"
+    assert pick_merge(plan(FUSED_EXTRA_SLOTS + 1), rows=16, num_warps=8) == "kernel"
+    assert pick_merge(plan(4, chunk=2 * FUSED_MAX_TOKENS), rows=4, num_warps=8) == "kernel"
+    assert pick_merge(plan(1, merges=0), rows=4, num_warps=8) == "kernel"  # nothing to merge

@@ -19,6 +19,9 @@
 #define MERGE_VECS (HEAD_DIM / 4)  // float4s per row of a partial (rows are 16-byte multiples)
 static_assert(HEAD_DIM % 4 == 0, "the merge reads partials' rows as float4s");
 #define MERGE_VECS_PER_LANE ((MERGE_VECS + 31) / 32)
+// Slots' rows a lane loads before it adds them: a merge of many pieces is a chain of L2 round trips
+// (128 pieces of one row: 16 of them, not 32 as with the compiler's unroll of 4)
+#define MERGE_BATCH 8
 
 // One query row's partials over slots [first, last) merged by one warp: lanes over slots for the
 // LSE (32 loads in flight, not a chain of them), then lanes over float4s of the head dim, each
@@ -38,19 +41,29 @@ __device__ __forceinline__ void merge_slots(const float* __restrict__ part_out,
 #pragma unroll
     for (int j = 0; j < MERGE_VECS_PER_LANE; ++j) acc[j] = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int s0 = first; s0 < last; s0 += 32) {
+        // lane i's weight is slot s0 + i's (0 past the last slot)
         const float w = s0 + lane < last ? __expf(__ldcg(part_lse + (s0 + lane) * lse_stride) - big) : 0.f;
         w_sum += w;
         const int n = min(32, last - s0);
-#pragma unroll 4
-        for (int i = 0; i < n; ++i) {
-            const float w_i = __shfl_sync(0xffffffffu, w, i);
-            const float4* row = reinterpret_cast<const float4*>(part_out + (s0 + i) * slot_stride);
+        for (int i0 = 0; i0 < n; i0 += MERGE_BATCH) {  // i0 + k <= 31: a lane's weight each
+            float4 p[MERGE_BATCH][MERGE_VECS_PER_LANE];
 #pragma unroll
-            for (int j = 0; j < MERGE_VECS_PER_LANE; ++j) {
-                const int c = lane + 32 * j;
-                if (c < MERGE_VECS) {
-                    const float4 p = __ldcg(row + c);
-                    acc[j].x += w_i * p.x, acc[j].y += w_i * p.y, acc[j].z += w_i * p.z, acc[j].w += w_i * p.w;
+            for (int k = 0; k < MERGE_BATCH; ++k) {  // past the last slot: its row again, weight 0
+                const float4* row = reinterpret_cast<const float4*>(
+                    part_out + (long long)(s0 + min(i0 + k, n - 1)) * slot_stride);
+#pragma unroll
+                for (int j = 0; j < MERGE_VECS_PER_LANE; ++j) {
+                    const int c = lane + 32 * j;
+                    p[k][j] = c < MERGE_VECS ? __ldcg(row + c) : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < MERGE_BATCH; ++k) {
+                const float w_k = __shfl_sync(0xffffffffu, w, i0 + k);
+#pragma unroll
+                for (int j = 0; j < MERGE_VECS_PER_LANE; ++j) {
+                    acc[j].x += w_k * p[k][j].x, acc[j].y += w_k * p[k][j].y;
+                    acc[j].z += w_k * p[k][j].z, acc[j].w += w_k * p[k][j].w;
                 }
             }
         }

@@ -31,11 +31,19 @@ from impls.registry import Launch
 # short item's time; beyond them the combine kernel measured faster
 # (results/nvidia-h100/2026-11-24-cupy-merge/)
 FUSED_MAX_TOKENS = 512
+# Slots a warp of the fused merge may walk beyond what the combine kernel's warp walks (one pass
+# of its lanes over the slots): the fused merge runs a CTA's rows on its warps, one after another
+# where there are more rows than warps, while the combine kernel gives every row a warp of its own
+FUSED_EXTRA_SLOTS = 32
 
 
-def pick_merge(split_plan: planner.SplitPlan) -> str:
-    """The merge for a plan that asks for none: fused where its pieces are short."""
-    return "fused" if split_plan.num_merges and split_plan.chunk <= FUSED_MAX_TOKENS else "kernel"
+def pick_merge(split_plan: planner.SplitPlan, rows: int, num_warps: int) -> str:
+    """The merge for a plan that asks for none: fused where its pieces are short and the last
+    CTA's warps merge its ``rows`` query rows about as fast as a warp per row would."""
+    pieces = split_plan.max_items_per_seq
+    serial = -(-rows // num_warps) * pieces  # slots one warp of the fused merge walks
+    return ("fused" if split_plan.num_merges and split_plan.chunk <= FUSED_MAX_TOKENS and
+            serial - pieces <= FUSED_EXTRA_SLOTS else "kernel")
 
 
 def shortest_item(lens: np.ndarray, step: int, ctas_per_item: int, num_sms: int) -> int:
@@ -73,7 +81,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     planned = planner.split_launch(inputs, compiled_residency(inputs, defines, merge), step, num_splits,
                                    num_head_blocks(p, defines), shortest=shortest, seq_lens=lens)
     split_plan = planned.plan
-    fused = (merge or pick_merge(split_plan)) == "fused"
+    rows = min(defines["BLOCK_H"], p.q_len * p.group_size)  # a CTA's query rows
+    fused = (merge or pick_merge(split_plan, rows, defines["NUM_WARPS"])) == "fused"
     defines["FUSED_MERGE"] = int(fused)
     require_alignment(inputs, LOAD_BYTES)
     split = get_kernel("split_k.cu", "split_kernel", defines)
