@@ -6,6 +6,7 @@ project is verified on, so it has no adapter here: see the README.)
 """
 
 from impls.registry import Backend, Capabilities, Impl
+from specs.problem import MAX_Q_LEN
 
 BACKEND = Backend(
     name="flash_attn4",
@@ -28,8 +29,7 @@ CAPS = Capabilities(
     head_dim_multiple=8, note="flash-attn-4 on sm90: fp16/bf16, head_dim a multiple of 8 up to 256",
     kv_note="flash-attn-4's interface takes q, k and v of one 16-bit dtype on sm90 (no fp8 "
             "cache with a 16-bit query)",
-    q_note="this adapter passes one query token a sequence (max_seqlen_q=1)",
-    mask_note="this adapter passes no window or soft cap yet",
+    max_q_len=MAX_Q_LEN, windows=True, softcaps=True,
     per_layout={"paged": dict(
         head_dims=PAGED_HEAD_DIMS,
         note="flash-attn-4 4.0.0b36 paged KV on sm90: head_dim 16, 32, 48, 64, 112, 128 or 256; "
@@ -39,6 +39,7 @@ CAPS = Capabilities(
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.flash_attn4.fa4", CAPS, allocates_outputs=True,
          summary="dense: flash_attn_func (uniform lengths), flash_attn_varlen_func with seqused_k "
-                 "(ragged); paged: flash_attn_varlen_func(seqused_k, page_table), num_splits=1"),
+                 "(ragged); paged: flash_attn_varlen_func(seqused_k, page_table), num_splits=1; "
+                 "a multi-token query: flash_attn_varlen_func(cu_seqlens_q, causal=True)"),
     Impl(BACKEND, "split-k", None, lacks="flash-attn-4 has no split-KV on sm90"),
 ]
