@@ -20,6 +20,7 @@ from impls.registry import Backend, Capabilities, Impl, Launch
 from specs.inputs import make_inputs
 from specs.problem import DecodeProblem
 from specs.reference import reference
+from specs.tolerance import compare
 
 
 def test_vendor_cells_and_their_reasons():
@@ -203,3 +204,93 @@ def test_fa3_loads_without_running_vllms_own_init(tmp_path, monkeypatch):
     finally:
         for name in ("vllm", "vllm.vllm_flash_attn"):
             sys.modules.pop(name, None)
+
+
+# ---- FA4's adapter against a CPU stand-in of FA4's documented semantics ------------------------
+def _fa_attention(q, k, v, lengths, softmax_scale, causal, window_size, softcap):
+    """FlashAttention's forward as its interface documents it, in float32 on the CPU: q ``[B, Sq,
+    Hq, D]``, k/v lists of each sequence's rows ``[L, Hkv, D]``; the causal mask and the window
+    aligned to the bottom right (query row i of Sq sits at key position L - Sq + i), the window
+    ``(left, right)`` counting keys before and after it, the cap on the scaled scores. Returns
+    out ``[B, Sq, Hq, D]`` and lse ``[B, Hq, Sq]``."""
+    B, Sq, Hq, D = q.shape
+    out = torch.empty(B, Sq, Hq, D)
+    lse = torch.empty(B, Hq, Sq)
+    left, right = window_size
+    right = 0 if causal else right
+    for b in range(B):
+        L = int(lengths[b])
+        kb = k[b].float().repeat_interleave(Hq // k[b].shape[1], dim=1)  # [L, Hq, D]
+        vb = v[b].float().repeat_interleave(Hq // v[b].shape[1], dim=1)
+        s = torch.einsum("ihd,jhd->hij", q[b].float(), kb) * softmax_scale  # [Hq, Sq, L]
+        if softcap:
+            s = softcap * torch.tanh(s / softcap)
+        pos = torch.arange(Sq)[:, None] + L - Sq
+        j = torch.arange(L)[None, :]
+        keep = torch.ones(Sq, L, dtype=torch.bool)
+        if right is not None:
+            keep &= j <= pos + right
+        if left is not None:
+            keep &= j >= pos - left
+        s = s.masked_fill(~keep, float("-inf"))
+        lse[b] = torch.logsumexp(s, -1)
+        out[b] = torch.einsum("hij,jhd->ihd", torch.softmax(s, -1), vb)
+    return out.to(q.dtype), lse
+
+
+def _fake_fa4(monkeypatch):
+    def rows(k, v, seqused_k, page_table):
+        if page_table is None:
+            return [k[b, :int(n)] for b, n in enumerate(seqused_k)], \
+                   [v[b, :int(n)] for b, n in enumerate(seqused_k)]
+        ps = k.shape[1]
+        pages = [page_table[b, :-(-int(n) // ps)].long() for b, n in enumerate(seqused_k)]
+        return ([k[p].flatten(0, 1)[:int(n)] for p, n in zip(pages, seqused_k)],
+                [v[p].flatten(0, 1)[:int(n)] for p, n in zip(pages, seqused_k)])
+
+    def flash_attn_func(q, k, v, softmax_scale=None, causal=False, window_size=(None, None),
+                        softcap=0.0, num_splits=1, return_lse=False):
+        assert num_splits == 1 and return_lse
+        lens = [k.shape[1]] * k.shape[0]
+        return _fa_attention(q, list(k), list(v), lens, softmax_scale, causal, window_size, softcap)
+
+    def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, max_seqlen_q=None, max_seqlen_k=None,
+                               seqused_k=None, page_table=None, softmax_scale=None, causal=False,
+                               window_size=(None, None), softcap=0.0, num_splits=1, return_lse=False):
+        assert num_splits == 1 and return_lse and seqused_k is not None
+        ks, vs = rows(k, v, seqused_k, page_table)
+        if cu_seqlens_q is None:  # q [B, Sq, Hq, D]
+            return _fa_attention(q, ks, vs, seqused_k, softmax_scale, causal, window_size, softcap)
+        B, n = len(ks), max_seqlen_q  # varlen queries of one length each here: [B x n, Hq, D]
+        assert torch.equal(cu_seqlens_q, torch.arange(B + 1, dtype=torch.int32) * n)
+        o, lse = _fa_attention(q.view(B, n, *q.shape[1:]), ks, vs, seqused_k, softmax_scale,
+                               causal, window_size, softcap)
+        return o.flatten(0, 1), lse.permute(1, 0, 2).flatten(1)  # [Hq, total_q], FA's varlen LSE
+
+    cute = type(sys)("flash_attn.cute")
+    cute.flash_attn_func, cute.flash_attn_varlen_func = flash_attn_func, flash_attn_varlen_func
+    utils = type(sys)("flash_attn.cute.cute_dsl_utils")
+    utils.maybe_contiguous = lambda t: t
+    for name, module in (("flash_attn", type(sys)("flash_attn")), ("flash_attn.cute", cute),
+                         ("flash_attn.cute.cute_dsl_utils", utils)):
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+@pytest.mark.parametrize("problem", [
+    DecodeProblem(8, 2, 64, (40, 40), dtype="float16", window=7, softcap=2.0),  # flash_attn_func
+    DecodeProblem(8, 2, 64, (40, 17, 33), dtype="float16", window=9),  # dense ragged
+    DecodeProblem(8, 2, 64, (40, 17, 33), layout="paged", page_size=16, softcap=1.5),
+    DecodeProblem(8, 2, 64, (40, 17, 33), dtype="float16", q_len=3),  # drafts, dense
+    DecodeProblem(8, 2, 64, (40, 5, 33), layout="paged", page_size=16, q_len=4, window=6),
+], ids=lambda p: p.label())
+def test_fa4_adapter_maps_the_spec_onto_fa4s_arguments(problem, monkeypatch):
+    """The adapter's calls (varlen queries, causal, window_size, softcap, the LSE's layout) give
+    the oracle's answer when FA4 does what its interface documents."""
+    from impls.flash_attn4 import fa4
+
+    _fake_fa4(monkeypatch)
+    inputs = make_inputs(problem, seed=5)
+    out, lse = inputs.new_outputs()
+    got_out, got_lse = fa4.prepare(inputs, out, lse).run()
+    result = compare(problem, got_out, got_lse, reference(inputs))
+    assert result.passed, result.summary()
