@@ -128,3 +128,15 @@ def read_limit_us(limits: dict, nbytes: int) -> float | None:
     size = size_class(nbytes)
     entry = limits.get(size) or limits.get(str(size))  # JSON keys are strings
     return None if entry is None else entry["us"] * nbytes / size
+
+
+def run_fields(device: torch.device, problems, timing: bool) -> dict:
+    """A run's provenance fields for the GPU it measures on: the probes and the limit every row's
+    % of bandwidth is over, and, when timing, the size-matched reads of ``problems``' sizes."""
+    bw = measure(device)
+    fields = dict(bandwidth=bw["probes"], bandwidth_limit_gbps=bw["limit_gbps"],
+                  bandwidth_limit_probe=bw["limit_probe"])
+    if timing:
+        fields["read_limits"] = size_matched(device, [p.bytes_moved for p in problems],
+                                             bw["limit_gbps"])
+    return fields

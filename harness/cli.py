@@ -19,9 +19,9 @@ from pathlib import Path
 
 import torch
 
-from harness import bandwidth, provenance, results
+from harness import executors, provenance, results
 from harness.progress import Progress
-from harness.runner import RunSpec, run_isolated, work, worker_main
+from harness.runner import RunSpec, worker_main
 from harness.timing import MODES
 from impls import common, registry
 from specs import workloads
@@ -135,6 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
                           "UNAVAILABLE instead of stopping the run (exit 3)")
     run.add_argument("--overwrite", action="store_true",
                      help="replace the run already in --out (its rows, tables and plots)")
+    run.add_argument("--gpus", type=int, default=None, metavar="N",
+                     help="run on N GPUs at once through Ray (a local Ray on this machine, or the "
+                          "cluster of --ray-address): problems sharded over the GPUs, each "
+                          "problem's rows measured on one of them (needs .[ray])")
+    run.add_argument("--ray-address", default=None, metavar="ADDR",
+                     help="join the Ray cluster at ADDR and use its GPUs (all of them, or --gpus "
+                          "N), across machines; the nodes run this checkout from the same path")
     run.add_argument("--no-isolate", action="store_true",
                      help="run backends in this process (debugging; a crash ends the run)")
     sub.add_parser("list", help="capability matrix: backend x algorithm, the variant on each "
@@ -197,7 +204,8 @@ def cmd_run(args, argv) -> int:
         _check_config(args.config, impls)
     for backend in dict.fromkeys(i.backend for i in impls):
         registry.worker_env(backend)  # a DECODE_BENCH_ENV_<NAME> that names nothing: an error now
-    if args.backends and not args.allow_unavailable:  # asked for by name: it must run
+    # on a cluster the nodes say what they have (UNAVAILABLE rows): this machine may have no GPU
+    if args.backends and not args.allow_unavailable and not args.ray_address:  # asked for by name
         missing = {i.backend.name: why for i in impls if (why := i.availability())}
         if missing:
             print("error: --backends: " + "; ".join(f"{b} is unavailable here ({why})"
@@ -207,6 +215,17 @@ def cmd_run(args, argv) -> int:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out_dir = args.out or Path("runs") / stamp
     _check_folder(out_dir, "--out")
+    if args.gpus is not None or args.ray_address:  # refused here, before any work, if it cannot be
+        executor = executors.ray_executor(args.gpus, args.ray_address)
+    else:
+        executor = executors.LocalExecutor(isolate=not args.no_isolate)
+    try:
+        return _run(args, argv, problems, impls, out_dir, executor)
+    finally:
+        executor.close()
+
+
+def _run(args, argv, problems, impls, out_dir, executor) -> int:
     if args.save_cases:
         _check_folder(args.save_cases, "--save-cases")
     leftovers = _run_files(out_dir)
@@ -221,34 +240,33 @@ def cmd_run(args, argv) -> int:
     prov = provenance.collect(argv)
     prov["compile_caches"] = _fresh_caches() if args.fresh_caches else \
         "as configured (may hold kernels compiled by earlier runs: first calls can be cache loads)"
-    if torch.cuda.is_available():
-        bw = bandwidth.measure(torch.device("cuda"))
-        prov.update(bandwidth=bw["probes"], bandwidth_limit_gbps=bw["limit_gbps"],
-                    bandwidth_limit_probe=bw["limit_probe"])
-        if not args.no_timing:  # the size-matched reads of this run's problems
-            prov["read_limits"] = bandwidth.size_matched(
-                torch.device("cuda"), [p.bytes_moved for p in problems], bw["limit_gbps"])
-    else:
+    prov.update(executor.describe(), **executor.device_fields(problems, not args.no_timing))
+    if not torch.cuda.is_available() and executor.slots == 1:
         print(_cpu_notice(impls))
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
     print("\n".join(results.provenance_lines(prov)))
 
     options = {k: v for k, v in (("num_splits", args.num_splits), ("config", args.config),
                                  ("tune", args.tune)) if v}
-    all_cells = [(p_index, impl) for p_index, p in enumerate(problems) for impl in impls
+    all_cells = [(p_index, impl.name) for p_index, p in enumerate(problems) for impl in impls
                  if registry.wanted(impl, p.layout, args.variants)]
-    print(f"{len(problems)} problem(s), {len(all_cells)} cell(s); rows -> {rows_path}")
-    prov["cells_total"] = len(all_cells)  # a run is complete when it has them all (report, compare)
-    (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
-    progress = Progress(len(all_cells), rows_path)
+    spec = RunSpec([p.to_dict() for p in problems], [], args.seed, options, not args.no_timing,
+                   args.quick, str(rows_path), str(args.save_cases.resolve()) if args.save_cases else None,
+                   tuple(args.timing), tuning_cache=not args.no_tuning_cache)
     # the order the user named them in (a plugin named first is not the first cut by a time
     # limit), else alphabetical
     order = {name: n for n, name in enumerate(args.backends or ())}
+    tasks = executors.plan(spec, problems, all_cells, order, executor.slots)
+    total = sum(len(t.spec.cells) for t in tasks)
+    where = f" on {executor.slots} GPUs" if executor.slots > 1 else ""
+    print(f"{len(problems)} problem(s), {total} cell(s){where}; rows -> {rows_path}")
+    prov["cells_total"] = total  # a run is complete when it has them all (report, compare)
+    (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
+    progress = Progress(total, rows_path)
     stopped_by = None
     try:
         with stopped_by_signals():
-            _run_backends(args, prov, problems, all_cells, options, order, rows_path, out_dir,
-                          progress)
+            executor.run(tasks, prov, out_dir, progress)
         prov["complete"] = True
     except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM (Stopped), or Python's own SIGINT
         prov["complete"] = False
@@ -266,24 +284,6 @@ def cmd_run(args, argv) -> int:
               f"{results.incomplete(prov, rows)}", file=sys.stderr)
         return 128 + stopped_by
     return 1 if any(r["status"] in ("FAIL", "ERROR") for r in rows) else 0
-
-
-def _run_backends(args, prov, problems, all_cells, options, order, rows_path, out_dir,
-                  progress) -> None:
-    """Every backend's cells, one after the other (in a worker process each, unless
-    ``--no-isolate`` and the backend runs in this environment)."""
-    for backend in sorted({i.backend.name for _, i in all_cells}, key=lambda b: (order.get(b, 0), b)):
-        cells = [(cell, p_index, impl.name) for cell, (p_index, impl) in enumerate(all_cells)
-                 if impl.backend.name == backend]
-        spec = RunSpec([p.to_dict() for p in problems], cells, args.seed, options,
-                       not args.no_timing, args.quick, str(rows_path),
-                       str(args.save_cases.resolve()) if args.save_cases else None, tuple(args.timing),
-                       tuning_cache=not args.no_tuning_cache)
-        progress.line(f"[{backend}]")
-        if args.no_isolate and registry.worker_env(registry.get(cells[0][2]).backend) is None:
-            work(spec, prov)
-        else:
-            run_isolated(spec, prov, out_dir, backend, progress)
 
 
 RUN_FILES = ("rows.jsonl", "provenance.json", "results.json", "results.csv", "results.md", "plots")

@@ -1,7 +1,8 @@
 """The run's progress as the parent process sees it: cells done of the total (counted from
 ``rows.jsonl``), the cell a worker is on (a control line the worker prints before each), elapsed
-and estimated remaining time. On a terminal a tqdm bar under the rows (when tqdm is installed);
-otherwise each row line carries ``[done/total elapsed, ~left]``, so logs stay plain text.
+and estimated remaining time; over several GPUs, the rows each has given. On a terminal a tqdm
+bar under the rows (when tqdm is installed); otherwise each row line carries ``[done/total
+elapsed, ~left]``, so logs stay plain text.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class Progress:
         self.stream = stream or sys.stdout
         self.start_time = time.monotonic()
         self.done = self._offset = 0
+        self.per_slot: dict[int, int] = {}  # rows per GPU slot, in a run over several
         self.bar = None
         if self.stream.isatty():
             try:
@@ -46,11 +48,16 @@ class Progress:
         elapsed = time.monotonic() - self.start_time
         left = elapsed / self.done * (self.total - self.done) if self.done else None
         eta = f", ~{_clock(left)} left" if left is not None else ""
-        return f"[{self.done}/{self.total} {_clock(elapsed)}{eta}]"
+        slots = "; " + ", ".join(f"gpu slot {s}: {n}" for s, n in sorted(self.per_slot.items())) \
+            if self.per_slot else ""
+        return f"[{self.done}/{self.total} {_clock(elapsed)}{eta}{slots}]"
 
-    def line(self, text: str) -> None:
-        """A line of worker output: a cell announcement updates the bar, others are echoed."""
+    def line(self, text: str, slot: int | None = None) -> None:
+        """A line of worker output: a cell announcement updates the bar, others are echoed
+        (``slot``: a row's line, from that GPU slot of a run over several)."""
         self._count()
+        if slot is not None:
+            self.per_slot[slot] = self.per_slot.get(slot, 0) + 1
         if text.startswith(CELL_MARK):
             if self.bar is not None:
                 self.bar.set_postfix_str(text[len(CELL_MARK):].strip()[:60], refresh=False)
@@ -58,6 +65,8 @@ class Progress:
             return
         if self.bar is not None:
             self.bar.write(text.rstrip("\n"), file=self.stream)
+            if self.per_slot:
+                self.bar.set_postfix_str(self.status()[1:-1].partition("; ")[2], refresh=False)
             self.bar.update(self.done - self.bar.n)
         else:
             prefix = f"{self.status()} " if text.startswith("  ") else ""  # row lines

@@ -73,15 +73,25 @@ def collect(argv: list[str] | None = None) -> dict:
         "packages": packages(),
         "cuda_runtime": torch.version.cuda,
     }
+    info.update(device_fields())
+    return info
+
+
+def device_fields(slot: str | None = None) -> dict:
+    """The device this process measures on: the GPU torch sees first (its name, SMs, L2,
+    memory, driver, and the identity every row carries: ``gpu_index``, the physical index where
+    ``CUDA_VISIBLE_DEVICES`` or a scheduler picked it, ``gpu_uuid``), or the CPU. ``slot`` names
+    a device a scheduler assigned where there is no GPU to ask (Ray's declared GPUs on a CPU)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
-        info.update(device="gpu", gpu=props.name, sm_count=props.multi_processor_count,
+        uuid = getattr(props, "uuid", None)
+        return dict(device="gpu", gpu=props.name, sm_count=props.multi_processor_count,
                     l2_mb=round(props.L2_cache_size / 2**20, 1),
-                    gpu_memory_gb=round(props.total_memory / 2**30, 1), driver=_driver())
-    else:
-        info.update(device="cpu", gpu=None, cpu=platform.processor() or platform.machine(),
-                    cpu_count=os.cpu_count())
-    return info
+                    gpu_memory_gb=round(props.total_memory / 2**30, 1), driver=_driver(),
+                    gpu_index=visible or "0", gpu_uuid=str(uuid) if uuid is not None else None)
+    return dict(device="cpu", gpu=None, cpu=platform.processor() or platform.machine(),
+                cpu_count=os.cpu_count(), gpu_index=slot, gpu_uuid=None)
 
 
 def gpu_slug(info: dict) -> str:

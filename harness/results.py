@@ -21,7 +21,9 @@ from specs.problem import DecodeProblem, ProblemError
 
 STATUSES = ("PASS", "FAIL", "UNSUPPORTED", "UNAVAILABLE", "ERROR")
 # provenance fields repeated in every CSV row, so a row read alone still says where it came from
-ROW_PROVENANCE = ("gpu", "driver", "commit", "timestamp")
+# what every row carries of the run's (or, over several GPUs, its device's) provenance: the GPU
+# that measured it by name, index, UUID and host
+ROW_PROVENANCE = ("gpu", "driver", "commit", "timestamp", "gpu_index", "gpu_uuid", "host")
 CSV_FIELDS = ("backend", "variant", "algorithm", "problem", "status", "reason", "out_max_err",
               "out_err_ratio", "lse_max_err", "lse_err_ratio", "median_us", "ci_lo_us", "ci_hi_us",
               "p20_us", "p80_us", "reps", "cold_stop", "graph_us", "graph_ci_us", "graph_note",
@@ -60,6 +62,20 @@ def problem_key(row: dict) -> str:
     return _canonical(json.dumps(row["spec"], sort_keys=True))
 
 
+def device_id(info: dict) -> str | None:
+    """Which device measured a row (or a run): host and GPU, by UUID, else by index; None for a
+    row written before rows carried it."""
+    gpu = info.get("gpu_uuid") or info.get("gpu_index")
+    return f"{info.get('host')}/{gpu}" if gpu is not None else None
+
+
+def measured_key(row: dict) -> str:
+    """The problem as measured on one device: ranks and ratios compare rows of one key only (two
+    GPUs of one model are not one GPU). In a run on one device it groups as ``problem_key``."""
+    device = device_id(row)
+    return problem_key(row) if device is None else f"{device} {problem_key(row)}"
+
+
 @functools.cache
 def _canonical(spec: str) -> str:
     try:
@@ -83,7 +99,7 @@ def add_ranks(rows: list[dict]) -> None:
         r.pop("rank", None), r.pop("tied", None)
         gpu_figure = not str(r.get("timing", "")).startswith("cpu")  # interpreters: no ranking
         if r["status"] == "PASS" and r.get("ci_lo_us") is not None and gpu_figure:
-            groups.setdefault(problem_key(r), []).append(r)
+            groups.setdefault(measured_key(r), []).append(r)
     for group in groups.values():
         for r, rank in zip(group, stats.ranks([interval(r) for r in group])):
             r["rank"] = rank
@@ -96,19 +112,20 @@ def add_vendor_ratios(rows: list[dict]) -> None:
     lengths, layout, page size and dtype) over this row's, so > 1 means faster than every vendor
     kernel timed on it; ``vendor_best`` names that kernel and ``vendor_best_us`` gives its time.
     Only PASS rows of vendor backends count (a wrong answer is no baseline)."""
-    best = fastest_by_problem(r for r in rows if r.get("vendor"))
+    best = fastest_by_problem((r for r in rows if r.get("vendor")), measured_key)
     for r in rows:
-        b = best.get(problem_key(r))
+        b = best.get(measured_key(r))
         r["vendor_best"], r["vendor_best_us"] = (b["impl"], b["median_us"]) if b else (None, None)
         r["vs_vendor"] = round(b["median_us"] / r["median_us"], 3) if b and r.get("median_us") else None
 
 
-def fastest_by_problem(rows: Iterable[dict]) -> dict[str, dict]:
-    """The fastest timed PASS row of ``rows`` on each problem (by ``problem_key``)."""
+def fastest_by_problem(rows: Iterable[dict], key_of=problem_key) -> dict[str, dict]:
+    """The fastest timed PASS row of ``rows`` on each problem (by ``key_of``: ``problem_key``,
+    or ``measured_key`` within a run that several devices measured)."""
     best: dict[str, dict] = {}
     for r in rows:
         if r["status"] == "PASS" and r.get("median_us"):
-            key = problem_key(r)
+            key = key_of(r)
             if key not in best or r["median_us"] < best[key]["median_us"]:
                 best[key] = r
     return best
@@ -128,12 +145,13 @@ def _cell_status(r: dict) -> str:
     return r["status"]
 
 
-TABLE_COLUMNS = ("problem", "variant", "status", "cold us [95% CI]", "graph us", "wall us",
+TABLE_COLUMNS = ("problem", "gpu", "variant", "status", "cold us [95% CI]", "graph us", "wall us",
                  "launch us", "plan us", "GB/s", "% BW", "% read", "rank", "vs vendor", "1st call ms",
                  "KV MB", "peak MB", "config / reason")
 
 
-def _table_row(r: dict) -> list[str]:
+def _table_row(r: dict, several: bool = False) -> list[str]:
+    """A row of a backend's table (``several``: the rows come from several GPUs, each says which)."""
     if r["status"] in ("PASS", "FAIL"):
         note = _config_summary(r) if r["status"] == "PASS" else r.get("reason", "")
         if r.get("tuning_s") is not None:
@@ -149,7 +167,8 @@ def _table_row(r: dict) -> list[str]:
             primary += f" [{r['ci_lo_us']:.1f}-{r['ci_hi_us']:.1f}]"
         if r.get("primary_mode") not in (None, "cold") and not _cpu_timed(r):
             primary += f" ({r['primary_mode']})"
-    return [r["problem"], r["variant"], _cell_status(r), primary, _mode_cell(r, "graph"),
+    gpu = _fmt(r.get("gpu_index")) if several else ""
+    return [r["problem"], gpu, r["variant"], _cell_status(r), primary, _mode_cell(r, "graph"),
             _mode_cell(r, "wall"), _mode_cell(r, "launch"), _fmt(r.get("plan_us"), ".1f"),
             _fmt(r.get("gbps"), ".0f"),
             _fmt(r.get("pct_peak_bw"), ".1f"), _fmt(r.get("pct_read"), ".0f"), rank_text(r),
@@ -217,7 +236,8 @@ def _subset(header: list[str], body: list[list[str]], cols: list[int]) -> tuple[
 def _backend_table(rows: list[dict]) -> tuple[list[str], list[list[str]], list[int]]:
     """A backend's table: header, body, and the columns worth showing (those with something
     in them, and KEPT)."""
-    header, body = _header(rows), [_table_row(r) for r in rows]
+    several = len({device_id(r) for r in rows}) > 1
+    header, body = _header(rows), [_table_row(r, several) for r in rows]
     return header, body, [i for i, name in enumerate(header) if name in KEPT or any(row[i] for row in body)]
 
 
@@ -332,9 +352,17 @@ def provenance_lines(prov: dict) -> list[str]:
         bw = "no bandwidth limit recorded in this run's provenance"
     else:
         bw = "no bandwidth figures without a GPU"
+    gpus = [f"slot {n}: {g.get('gpu') or 'no GPU'} (index {g.get('gpu_index')}, {g.get('host')}"
+            + (f", {g['gpu_uuid']}" if g.get("gpu_uuid") else "")
+            + (f", {g['bandwidth_limit_gbps']:.0f} GB/s" if g.get("bandwidth_limit_gbps") else "") + ")"
+            for n, g in enumerate(prov.get("gpus") or [])]
+    where = [f"- executor: Ray {prov.get('ray_version')} at {prov.get('ray_address')}, "
+             f"{prov.get('gpus_used')} GPUs, problems sharded over them (each GPU's bandwidth "
+             f"is its own): {'; '.join(gpus) or 'none reported'}"] if prov.get("executor") == "ray" else []
     return [
         f"- command: `{prov['command']}`",
-        f"- device: {device}",
+        f"- device: {device}" + (" (the run's driver)" if where else ""),
+        *where,
         f"- {bw}",
         "- packages: " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items())),
         f"- JIT disk caches: {prov.get('compile_caches', 'not recorded')}",
@@ -358,17 +386,18 @@ def side_by_side(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     """One line per problem, one column per backend (DSLs first, then vendor libraries)."""
     groups = by_backend(rows)
     names = sorted(groups, key=lambda b: (any(r.get("vendor") for r in groups[b]), b))
-    first: dict[str, dict] = {}  # problem key -> its first row, in run order
-    cells: dict[tuple[str, str], list[dict]] = {}  # (backend, problem key) -> its shown rows
+    first: dict[str, dict] = {}  # measured key -> its first row, in run order
+    cells: dict[tuple[str, str], list[dict]] = {}  # (backend, measured key) -> its shown rows
     for r in rows:
-        first.setdefault(problem_key(r), r)
+        first.setdefault(measured_key(r), r)
     for name, group in groups.items():
         for r in group:
-            cells.setdefault((name, problem_key(r)), []).append(r)
+            cells.setdefault((name, measured_key(r)), []).append(r)
+    several = len({device_id(r) for r in rows}) > 1  # say which GPU measured each line
     body = []
     for key, row in first.items():
         vendor = f"{row['vendor_best']} {row['vendor_best_us']:.1f}" if row.get("vendor_best") else ""
-        line = [row["problem"], vendor]
+        line = [row["problem"] + (f" @gpu{row.get('gpu_index')}" if several else ""), vendor]
         for name in names:
             mine = cells.get((name, key), [])
             timed = [r for r in mine if r["status"] == "PASS" and r.get("median_us")]
@@ -390,6 +419,15 @@ def side_by_side(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     return ["problem", "fastest vendor (us)", *names], body
 
 
+def by_gpu_model(rows: list[dict]) -> list[tuple[str, list[dict]]]:
+    """The rows per GPU model where a run has several (a side-by-side table each, titled
+    ': <model>'), else all of them under no title."""
+    models = sorted({r["gpu"] for r in rows if r.get("gpu")})
+    if len(models) < 2:
+        return [("", rows)]
+    return [(f": {m}", [r for r in rows if r.get("gpu") == m]) for m in models]
+
+
 VENDOR_NOTE = ("Against the vendors: per backend, over the problems where it and a vendor kernel "
                "both pass, its fastest variant's time against the fastest vendor kernel's "
                "(> 1: faster); '% read' is the median over those problems of a pure read of the "
@@ -405,7 +443,8 @@ def vendor_summary(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     groups = by_backend(rows)
     body = []
     for name in sorted(b for b, g in groups.items() if not any(r.get("vendor") for r in g)):
-        best = fastest_by_problem(r for r in groups[name] if r.get("vs_vendor") is not None)
+        best = fastest_by_problem((r for r in groups[name] if r.get("vs_vendor") is not None),
+                                  measured_key)
         if not best:
             continue
         ratios = [r["vs_vendor"] for r in best.values()]
@@ -419,6 +458,30 @@ def vendor_summary(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
                      f"{min(large_reads):.0f}-{max(large_reads):.0f}" if large_reads else ""])
     return ["backend", "problems", "median", "worst", "best", "% read (median)",
             "KV >= 256 MB", "median there", "% read there"], body
+
+
+SPREAD_NOTE = ("Spread between GPUs: the problems measured on every GPU of the run (the largest and "
+               "the smallest): per implementation, the slowest GPU's median over the fastest's. Ranks "
+               "and vendor ratios compare rows of one GPU only.")
+
+
+def gpu_spread(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Per (implementation, problem) timed on more than one device: the devices, the fastest
+    and slowest medians (us) and the slowest over the fastest, less one, in %."""
+    timed: dict[tuple[str, str], dict[str, dict]] = {}
+    for r in rows:
+        if r["status"] == "PASS" and r.get("median_us") and device_id(r) is not None:
+            timed.setdefault((r["impl"], problem_key(r)), {})[device_id(r)] = r
+    body = []
+    for (impl, _), per_device in timed.items():
+        if len(per_device) > 1:
+            fast = min(per_device.values(), key=lambda r: r["median_us"])
+            slow = max(per_device.values(), key=lambda r: r["median_us"])
+            body.append([impl, fast["problem"], str(len(per_device)),
+                         f"{fast['median_us']:.1f} (gpu {fast.get('gpu_index')})",
+                         f"{slow['median_us']:.1f} (gpu {slow.get('gpu_index')})",
+                         f"{100 * (slow['median_us'] / fast['median_us'] - 1):.1f}"])
+    return ["implementation", "problem", "GPUs", "fastest us", "slowest us", "spread %"], body
 
 
 def compile_note(group: list[dict], on_gpu: bool) -> str:
@@ -443,9 +506,13 @@ def render_markdown(prov: dict, rows: list[dict]) -> str:
     header, body = vendor_summary(rows)
     if body:
         parts += ["## Against the vendors", "", VENDOR_NOTE, "", markdown(header, body), ""]
-    header, body = side_by_side(rows)
-    if len(header) > 2:
-        parts += ["## Side by side", "", SIDE_NOTE, "", markdown(header, body), ""]
+    for model, mine in by_gpu_model(rows):
+        header, body = side_by_side(mine)
+        if len(header) > 2:
+            parts += [f"## Side by side{model}", "", SIDE_NOTE, "", markdown(header, body), ""]
+    header, body = gpu_spread(rows)
+    if body:
+        parts += ["## Spread between GPUs", "", SPREAD_NOTE, "", markdown(header, body), ""]
     for backend, group in by_backend(rows).items():
         why = unavailable_everywhere(group)
         table = f"unavailable: {why}" if why else markdown_table(group)
@@ -501,12 +568,16 @@ def render_text(prov: dict, rows: list[dict], width: int | None = None) -> str:
         parts.append(f"\n== {backend} ==")
         parts += [n for n in backend_notes(prov, rows, backend, group) if n]
         parts.append(f"unavailable: {why}" if why else text_table(group, width))
-    header, body = side_by_side(rows)
-    if len(header) > 2:
-        parts += [f"\n== side by side ==\n{SIDE_NOTE}", *fit_columns(header, body, width)]
+    for model, mine in by_gpu_model(rows):
+        header, body = side_by_side(mine)
+        if len(header) > 2:
+            parts += [f"\n== side by side{model} ==\n{SIDE_NOTE}", *fit_columns(header, body, width)]
     header, body = vendor_summary(rows)
     if body:
         parts += [f"\n== against the vendors ==\n{VENDOR_NOTE}", columns(header, body)]
+    header, body = gpu_spread(rows)
+    if body:
+        parts += [f"\n== spread between GPUs ==\n{SPREAD_NOTE}", columns(header, body)]
     return "\n".join(parts)
 
 

@@ -23,9 +23,11 @@ import functools
 import gc
 import itertools
 import json
+import os
 import selectors
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -251,7 +253,7 @@ def timing_fields(timings: dict[str, Timing | str]) -> dict:
     return row
 
 
-def _progress(row: dict) -> str:
+def progress_text(row: dict) -> str:
     extra = row.get("reason", "") if row["status"] != "PASS" else \
         (f"{row['median_us']:.1f} us" + (f", {row['gbps']:.0f} GB/s" if row.get("gbps") else "")
          if row.get("median_us") else "")
@@ -286,7 +288,7 @@ def work(spec: RunSpec, prov: dict, worker: bool = False) -> None:
             row = {**_base_row(cell, impl, problem, prov), "status": status, "reason": reason}
             results.append_row(rows_path, row)
             if (status, row["impl"]) not in announced:
-                print(_progress(row), flush=True)
+                print(progress_text(row), flush=True)
             if status == "UNAVAILABLE" or row["no_kernel"]:  # the same on every problem: once
                 announced.add((status, row["impl"]))
         if not runnable:
@@ -314,7 +316,7 @@ def work(spec: RunSpec, prov: dict, worker: bool = False) -> None:
                 row = {**_base_row(cell, impl, problem, prov), "status": "UNAVAILABLE",
                        "reason": reason}
                 results.append_row(rows_path, row)
-                print(_progress(row), flush=True)
+                print(progress_text(row), flush=True)
             continue
         setup_peak = peak_memory(device)  # drawing the inputs and the reference
         extra = functools.cache(functools.partial(extra_input_sets, problem, spec.seed, inputs))
@@ -326,7 +328,7 @@ def work(spec: RunSpec, prov: dict, worker: bool = False) -> None:
             if (peak := peak_memory(device)) is not None:  # the inputs' and the cell's
                 row["peak_mem_bytes"] = max(peak, setup_peak)
             results.append_row(rows_path, row)
-            print(_progress(row), flush=True)
+            print(progress_text(row), flush=True)
         del inputs, ref, extra, first_set
         gc.collect()
         if device.type == "cuda":
@@ -394,24 +396,38 @@ def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str,
             return
         what = "hung (no output for %d s)" % WORKER_SILENCE_S if code == "silent" else \
             f"died (exit code {code})"
-        _error_row(spec, prov, remaining.pop(0), f"worker process {what} in this cell: "
+        error_row(spec, prov, remaining.pop(0), f"worker process {what} in this cell: "
                    + " / ".join(tail)[-ERROR_TEXT_LIMIT:], progress)
         if not remaining:
             return
     for cell in remaining:
-        _error_row(spec, prov, cell, f"not run: the worker failed {MAX_WORKER_STARTS} times", progress)
+        error_row(spec, prov, cell, f"not run: the worker failed {MAX_WORKER_STARTS} times", progress)
 
 
-def _error_row(spec: RunSpec, prov: dict, cell: tuple[int, int, str], reason: str,
+def error_row(spec: RunSpec, prov: dict, cell: tuple[int, int, str], reason: str,
                progress: Progress) -> None:
     cell_id, index, name = cell
     row = {**_base_row(cell_id, registry.get(name), DecodeProblem.from_dict(spec.problems[index]), prov),
            "status": "ERROR", "reason": reason}
     results.append_row(Path(spec.rows_path), row)
-    progress.line(_progress(row))
+    progress.line(progress_text(row))
+
+
+def _exit_with_parent(interval_s: float = 1.0) -> None:
+    """A worker whose parent is gone (killed by SIGKILL: a Ray worker cancelled or lost, where
+    the parent's clean-up never runs) ends too, rather than holding the GPU for no one."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(interval_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def worker_main(spec_path: str) -> int:
+    _exit_with_parent()
     data = json.loads(Path(spec_path).read_text())
     work(RunSpec(**data["spec"]), data["provenance"], worker=True)
     return 0

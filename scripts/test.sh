@@ -8,10 +8,11 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--quick" ]; then shift; export DECODE_BENCH_EXAMPLES=3; fi
 NEED='import torch, triton, numba_cuda, numpy, hypothesis, pytest, matplotlib'
 source scripts/env.sh
-# The tile DSLs' CPU tests (tests/test_helion.py, tests/test_tilelang.py) need their packages:
-# installed where missing and installable. TileLang pins apache-tvm-ffi<0.1.13, which would break
-# FlashInfer and flash-attn-4: never beside them (README: "Backends in environments of their own").
-for extra in helion tilelang; do
+# The tile DSLs' CPU tests (tests/test_helion.py, tests/test_tilelang.py) and the Ray executor's
+# (tests/test_ray.py) need their packages: installed where missing and installable. TileLang pins
+# apache-tvm-ffi<0.1.13, which would break FlashInfer and flash-attn-4: never beside them (README:
+# "Backends in environments of their own").
+for extra in helion tilelang ray; do
   "$PY" -c "import $extra" 2>/dev/null && continue
   if [ $extra = tilelang ] && "$PY" -c "import importlib.metadata as m, sys
 sys.exit(not any(next(iter(m.distributions(name=n)), None) for n in ('flashinfer-python', 'flash-attn-4')))"; then

@@ -1,0 +1,286 @@
+"""Where a run's cells execute. A run is one task list: a ``Task`` is one backend's cells on one
+device slot of the run, as the ``RunSpec`` a worker takes; ``runner.evaluate`` turns a cell into
+a row wherever it runs. An executor runs every task and brings every row to the run's
+``rows.jsonl``; nothing else in the harness knows which one ran.
+
+* ``LocalExecutor`` (the default): this machine's GPU (or CPU), the backends one after the other,
+  each in worker processes of its own (``runner.run_isolated``: a crash costs its cell), or in
+  this process with ``--no-isolate``.
+* ``RayExecutor`` (``--gpus N``, ``--ray-address ADDR``): the problems sharded over N GPUs of a
+  Ray cluster, a local one started for the run or the one at ADDR. A slot's shard runs as one
+  Ray task holding one GPU: it measures that GPU (identity, bandwidth, the size-matched reads of
+  its problems), then runs its backends one after the other exactly as the local executor does
+  (worker processes, crash isolation, a backend's own environment), and streams each row back as
+  it is written. Every row of a problem is measured on one GPU (sharded by problem, never by
+  backend); ``SPREAD_PROBLEMS`` problems run on every GPU, so the report can say how far apart the
+  GPUs are. A shard whose Ray worker or node is lost runs again, its remaining cells only, on
+  whichever GPU Ray gives it; those rows say which attempt measured them and why.
+
+The nodes of a cluster run this checkout from the same path (a shared filesystem, as clusters
+under Slurm have) with the same Python environments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import torch
+
+from harness import bandwidth, provenance, results
+from harness.progress import Progress
+from harness.runner import RunSpec, error_row, progress_text, run_isolated, work
+from impls import registry
+from specs.problem import DecodeProblem, ProblemError
+
+SPREAD_PROBLEMS = 2  # problems measured on every GPU of a run over several: the largest, the smallest
+MAX_SHARD_ATTEMPTS = 3  # a shard whose Ray worker or node is lost is run again up to this often
+RAY_INSTALL = "pip install -e .[ray]"
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One backend's cells on one device slot of the run (0 .. slots - 1)."""
+
+    slot: int
+    backend: str
+    spec: RunSpec
+
+
+def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int, str]],
+         order: dict[str, int], slots: int = 1) -> list[Task]:
+    """The run's tasks. ``impls_of``: (problem index, implementation name) per cell, in run
+    order; cell ids are their positions, and a problem measured again on another slot (the
+    spread) gets ids after them. One slot: a task per backend, in ``order``. Several: each
+    problem to one slot (the longest first to the least loaded, by bytes moved per cell), each
+    slot a task per backend; the largest and the smallest problems on every slot."""
+    names = {name: registry.get(name).backend.name for _, name in impls_of}
+    home = {index: 0 for index in range(len(problems))}
+    extra: list[tuple[int, str, int]] = []  # (problem, implementation, slot): the repeats
+    if slots > 1:
+        cost = {i: (problems[i].bytes_moved + (1 << 20)) * sum(p == i for p, _ in impls_of)
+                for i in home}
+        load = [0] * slots
+        for i in sorted(cost, key=cost.get, reverse=True):
+            home[i] = load.index(min(load))
+            load[home[i]] += cost[i]
+        by_size = sorted(home, key=lambda i: problems[i].bytes_moved)
+        for i in dict.fromkeys((by_size[-1], by_size[0])[:SPREAD_PROBLEMS]):
+            extra += [(i, name, s) for s in range(slots) if s != home[i]
+                      for p, name in impls_of if p == i]
+    cells = [(cell, p, name, home[p]) for cell, (p, name) in enumerate(impls_of)]
+    cells += [(len(impls_of) + n, p, name, s) for n, (p, name, s) in enumerate(extra)]
+    tasks = []
+    for slot in range(slots):
+        for backend in sorted(set(names.values()), key=lambda b: (order.get(b, 0), b)):
+            mine = [(c, p, name) for c, p, name, s in cells if s == slot and names[name] == backend]
+            if mine:
+                tasks.append(Task(slot, backend, dataclasses.replace(spec, cells=mine)))
+    return tasks
+
+
+class LocalExecutor:
+    """This machine, one backend after the other."""
+
+    slots = 1
+
+    def __init__(self, isolate: bool = True):
+        self.isolate = isolate
+
+    def describe(self) -> dict:
+        return {"executor": "local"}
+
+    def device_fields(self, problems, timing: bool) -> dict:
+        """The provenance of the one device this run measures on (its bandwidth: on a GPU)."""
+        if not torch.cuda.is_available():
+            return {}
+        return bandwidth.run_fields(torch.device("cuda"), problems, timing)
+
+    def run(self, tasks: list[Task], prov: dict, out_dir: Path, progress: Progress) -> None:
+        for task in tasks:
+            progress.line(f"[{task.backend}]")
+            in_here = registry.worker_env(registry.get(task.spec.cells[0][2]).backend) is None
+            if not self.isolate and in_here:
+                work(task.spec, prov)
+            else:
+                run_isolated(task.spec, prov, out_dir, task.backend, progress)
+
+    def close(self) -> None:
+        pass
+
+
+def ray_executor(gpus: int | None, address: str | None) -> RayExecutor:
+    """The Ray executor for ``--gpus``/``--ray-address``, or a ``ProblemError`` naming the flag,
+    before any work: Ray missing, or fewer GPUs than asked for."""
+    try:
+        import ray
+    except ImportError:
+        flag = "--gpus" if address is None else "--ray-address"
+        raise ProblemError(f"{flag}: needs Ray, which is not installed here ({RAY_INSTALL})") from None
+    if gpus is not None and gpus < 1:
+        raise ProblemError(f"--gpus {gpus}: must be at least 1")
+    if address is None:
+        found = torch.cuda.device_count()
+        if gpus > found:
+            raise ProblemError(f"--gpus {gpus}: this machine has {found} GPU(s) "
+                               "(torch.cuda.device_count()); name at most that many, or join a "
+                               "cluster with --ray-address")
+        ray.init(num_gpus=gpus, include_dashboard=False, log_to_driver=False,
+                 runtime_env=_runtime_env())
+    else:
+        ray.init(address=address, log_to_driver=False, runtime_env=_runtime_env())
+        found = int(ray.cluster_resources().get("GPU", 0))
+        gpus = found if gpus is None else gpus
+        if not 1 <= gpus <= found:
+            ray.shutdown()
+            raise ProblemError(f"--gpus {gpus}: the Ray cluster at {address} has {found} GPU(s)")
+    return RayExecutor(ray, gpus, address)
+
+
+def _runtime_env() -> dict:
+    """What Ray's workers need to import the harness: this checkout on their path (nodes run it
+    from the same path) and the variables that choose backends and their environments."""
+    keep = {k: v for k, v in os.environ.items()
+            if k.startswith("DECODE_BENCH_") or k in ("TRITON_INTERPRET", "NUMBA_ENABLE_CUDASIM")}
+    path = os.pathsep.join(filter(None, [str(registry.ROOT), os.environ.get("PYTHONPATH")]))
+    return {"env_vars": {**keep, "PYTHONPATH": path}}
+
+
+class RayExecutor:
+    """The problems sharded over ``gpus`` GPUs of a Ray cluster (see the module's docstring)."""
+
+    def __init__(self, ray, gpus: int, address: str | None):
+        self.ray, self.slots, self.address = ray, gpus, address
+
+    def describe(self) -> dict:
+        return {"executor": "ray", "ray_address": self.address or "local", "gpus_used": self.slots,
+                "ray_version": self.ray.__version__}
+
+    def device_fields(self, problems, timing: bool) -> dict:
+        return {}  # each GPU measures itself (its shard's first item)
+
+    def run(self, tasks: list[Task], prov: dict, out_dir: Path, progress: Progress) -> None:
+        rows_path = Path(tasks[0].spec.rows_path) if tasks else out_dir / "rows.jsonl"
+        written = {r["cell"] for r in results.read_rows(rows_path)}
+        lock = threading.Lock()
+        devices: dict[int, dict] = {}
+        shard = self.ray.remote(num_gpus=1, max_retries=0)(run_shard)  # retries: drive() below
+        running: dict[int, object] = {}
+        failures: list[BaseException] = []
+
+        def drive(slot: int, mine: list[Task]) -> None:
+            attempt, why = 1, None
+            while mine:
+                gen = shard.options(num_returns="streaming").remote(mine, prov, attempt, why)
+                running[slot] = gen
+                try:
+                    for ref in gen:
+                        item = self.ray.get(ref)
+                        with lock:
+                            if "device" in item:
+                                devices.setdefault(slot, item["device"])
+                                continue
+                            row = item["row"]
+                            if row["cell"] in written:  # a retried shard's row already here
+                                continue
+                            written.add(row["cell"])
+                            results.append_row(rows_path, row)
+                            progress.line(progress_text(row), slot=slot)
+                    return
+                except self.ray.exceptions.RayError as e:  # its Ray worker or node was lost
+                    why = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+                    with lock:
+                        mine = [dataclasses.replace(t, spec=dataclasses.replace(
+                            t.spec, cells=[c for c in t.spec.cells if c[0] not in written]))
+                            for t in mine]
+                        mine = [t for t in mine if t.spec.cells]
+                    attempt += 1
+                    if mine and attempt > MAX_SHARD_ATTEMPTS:
+                        with lock:
+                            for t in mine:
+                                for cell in t.spec.cells:
+                                    written.add(cell[0])
+                                    error_row(t.spec, prov, cell, f"not run: the shard of GPU slot "
+                                              f"{slot} was lost {MAX_SHARD_ATTEMPTS} times ({why})",
+                                              progress)
+                        return
+
+        def guarded(slot: int, mine: list[Task]) -> None:
+            try:
+                drive(slot, mine)
+            except BaseException as e:  # noqa: BLE001  (reported by the main thread)
+                failures.append(e)
+
+        threads = [threading.Thread(target=guarded, args=(slot, [t for t in tasks if t.slot == slot]),
+                                    daemon=True) for slot in sorted({t.slot for t in tasks})]
+        try:
+            for t in threads:
+                t.start()
+            while any(t.is_alive() for t in threads):  # the main thread takes Ctrl-C and SIGTERM
+                time.sleep(0.2)
+            if failures:
+                raise failures[0]
+        finally:
+            for gen in running.values():  # stopped: the shards' workers go with them
+                try:
+                    self.ray.cancel(gen, force=True)
+                except Exception:  # noqa: BLE001  (already finished)
+                    pass
+            for t in threads:  # their last rows written before the tables read them
+                t.join(timeout=10)
+            prov["gpus"] = [devices[s] for s in sorted(devices)]
+
+    def close(self) -> None:
+        self.ray.shutdown()
+
+
+def run_shard(tasks: list[Task], prov: dict, attempt: int = 1, why: str | None = None):
+    """A Ray task on one GPU: yields ``{"device": fields}`` (this GPU's identity and bandwidth),
+    then ``{"row": row}`` for each row of its tasks as it is written. Rows of a second attempt
+    say so (``attempt``, ``retry_reason``)."""
+    import ray
+
+    ids = ray.get_gpu_ids()
+    fields = {**provenance.device_fields(slot=str(ids[0]) if ids else None), "host": platform.node()}
+    if torch.cuda.is_available() and tasks:
+        problems = [DecodeProblem.from_dict(tasks[0].spec.problems[c[1]])
+                    for t in tasks for c in t.spec.cells]
+        fields.update(bandwidth.run_fields(torch.device("cuda"), list(dict.fromkeys(problems)),
+                                           tasks[0].spec.timing))
+    device_prov = {**prov, **fields}
+    yield {"device": {k: v for k, v in fields.items()}}
+    retry = {"attempt": attempt, "retry_reason": why} if attempt > 1 else {}
+    with tempfile.TemporaryDirectory(prefix="decode-bench-shard-") as tmp:
+        for task in tasks:
+            rows_path = Path(tmp) / f"rows-{task.backend}.jsonl"
+            spec = dataclasses.replace(task.spec, rows_path=str(rows_path))
+            worker = threading.Thread(target=run_isolated,
+                                      args=(spec, device_prov, Path(tmp), task.backend, _Quiet()))
+            worker.start()
+            offset = 0
+            while True:
+                alive = worker.is_alive()
+                if rows_path.exists():
+                    with open(rows_path, "rb") as f:
+                        f.seek(offset)
+                        chunk = f.read()
+                    done = chunk[:chunk.rfind(b"\n") + 1]  # whole lines only
+                    offset += len(done)
+                    for line in done.splitlines():
+                        yield {"row": {**json.loads(line), **retry}}
+                if not alive:
+                    break
+                time.sleep(0.2)
+
+
+class _Quiet:
+    """Progress for a shard's workers: their lines stay on the node (the rows travel)."""
+
+    def line(self, text: str) -> None:
+        pass

@@ -1,0 +1,202 @@
+"""The Ray executor (``harness run --gpus N`` / ``--ray-address``) on the CPU: a Ray cluster on
+this machine with declared fake GPUs (``ray start --head --num-gpus 4``), the CPU modes doing the
+work. Sharding by problem, the spread problems on every GPU, rows streaming in, a worker killed
+mid-run, a node lost, SIGTERM and SIGINT, and the refusals. Skipped, saying so, without Ray."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import executors
+from harness.runner import RunSpec
+from specs.problem import DecodeProblem
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBLEMS = [{"num_q_heads": 8, "num_kv_heads": 2, "head_dim": 64, "seq_lens": lens, "dtype": "float16"}
+            for lens in ([9, 33], [40], [5, 7, 20], [100, 3], [64])]
+GPUS = 4
+
+
+def problem_args(problems=PROBLEMS) -> list[str]:
+    return [a for p in problems for a in ("--problem", json.dumps(p))]
+
+
+def harness(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, **(env or {})}, **kw)
+
+
+def rows_of(run: Path) -> tuple[dict, list[dict]]:
+    data = json.loads((run / "results.json").read_text())
+    return data["provenance"], data["rows"]
+
+
+# ---- the plan: pure, no Ray needed ------------------------------------------------------------
+def test_the_plan_shards_by_problem_and_repeats_the_largest_and_smallest_everywhere():
+    problems = [DecodeProblem.from_dict(p) for p in PROBLEMS]
+    impls = [(i, name) for i in range(len(problems))
+             for name in ("numba/dense", "numba/split-k", "triton/dense")]
+    spec = RunSpec([p.to_dict() for p in problems], [], 0, {}, False, True, "rows.jsonl", None)
+    tasks = executors.plan(spec, problems, impls, {}, slots=3)
+    cells = [(c, p, name, t.slot) for t in tasks for c, p, name in t.spec.cells]
+    assert len({c for c, *_ in cells}) == len(cells)  # every cell once
+    assert sorted(c for c, *_ in cells) == list(range(len(cells)))
+    slots_of = {}
+    for c, p, name, slot in cells:
+        if c < len(impls):  # a problem's own cells: one GPU for all its implementations
+            slots_of.setdefault(p, set()).add(slot)
+    assert all(len(s) == 1 for s in slots_of.values()) and len({min(s) for s in slots_of.values()}) == 3
+    by_size = sorted(range(len(problems)), key=lambda i: problems[i].bytes_moved)
+    repeated = {p for c, p, *_ in cells if c >= len(impls)}
+    assert repeated == {by_size[0], by_size[-1]}
+    for p in repeated:  # on every slot, every implementation
+        assert {(name, slot) for c, q, name, slot in cells if q == p} == \
+               {(name, s) for _, name in impls[:3] for s in range(3)}
+    for t in tasks:  # one backend a task, each task's cells on its slot
+        assert {name.split("/")[0] for _, _, name in t.spec.cells} == {t.backend}
+    one = executors.plan(spec, problems, impls, {"triton": 0, "numba": 1}, slots=1)
+    assert [t.backend for t in one] == ["triton", "numba"] and \
+        sum(len(t.spec.cells) for t in one) == len(impls)
+
+
+# ---- refusals before any work ---------------------------------------------------------------
+def test_gpus_beyond_the_machine_are_refused_before_any_work(tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install -e .[ray])")
+    import torch
+    res = harness("run", "--gpus", str(torch.cuda.device_count() + 1), "--backends", "plugin-torch",
+                  *problem_args(PROBLEMS[:1]), "--no-timing", "--out", str(tmp_path / "run"),
+                  env={"DECODE_BENCH_PLUGINS": "tests.plugin_backend"})
+    assert res.returncode != 0 and f"--gpus {torch.cuda.device_count() + 1}: this machine has" in res.stderr
+    assert not (tmp_path / "run" / "rows.jsonl").exists()
+
+
+def test_without_ray_the_flags_say_how_to_install_it(tmp_path):
+    (tmp_path / "ray.py").write_text("raise ImportError('No module named ray')\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    for flag in (["--gpus", "2"], ["--ray-address", "127.0.0.1:1"]):
+        res = harness("run", *flag, *problem_args(PROBLEMS[:1]), "--no-timing", "--out",
+                      str(tmp_path / "run"), env=env)
+        assert res.returncode != 0 and f"{flag[0]}: needs Ray" in res.stderr and \
+            executors.RAY_INSTALL in res.stderr, res.stderr[-500:]
+
+
+# ---- on a cluster of fake GPUs ----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install -e .[ray])")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ray_cli = [sys.executable, "-m", "ray.scripts.scripts"]
+    res = subprocess.run([*ray_cli, "start", "--head", f"--port={port}", f"--num-gpus={GPUS}",
+                          "--num-cpus=4", "--include-dashboard=false", "--disable-usage-stats"],
+                         capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stdout[-1000:] + res.stderr[-1000:]
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([*ray_cli, "stop", "--force"], capture_output=True, timeout=120)
+
+
+def test_sharded_over_fake_gpus_each_problem_on_one(cluster, tmp_path):
+    run = tmp_path / "run"
+    res = harness("run", "--ray-address", cluster, "--gpus", "3", "--backends", "plugin-torch",
+                  *problem_args(), "--quick", "--out", str(run),
+                  env={"DECODE_BENCH_PLUGINS": "tests.plugin_backend"})
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    prov, rows = rows_of(run)
+    assert prov["executor"] == "ray" and prov["gpus_used"] == 3 and len(prov["gpus"]) == 3
+    assert prov["complete"] and len(rows) == prov["cells_total"] == 2 * len(PROBLEMS) + 2 * 2 * 2
+    assert all(r["status"] == "PASS" and r["host"] and r["gpu_index"] is not None for r in rows)
+    gpus_of: dict[str, set] = {}
+    for r in rows:
+        gpus_of.setdefault(json.dumps(r["spec"], sort_keys=True), set()).add(r["gpu_index"])
+    spread = [k for k, g in gpus_of.items() if len(g) == 3]
+    assert len(spread) == 2 and all(len(g) == 1 for k, g in gpus_of.items() if k not in spread)
+    assert len({r["gpu_index"] for r in rows}) == 3
+    assert "Spread between GPUs" in (run / "results.md").read_text()
+    assert "slot 2:" in (run / "results.md").read_text()  # the executor's line names each GPU
+
+
+def test_a_killed_worker_costs_its_cell_and_a_lost_node_its_shard_once(cluster, tmp_path):
+    """The crashing backend aborts its worker process on 9-token sequences: that cell is ERROR,
+    the shard goes on. The lost-node backend kills the shard's Ray worker once: the shard runs
+    again on a GPU Ray gives it, its remaining cells only, and those rows say so."""
+    run = tmp_path / "run"
+    mark = tmp_path / "lost"
+    problems = [{**PROBLEMS[0], "seq_lens": [9]}, PROBLEMS[1], PROBLEMS[2]]
+    res = harness("run", "--ray-address", cluster, "--gpus", "2",
+                  "--backends", "crashy,lost-node,plugin-torch", "--variants", "dense",
+                  *problem_args(problems), "--no-timing", "--out", str(run),
+                  env={"DECODE_BENCH_PLUGINS": "tests.crashing_backend,tests.ray_lost_node,tests.plugin_backend",
+                       "DECODE_BENCH_LOSE_NODE_ONCE": str(mark)})
+    prov, rows = rows_of(run)
+    assert mark.exists() and prov["complete"], res.stdout[-2000:] + res.stderr[-2000:]
+    assert len(rows) == prov["cells_total"] == len({r["cell"] for r in rows})  # none lost, none twice
+    crashed = [r for r in rows if r["backend"] == "crashy" and r["spec"]["seq_lens"] == [9]]
+    assert crashed and all(r["status"] == "ERROR" and "worker process died" in r["reason"] for r in crashed)
+    assert all(r["status"] == "PASS" for r in rows if r["backend"] in ("plugin-torch", "lost-node"))
+    retried = [r for r in rows if r.get("attempt") == 2]
+    assert retried and all("RayError" in r["retry_reason"] or "Died" in r["retry_reason"]
+                           or "Crashed" in r["retry_reason"] for r in retried), retried[:1]
+    assert res.returncode == 1  # an ERROR row: the run says so
+
+
+@pytest.mark.parametrize("sig,code", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_rows_stream_in_and_a_stopped_ray_run_writes_its_tables(cluster, tmp_path, sig, code):
+    """Rows reach rows.jsonl while the run goes on; SIGTERM or SIGINT (to a run that inherited
+    SIGINT ignored, as a script's background job does) ends it as Ctrl-C does."""
+    run = tmp_path / "run"
+    problems = [{**PROBLEMS[0], "seq_lens": [n, 17]} for n in range(20, 80, 4)]
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--ray-address", cluster,
+                             "--gpus", "2", "--backends", "triton", "--variants", "dense",
+                             *problem_args(problems), "--no-timing", "--out", str(run)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    deadline = time.monotonic() + 300
+    rows = run / "rows.jsonl"
+    while not (rows.exists() and rows.read_text().count("\n") >= 2):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    assert proc.poll() is None  # rows arrived while the run went on
+    proc.send_signal(getattr(signal, sig))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, out[-2000:] + err[-2000:]
+    assert f"interrupted ({sig}): incomplete:" in err
+    assert "incomplete:" in (run / "results.md").read_text()
+
+
+# ---- a run's rows from several GPUs -----------------------------------------------------------
+def _row(impl, us, gpu_index, gpu="H100", vendor=False, host="a"):
+    spec = DecodeProblem.from_dict(PROBLEMS[0]).to_dict()
+    return {"impl": impl, "backend": impl.split("/")[0], "variant": "dense", "status": "PASS",
+            "problem": "p", "spec": spec, "vendor": vendor, "median_us": us, "ci_lo_us": us * 0.99,
+            "ci_hi_us": us * 1.01, "timing": "cuda-events", "gpu": gpu, "gpu_index": gpu_index,
+            "gpu_uuid": None, "host": host}
+
+
+def test_ranks_ratios_and_tables_compare_rows_of_one_gpu_only():
+    from harness import results
+
+    rows = [_row("triton/dense", 10.0, "0"), _row("flashinfer/dense", 12.0, "0", vendor=True),
+            _row("triton/dense", 14.0, "1"), _row("flashinfer/dense", 11.0, "1", vendor=True)]
+    results.annotate(rows)
+    assert [r["rank"] for r in rows] == [1, 2, 2, 1]  # per GPU, not across them
+    assert rows[0]["vs_vendor"] == 1.2 and rows[2]["vs_vendor"] == round(11 / 14, 3)
+    header, body = results.gpu_spread(rows)
+    assert [b[0] for b in body] == ["triton/dense", "flashinfer/dense"] and body[0][-1] == "40.0"
+    _, side = results.side_by_side(rows)
+    assert [line[0] for line in side] == ["p @gpu0", "p @gpu1"]
+    two_models = rows + [_row("triton/dense", 9.0, "0", gpu="H200", host="b")]
+    assert [m for m, _ in results.by_gpu_model(two_models)] == [": H100", ": H200"]
+    assert results.by_gpu_model(rows) == [("", rows)]
+    assert "Spread between GPUs" in results.render_markdown({"command": "x"}, rows)
