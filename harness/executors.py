@@ -26,6 +26,7 @@ import dataclasses
 import json
 import os
 import platform
+import socket
 import tempfile
 import threading
 import time
@@ -134,13 +135,32 @@ def ray_executor(gpus: int | None, address: str | None) -> RayExecutor:
         ray.init(num_gpus=gpus, include_dashboard=False, log_to_driver=False,
                  runtime_env=_runtime_env())
     else:
-        ray.init(address=address, log_to_driver=False, runtime_env=_runtime_env())
+        _reachable(address)
+        try:
+            ray.init(address=address, log_to_driver=False, runtime_env=_runtime_env())
+        except Exception as e:  # noqa: BLE001  (no cluster there, refused, timed out)
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise ProblemError(f"--ray-address {address}: cannot join a Ray cluster there "
+                               f"({first})") from None
         found = int(ray.cluster_resources().get("GPU", 0))
         gpus = found if gpus is None else gpus
         if not 1 <= gpus <= found:
             ray.shutdown()
             raise ProblemError(f"--gpus {gpus}: the Ray cluster at {address} has {found} GPU(s)")
     return RayExecutor(ray, gpus, address)
+
+
+def _reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A ``ProblemError`` at once where nothing listens at ``host:port`` (Ray's own connect
+    retries for a minute or more); ``auto`` and other forms are left to Ray."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise ProblemError(f"--ray-address {address}: nothing answers there ({e.strerror or e}); "
+                           "start a cluster with 'ray start --head' or name its head's address") from None
 
 
 def _runtime_env() -> dict:
@@ -173,6 +193,7 @@ class RayExecutor:
         shard = self.ray.remote(num_gpus=1, max_retries=0)(run_shard)  # retries: drive() below
         running: dict[int, object] = {}
         failures: list[BaseException] = []
+        stopping = threading.Event()  # the run was stopped: a cancelled shard is not run again
 
         def drive(slot: int, mine: list[Task]) -> None:
             attempt, why = 1, None
@@ -194,6 +215,8 @@ class RayExecutor:
                             progress.line(progress_text(row), slot=slot)
                     return
                 except self.ray.exceptions.RayError as e:  # its Ray worker or node was lost
+                    if stopping.is_set():
+                        return
                     why = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
                     with lock:
                         mine = [dataclasses.replace(t, spec=dataclasses.replace(
@@ -227,6 +250,7 @@ class RayExecutor:
             if failures:
                 raise failures[0]
         finally:
+            stopping.set()
             for gen in running.values():  # stopped: the shards' workers go with them
                 try:
                     self.ray.cancel(gen, force=True)

@@ -77,6 +77,12 @@ def test_gpus_beyond_the_machine_are_refused_before_any_work(tmp_path):
                   env={"DECODE_BENCH_PLUGINS": "tests.plugin_backend"})
     assert res.returncode != 0 and f"--gpus {torch.cuda.device_count() + 1}: this machine has" in res.stderr
     assert not (tmp_path / "run" / "rows.jsonl").exists()
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = harness("run", "--ray-address", f"127.0.0.1:{port}", *problem_args(PROBLEMS[:1]),
+                  "--no-timing", "--out", str(tmp_path / "run"))
+    assert res.returncode != 0 and f"--ray-address 127.0.0.1:{port}: nothing answers there" in res.stderr
 
 
 def test_without_ray_the_flags_say_how_to_install_it(tmp_path):
