@@ -1,7 +1,8 @@
 """Conformance, then timing, of every selected implementation on every problem.
 
 The parent process resolves the run (problems, implementations), records provenance and the
-GPU's memory bandwidth (harness.bandwidth), then runs each backend in a worker process of its own. A kernel that
+GPU's memory bandwidth (harness.bandwidth), then an executor (harness.executors: this machine, or
+GPUs of a Ray cluster) runs each backend's cells in a worker process of its own. A kernel that
 crashes its process (or corrupts its CUDA context), or a worker silent for WORKER_SILENCE_S,
 costs one cell: it is recorded as ERROR with the worker's last words and a fresh worker goes on
 with the backend's remaining cells; every other backend runs regardless. Workers append each
