@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from harness import executors, provenance, results
+from harness import executors, html, provenance, results
 from harness.progress import Progress
 from harness.runner import RunSpec, worker_main
 from harness.timing import MODES
@@ -150,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("results", type=Path, help="a run folder or its results.json")
     rep.add_argument("--out", type=Path, help="where to write (default: the run's folder)")
     rep.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
+    rep.add_argument("--html", action="store_true",
+                     help="also report.html: one self-contained page (a run writes it too)")
     cmp = sub.add_parser("compare", help="per-row changes between two saved runs; exit 1 on a "
                                          "regression beyond the noise")
     cmp.add_argument("old", type=Path)
@@ -277,6 +279,7 @@ def _run(args, argv, problems, impls, out_dir, executor) -> int:
     rows = results.read_rows(rows_path)
     results.annotate(rows)
     results.write_all(out_dir, prov, rows)
+    html.write(out_dir, prov, rows)
     print(results.render_text(prov, rows))
     print(f"\n{_save_note(rows)}{results.summary_counts(rows)}. Files: {out_dir}/results.{{md,csv,json}}")
     if not prov["complete"]:
@@ -286,7 +289,8 @@ def _run(args, argv, problems, impls, out_dir, executor) -> int:
     return 1 if any(r["status"] in ("FAIL", "ERROR") for r in rows) else 0
 
 
-RUN_FILES = ("rows.jsonl", "provenance.json", "results.json", "results.csv", "results.md", "plots")
+RUN_FILES = ("rows.jsonl", "provenance.json", "results.json", "results.csv", "results.md", "report.html",
+             "plots")
 
 
 def _run_files(folder: Path) -> list[Path]:
@@ -422,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_list()
         if args.command == "report":
             from harness import report
-            print(report.report(args.results, args.out, plots=not args.no_plots))
+            print(report.report(args.results, args.out, plots=not args.no_plots, page=args.html))
             return 0
         if args.command == "compare":
             from harness import report

@@ -265,7 +265,7 @@ def index(root: Path) -> str:
     return text
 
 
-def report(path: Path, out: Path | None, plots: bool = True) -> str:
+def report(path: Path, out: Path | None, plots: bool = True, page: bool = False) -> str:
     path = Path(path)
     if path.is_dir() and not _found(path, "results.json") and not _found(path, "rows.jsonl") \
             and any(path.rglob("results.json*")):  # a folder of runs: their index
@@ -284,6 +284,9 @@ def report(path: Path, out: Path | None, plots: bool = True) -> str:
         if missing:
             text += (f"\nnot plotted ({len(missing)} problem(s) with one point along both seq_len and "
                      "batch for their shape: see the tables):\n" + "\n".join(f"  {m}" for m in missing))
+    if page:
+        from harness import html
+        text += f"\n\npage: {html.write(out, prov, rows, out / 'plots' if plots else None)}"
     return text
 
 

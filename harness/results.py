@@ -503,6 +503,10 @@ def render_markdown(prov: dict, rows: list[dict]) -> str:
     mark = incomplete(prov, rows)
     parts = ["# decode-bench results", "", *([f"**{mark}** (the run was stopped)", ""] if mark else []),
              *provenance_lines(prov), "", f"Cells: {summary_counts(rows)}. " + COLUMNS_NOTE, ""]
+    from harness import scorecard  # it reads the registry (the code's lines, capabilities)
+    header, body = scorecard.scorecard(rows)
+    if body:
+        parts += ["## Scorecard", "", scorecard.SCORE_NOTE, "", markdown(header, body), ""]
     header, body = vendor_summary(rows)
     if body:
         parts += ["## Against the vendors", "", VENDOR_NOTE, "", markdown(header, body), ""]

@@ -21,6 +21,17 @@ sys.exit(not any(next(iter(m.distributions(name=n)), None) for n in ('flashinfer
   "$PY" -m pip install -q --disable-pip-version-check -c scripts/cpu-constraints.txt -e ".[$extra]" \
     || echo "warning: the $extra extra is not installable here: its CPU tests are skipped" >&2
 done
+# The report page's browser test (tests/test_html.py) needs Selenium and a Chromium with its
+# driver: Selenium where missing; the browser (Debian's packages) only where asked for with
+# DECODE_BENCH_INSTALL_BROWSER=1 (.ci/run does) and this runs as root; else that test says it skipped
+"$PY" -c "import selenium" 2>/dev/null || "$PY" -m pip install -q --disable-pip-version-check \
+  "selenium>=4.20" || echo "warning: selenium not installable here: the browser test is skipped" >&2
+if [ "${DECODE_BENCH_INSTALL_BROWSER:-0}" = 1 ] && ! command -v chromedriver >/dev/null && \
+    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  { apt-get install -y -q chromium chromium-driver || { apt-get update -q && \
+    apt-get install -y -q chromium chromium-driver; }; } >/dev/null 2>&1 \
+    || echo "warning: chromium not installable here: the browser test is skipped" >&2
+fi
 # ruff is not in NEED: a machine's python3 with everything else (a GPU image) stays the one used
 ruff_pin=$(grep -o '"ruff==[^"]*"' pyproject.toml | tr -d '"')  # the test extra's pin
 "$PY" -m ruff --version >/dev/null 2>&1 || "$PY" -m pip install -q --disable-pip-version-check \
