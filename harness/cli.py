@@ -79,7 +79,7 @@ def _json_object(value: str) -> dict:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
-    sub = parser.add_subparsers(dest="command", metavar="{run,list,report,compare,replay}")
+    sub = parser.add_subparsers(dest="command", metavar="{run,list,report,compare,replay,profile}")
     run = sub.add_parser("run", help="conformance check, then timing, of every backend's variants "
                                      "on every problem (default on a CPU: the small 'cpu' "
                                      "workload; on a GPU: 'grid' and 'ragged')")
@@ -163,6 +163,19 @@ def build_parser() -> argparse.ArgumentParser:
                                         "a fresh float64 reference, without the implementations; "
                                         "exit 1 when a verdict differs from the run's")
     rpl.add_argument("cases", type=Path, help="the folder given to --save-cases")
+    prof = sub.add_parser("profile", help="one implementation on one problem for a profiler: "
+                                          "Nsight Compute's sections (--ncu), else its config and "
+                                          "the time of a call")
+    prof.add_argument("impl", help="backend/variant, e.g. cupy/split-k")
+    prof.add_argument("--problem", required=True, metavar="JSON", help="the problem's fields")
+    prof.add_argument("--config", type=_json_object, metavar="JSON", help="launch-config overrides")
+    prof.add_argument("--num-splits", type=int, default=None, metavar="N")
+    prof.add_argument("--seed", type=int, default=0)
+    prof.add_argument("--calls", type=int, default=3, metavar="N", help="calls profiled (default 3)")
+    prof.add_argument("--ncu", action="store_true", help="under Nsight Compute (ncu on PATH, a GPU)")
+    prof.add_argument("--sections", type=_csv, metavar="A,B", help="ncu sections (default: "
+                      "SpeedOfLight, Occupancy, LaunchStats, MemoryWorkloadAnalysis, WarpStateStats)")
+    prof.add_argument("--under-ncu", action="store_true", help=argparse.SUPPRESS)
     worker = sub.add_parser("_worker")  # no help=: not listed (the harness's own worker)
     worker.add_argument("spec_path")
     probe = sub.add_parser("_probe")  # a backend's mode and versions, in its own environment
@@ -435,6 +448,11 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if regressed else 0
         if args.command == "replay":
             return cmd_replay(args.cases)
+        if args.command == "profile":
+            from harness import profile
+            args.sections = args.sections or profile.NCU_SECTIONS
+            print(profile.profiled_calls(args) if args.under_ncu else profile.profile(args))
+            return 0
         if args.command == "_worker":
             return worker_main(args.spec_path)
         if args.command == "_probe":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -276,3 +277,16 @@ def test_tune_then_a_later_run_reads_the_tuning_cache(tmp_path):
     assert {k: cached[0]["config"][k] for k in ("block_n", "num_warps", "num_stages")} == \
         {k: tuned[0]["config"][k] for k in ("block_n", "num_warps", "num_stages")}
     assert rows("rule", "--no-tuning-cache")[0]["config_source"] == "rule"
+
+
+def test_profile_prints_the_launch_its_check_and_a_call_and_refuses_what_it_cannot_do():
+    problem = json.dumps({**SMALL, "layout": "dense", "q_len": 2})
+    res = harness("profile", "triton/split-k", "--problem", problem, "--config", '{"block_n": 64}')
+    assert res.returncode == 0, res.stderr[-1500:]
+    assert "launch config:" in res.stdout and "'block_n': 64" in res.stdout and "check: PASS" in res.stdout
+    assert "a call: median" in res.stdout
+    res = harness("profile", "triton/split-k", "--problem", json.dumps({"num_q_heads": 8}))
+    assert res.returncode != 0 and "--problem: missing field(s)" in res.stderr
+    if not shutil.which("ncu"):
+        res = harness("profile", "triton/split-k", "--problem", problem, "--ncu")
+        assert res.returncode != 0 and "--ncu: needs Nsight Compute" in res.stderr

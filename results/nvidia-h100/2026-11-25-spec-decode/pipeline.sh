@@ -37,9 +37,10 @@ VENDORS=${VENDORS:-flashinfer,flash_attn3,flash_attn4}
 [ -n "${OTHERS-numba,helion}" ] && run others 200 --workloads spec-decode,window --quick --backends ${OTHERS-numba,helion}
 for cell in ${NCU-}; do  # impl:model:batch:seq:layout:q_len
   IFS=: read -r impl model batch seq layout qlen <<< "$cell"
-  MODEL=$model Q_LEN=$qlen timeout 240 ncu --profile-from-start off --section SpeedOfLight \
-    --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
-    python3 scripts/run_one.py "$impl" "$batch" "$seq" "$layout" > "$W/ncu-${impl//\//-}-$model-b$batch-q$qlen-$layout.txt" 2>&1
+  problem=$(python3 -c "import json; from specs import workloads as w
+print(json.dumps(w.model_problem('$model', [$seq] * $batch, '$layout').replace(q_len=$qlen).to_dict()))")
+  timeout 240 python3 -m harness profile "$impl" --problem "$problem" --ncu \
+    > "$W/ncu-${impl//\//-}-$model-b$batch-q$qlen-$layout.txt" 2>&1
   echo "ncu $cell rc $?"
 done
 echo "pipeline done"
