@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from harness import executors, html, provenance, results
+from harness import executors, html, provenance, results, scorecard
 from harness.progress import Progress
 from harness.runner import RunSpec, worker_main
 from harness.timing import MODES
@@ -231,6 +231,9 @@ def cmd_run(args, argv) -> int:
     out_dir = args.out or Path("runs") / stamp
     _check_folder(out_dir, "--out")
     if args.gpus is not None or args.ray_address:  # refused here, before any work, if it cannot be
+        for flag, given in (("--fresh-caches", args.fresh_caches), ("--no-isolate", args.no_isolate)):
+            if given:  # each node has its own caches; a shard's backends run in worker processes
+                raise ProblemError(f"{flag}: not with --gpus or --ray-address (a local run only)")
         executor = executors.ray_executor(args.gpus, args.ray_address)
     else:
         executor = executors.LocalExecutor(isolate=not args.no_isolate)
@@ -256,7 +259,7 @@ def _run(args, argv, problems, impls, out_dir, executor) -> int:
     prov["compile_caches"] = _fresh_caches() if args.fresh_caches else \
         "as configured (may hold kernels compiled by earlier runs: first calls can be cache loads)"
     prov.update(executor.describe(), **executor.device_fields(problems, not args.no_timing))
-    if not torch.cuda.is_available() and executor.slots == 1:
+    if not torch.cuda.is_available() and isinstance(executor, executors.LocalExecutor):
         print(_cpu_notice(impls))
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
     print("\n".join(results.provenance_lines(prov)))
@@ -276,6 +279,8 @@ def _run(args, argv, problems, impls, out_dir, executor) -> int:
     where = f" on {executor.slots} GPUs" if executor.slots > 1 else ""
     print(f"{len(problems)} problem(s), {total} cell(s){where}; rows -> {rows_path}")
     prov["cells_total"] = total  # a run is complete when it has them all (report, compare)
+    prov["cells_base"] = len(all_cells)  # cells past these measure a problem again (the spread)
+    prov["code"] = scorecard.code_facts(dict.fromkeys(i.backend.name for i in impls))  # as it ran
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
     progress = Progress(total, rows_path)
     stopped_by = None
@@ -290,6 +295,8 @@ def _run(args, argv, problems, impls, out_dir, executor) -> int:
         progress.close()
 
     rows = results.read_rows(rows_path)
+    if executor.slots > 1:  # the tables in cell order, not in the order rows arrived
+        rows.sort(key=lambda r: r["cell"])
     results.annotate(rows)
     results.write_all(out_dir, prov, rows)
     html.write(out_dir, prov, rows)

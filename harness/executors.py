@@ -132,8 +132,11 @@ def ray_executor(gpus: int | None, address: str | None) -> RayExecutor:
             raise ProblemError(f"--gpus {gpus}: this machine has {found} GPU(s) "
                                "(torch.cuda.device_count()); name at most that many, or join a "
                                "cluster with --ray-address")
-        ray.init(num_gpus=gpus, include_dashboard=False, log_to_driver=False,
-                 runtime_env=_runtime_env())
+        try:  # "local": a new instance, whatever RAY_ADDRESS says
+            ray.init(address="local", num_gpus=gpus, include_dashboard=False, log_to_driver=False,
+                     runtime_env=_runtime_env())
+        except Exception as e:  # noqa: BLE001
+            raise ProblemError(f"--gpus {gpus}: Ray could not start here ({e})") from None
     else:
         _reachable(address)
         try:
@@ -188,51 +191,75 @@ class RayExecutor:
     def run(self, tasks: list[Task], prov: dict, out_dir: Path, progress: Progress) -> None:
         rows_path = Path(tasks[0].spec.rows_path) if tasks else out_dir / "rows.jsonl"
         written = {r["cell"] for r in results.read_rows(rows_path)}
-        lock = threading.Lock()
-        devices: dict[int, dict] = {}
+        lock = threading.Lock()  # guards written, running, devices, the rows file and stopped
+        devices: dict[int, dict] = {}  # the last device each slot's shard reported
+        reported: list[dict] = []  # every device a shard ran on (a retry may land elsewhere)
         shard = self.ray.remote(num_gpus=1, max_retries=0)(run_shard)  # retries: drive() below
         running: dict[int, object] = {}
         failures: list[BaseException] = []
-        stopping = threading.Event()  # the run was stopped: a cancelled shard is not run again
+        stopped = False  # the run was stopped: nothing more is submitted or written
+        base_cells = prov.get("cells_base")
+        lost = (self.ray.exceptions.WorkerCrashedError, self.ray.exceptions.NodeDiedError,
+                self.ray.exceptions.ObjectLostError, self.ray.exceptions.ActorDiedError)
+
+        def give_up(slot: int, cells: list[tuple[Task, tuple]], why: str) -> None:
+            """ERROR rows for cells no shard will run, stamped with the slot's last device."""
+            for task, cell in cells:
+                written.add(cell[0])
+                error_row(task.spec, {**prov, **devices.get(slot, {})}, cell, why, progress)
 
         def drive(slot: int, mine: list[Task]) -> None:
             attempt, why = 1, None
-            while mine:
-                gen = shard.options(num_returns="streaming").remote(mine, prov, attempt, why)
-                running[slot] = gen
+            while True:
+                with lock:
+                    mine = [dataclasses.replace(t, spec=dataclasses.replace(
+                        t.spec, cells=[c for c in t.spec.cells if c[0] not in written])) for t in mine]
+                    mine = [t for t in mine if t.spec.cells]
+                    if stopped or not mine:
+                        return
+                    gen = shard.options(num_returns="streaming").remote(mine, prov, attempt, why)
+                    running[slot] = gen
                 try:
                     for ref in gen:
                         item = self.ray.get(ref)
                         with lock:
+                            if stopped:
+                                return
                             if "device" in item:
-                                devices.setdefault(slot, item["device"])
+                                devices[slot] = item["device"]
+                                reported.append({**item["device"], "slot": slot, "attempt": attempt})
                                 continue
                             row = item["row"]
                             if row["cell"] in written:  # a retried shard's row already here
                                 continue
+                            if base_cells is not None and row["cell"] >= base_cells:
+                                row["spread_repeat"] = True  # measured again for the spread
                             written.add(row["cell"])
                             results.append_row(rows_path, row)
                             progress.line(progress_text(row), slot=slot)
-                    return
-                except self.ray.exceptions.RayError as e:  # its Ray worker or node was lost
-                    if stopping.is_set():
-                        return
+                except lost as e:  # its Ray worker or node was lost: the rest runs again
                     why = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
-                    with lock:
-                        mine = [dataclasses.replace(t, spec=dataclasses.replace(
-                            t.spec, cells=[c for c in t.spec.cells if c[0] not in written]))
-                            for t in mine]
-                        mine = [t for t in mine if t.spec.cells]
                     attempt += 1
-                    if mine and attempt > MAX_SHARD_ATTEMPTS:
-                        with lock:
-                            for t in mine:
-                                for cell in t.spec.cells:
-                                    written.add(cell[0])
-                                    error_row(t.spec, prov, cell, f"not run: the shard of GPU slot "
-                                              f"{slot} was lost {MAX_SHARD_ATTEMPTS} times ({why})",
-                                              progress)
-                        return
+                    if attempt <= MAX_SHARD_ATTEMPTS:
+                        continue
+                    with lock:
+                        if not stopped:
+                            give_up(slot, [(t, c) for t in mine for c in t.spec.cells if c[0] not in written],
+                                    f"not run: the shard of GPU slot {slot} was lost {MAX_SHARD_ATTEMPTS} "
+                                    f"times ({why})")
+                    return
+                except self.ray.exceptions.RayError as e:  # the shard itself failed: no retry
+                    with lock:
+                        if not stopped:
+                            give_up(slot, [(t, c) for t in mine for c in t.spec.cells if c[0] not in written],
+                                    f"not run: the shard of GPU slot {slot} failed: "
+                                    f"{type(e).__name__}: {str(e)[-400:]}")
+                    return
+                with lock:  # the shard ended: any cell it gave no row is said, not dropped
+                    if not stopped:
+                        give_up(slot, [(t, c) for t in mine for c in t.spec.cells if c[0] not in written],
+                                f"not run: the shard of GPU slot {slot} ended without this cell's row")
+                return
 
         def guarded(slot: int, mine: list[Task]) -> None:
             try:
@@ -250,15 +277,20 @@ class RayExecutor:
             if failures:
                 raise failures[0]
         finally:
-            stopping.set()
-            for gen in running.values():  # stopped: the shards' workers go with them
+            with lock:
+                stopped = True
+                gens = list(running.values())
+            for gen in gens:  # the shards' workers go with them
                 try:
                     self.ray.cancel(gen, force=True)
                 except Exception:  # noqa: BLE001  (already finished)
                     pass
-            for t in threads:  # their last rows written before the tables read them
-                t.join(timeout=10)
-            prov["gpus"] = [devices[s] for s in sorted(devices)]
+            for t in threads:  # out of Ray's calls before Ray shuts down (it crashes otherwise)
+                t.join(timeout=30)
+            prov["gpus"] = reported
+            models = {d.get("gpu") for d in reported}
+            if len(models) == 1 and None not in models:  # the run's GPU, for compare and reports
+                prov["gpu"] = models.pop()
 
     def close(self) -> None:
         self.ray.shutdown()
@@ -284,8 +316,15 @@ def run_shard(tasks: list[Task], prov: dict, attempt: int = 1, why: str | None =
         for task in tasks:
             rows_path = Path(tmp) / f"rows-{task.backend}.jsonl"
             spec = dataclasses.replace(task.spec, rows_path=str(rows_path))
-            worker = threading.Thread(target=run_isolated,
-                                      args=(spec, device_prov, Path(tmp), task.backend, _Quiet()))
+            raised: list[BaseException] = []
+
+            def isolated(spec=spec, backend=task.backend):
+                try:
+                    run_isolated(spec, device_prov, Path(tmp), backend, _Quiet())
+                except BaseException as e:  # noqa: BLE001  (raised in the generator below)
+                    raised.append(e)
+
+            worker = threading.Thread(target=isolated)
             worker.start()
             offset = 0
             while True:
@@ -301,6 +340,8 @@ def run_shard(tasks: list[Task], prov: dict, attempt: int = 1, why: str | None =
                 if not alive:
                     break
                 time.sleep(0.2)
+            if raised:  # the driver makes the cells left ERROR rows with this reason
+                raise raised[0]
 
 
 class _Quiet:

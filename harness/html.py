@@ -126,7 +126,7 @@ def render(prov: dict, rows: list[dict], plots: Path | None = None) -> str:
         parts.append(f'<p class="banner">{_e(mark)}: the run was stopped</p>')
     parts.append("<ul>" + "".join(f"<li>{_e(line[2:])}</li>" for line in results.provenance_lines(prov))
                  + f"</ul><p>Cells: {_e(results.summary_counts(rows))}.</p>")
-    header, body = scorecard.scorecard(rows)
+    header, body = scorecard.scorecard(rows, prov)
     parts += ["<h2>Scorecard</h2>", f'<p class="note">{_e(scorecard.SCORE_NOTE)}</p>',
               table(header, body, ident="scorecard")]
     header, body = results.vendor_summary(rows)
@@ -145,11 +145,19 @@ def render(prov: dict, rows: list[dict], plots: Path | None = None) -> str:
     if body:
         parts += ["<h2>Spread between GPUs</h2>", f'<p class="note">{_e(results.SPREAD_NOTE)}</p>',
                   table(header, body)]
-    failed = [r for r in rows if r["status"] not in ("PASS",) and not r.get("no_kernel")]
-    if failed:
-        parts += ["<h2>Not passed</h2>", table(["backend", "variant", "problem", "status", "reason"],
-                                               [[r["backend"], r["variant"], r["problem"], r["status"],
-                                                 r.get("reason", "")] for r in failed])]
+    wrong = [r for r in rows if r["status"] in ("FAIL", "ERROR")]
+    if wrong:
+        parts += ["<h2>Failed</h2>", table(["backend", "variant", "problem", "status", "reason"],
+                                           [[r["backend"], r["variant"], r["problem"], r["status"],
+                                             r.get("reason", "")] for r in wrong])]
+    skipped: dict[tuple, int] = {}  # (backend, variant, status, reason) -> problems
+    for r in rows:
+        if r["status"] in ("UNSUPPORTED", "UNAVAILABLE") and not r.get("no_kernel"):
+            key = (r["backend"], r["variant"], r["status"], r.get("reason", ""))
+            skipped[key] = skipped.get(key, 0) + 1
+    if skipped:
+        parts += ["<h2>Not run, and why</h2>", table(["backend", "variant", "status", "reason", "problems"],
+                                                      [[*k, n] for k, n in skipped.items()])]
     parts.append("<h2>Per backend</h2>")
     for backend, group in results.by_backend(rows).items():
         why = results.unavailable_everywhere(group)

@@ -69,6 +69,20 @@ def device_id(info: dict) -> str | None:
     return f"{info.get('host')}/{gpu}" if gpu is not None else None
 
 
+def device_label(row: dict, rows: list[dict]) -> str:
+    """The GPU that measured ``row`` as the tables name it: its index, with its host where the
+    rows come from several hosts."""
+    if len({r.get("host") for r in rows}) > 1:
+        return f"{row.get('host')}:{row.get('gpu_index')}"
+    return _fmt(row.get("gpu_index"))
+
+
+def summarised(rows: Iterable[dict]) -> list[dict]:
+    """The rows a summary counts: a problem measured again on every GPU for the spread counts
+    once (on its own GPU), not once per GPU."""
+    return [r for r in rows if not r.get("spread_repeat")]
+
+
 def measured_key(row: dict) -> str:
     """The problem as measured on one device: ranks and ratios compare rows of one key only (two
     GPUs of one model are not one GPU). In a run on one device it groups as ``problem_key``."""
@@ -167,7 +181,7 @@ def _table_row(r: dict, several: bool = False) -> list[str]:
             primary += f" [{r['ci_lo_us']:.1f}-{r['ci_hi_us']:.1f}]"
         if r.get("primary_mode") not in (None, "cold") and not _cpu_timed(r):
             primary += f" ({r['primary_mode']})"
-    gpu = _fmt(r.get("gpu_index")) if several else ""
+    gpu = r.get("_device", "") if several else ""
     return [r["problem"], gpu, r["variant"], _cell_status(r), primary, _mode_cell(r, "graph"),
             _mode_cell(r, "wall"), _mode_cell(r, "launch"), _fmt(r.get("plan_us"), ".1f"),
             _fmt(r.get("gbps"), ".0f"),
@@ -237,7 +251,7 @@ def _backend_table(rows: list[dict]) -> tuple[list[str], list[list[str]], list[i
     """A backend's table: header, body, and the columns worth showing (those with something
     in them, and KEPT)."""
     several = len({device_id(r) for r in rows}) > 1
-    header, body = _header(rows), [_table_row(r, several) for r in rows]
+    header, body = _header(rows), [_table_row({**r, "_device": device_label(r, rows)}, several) for r in rows]
     return header, body, [i for i, name in enumerate(header) if name in KEPT or any(row[i] for row in body)]
 
 
@@ -397,7 +411,7 @@ def side_by_side(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     body = []
     for key, row in first.items():
         vendor = f"{row['vendor_best']} {row['vendor_best_us']:.1f}" if row.get("vendor_best") else ""
-        line = [row["problem"] + (f" @gpu{row.get('gpu_index')}" if several else ""), vendor]
+        line = [row["problem"] + (f" @gpu {device_label(row, rows)}" if several else ""), vendor]
         for name in names:
             mine = cells.get((name, key), [])
             timed = [r for r in mine if r["status"] == "PASS" and r.get("median_us")]
@@ -443,7 +457,7 @@ def vendor_summary(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     groups = by_backend(rows)
     body = []
     for name in sorted(b for b, g in groups.items() if not any(r.get("vendor") for r in g)):
-        best = fastest_by_problem((r for r in groups[name] if r.get("vs_vendor") is not None),
+        best = fastest_by_problem((r for r in summarised(groups[name]) if r.get("vs_vendor") is not None),
                                   measured_key)
         if not best:
             continue
@@ -504,7 +518,7 @@ def render_markdown(prov: dict, rows: list[dict]) -> str:
     parts = ["# decode-bench results", "", *([f"**{mark}** (the run was stopped)", ""] if mark else []),
              *provenance_lines(prov), "", f"Cells: {summary_counts(rows)}. " + COLUMNS_NOTE, ""]
     from harness import scorecard  # it reads the registry (the code's lines, capabilities)
-    header, body = scorecard.scorecard(rows)
+    header, body = scorecard.scorecard(rows, prov)
     if body:
         parts += ["## Scorecard", "", scorecard.SCORE_NOTE, "", markdown(header, body), ""]
     header, body = vendor_summary(rows)

@@ -7,7 +7,6 @@ Every renderer shows the same table (``results.render_markdown``, ``harness.html
 from __future__ import annotations
 
 import io
-import re
 import statistics
 import tokenize
 from pathlib import Path
@@ -27,13 +26,38 @@ SCORE_NOTE = ("Scorecard: per backend, its fastest passing variant per problem a
 C_SOURCES = (".cu", ".cuh", ".c", ".h", ".cpp")
 
 
+def _c_code(text: str) -> str:
+    """C/CUDA source with its comments blanked, lines kept: one pass over strings, character
+    literals, ``//`` and ``/* */`` (a ``//`` or ``/*`` inside a string is code)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":  # a string or character literal, escapes included
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("\n" * text.count("\n", i, j))
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
 def code_lines(path: Path) -> int:
     """Lines holding code in a Python or C/CUDA source: comments, docstrings and blank lines
     apart."""
     text = path.read_text()
     if path.suffix in C_SOURCES:
-        text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group().count("\n"), text, flags=re.S)
-        return sum(bool(line.split("//")[0].strip()) for line in text.splitlines())
+        return sum(bool(line.strip()) for line in _c_code(text).splitlines())
     lines: set[int] = set()
     previous = tokenize.NEWLINE  # a string that opens a logical line is a docstring
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
@@ -99,6 +123,19 @@ def supports(backend: str) -> str:
     return ", ".join(parts)
 
 
+def code_facts(backends) -> dict[str, dict]:
+    """What the scorecard reads from the code, per backend, as the run's provenance keeps it (a
+    report of an old run then shows the code that ran, not today's): lines per algorithm and
+    what it declares it takes. A backend whose sources cannot be read has no entry."""
+    facts = {}
+    for name in backends:
+        try:
+            facts[name] = {"lines": backend_lines(name), "takes": supports(name)}
+        except (OSError, SyntaxError, tokenize.TokenError, UnicodeDecodeError, KeyError):
+            continue
+    return facts
+
+
 def _median(values) -> float | None:
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -108,12 +145,16 @@ def _fmt(value, spec: str) -> str:
     return "" if value is None else format(value, spec)
 
 
-def scorecard(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
-    """The table (header, body): DSL backends first, then vendor libraries."""
+def scorecard(rows: list[dict], prov: dict | None = None) -> tuple[list[str], list[list[str]]]:
+    """The table (header, body): DSL backends first, then vendor libraries. The code's facts
+    from the run's provenance; for a run from before it kept them, from the checkout as it is
+    now, marked '(now)'."""
     groups = results.by_backend(rows)
+    kept = (prov or {}).get("code")
+    facts = kept if kept is not None else code_facts(groups)
     body = []
     for name in sorted(groups, key=lambda b: (any(r.get("vendor") for r in groups[b]), b)):
-        group = groups[name]
+        group = results.summarised(groups[name])
         vendor = any(r.get("vendor") for r in group)
         best = results.fastest_by_problem((r for r in group if r.get("vs_vendor") is not None),
                                           results.measured_key)
@@ -122,14 +163,16 @@ def scorecard(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
         reads = [r["pct_read"] for r in timed.values() if r.get("pct_read") is not None]
         counts = {s: sum(r["status"] == s for r in group) for s in results.STATUSES}
         verdicts = " ".join(f"{n} {s}" for s, n in counts.items() if n)
-        lines = backend_lines(name)
+        lines = (facts.get(name) or {}).get("lines")
         code = ", ".join(f"{a} {own}+{shared}" for a, (own, shared) in lines.items()) if lines else ""
+        code += " (now)" if code and kept is None else ""
         tuning = sum(r.get("tuning_s") or 0 for r in group)
         body.append([name, "vendor" if vendor else "DSL",
                      "" if vendor or not ratios else f"{statistics.median(ratios):.2f}x",
                      "" if vendor or not ratios else f"{min(ratios):.2f}x",
                      _fmt(_median(reads), ".0f"), _fmt(min(reads) if reads else None, ".0f"),
-                     verdicts, supports(name), ("adapter " if vendor else "") + code,
+                     verdicts, (facts.get(name) or {}).get("takes", ""),
+                     ("adapter " if vendor and code else "") + code,
                      _fmt(_median(r.get("first_call_ms") for r in group), ".0f"),
                      _fmt(_median(r.get("launch_us") for r in group), ".1f"),
                      f"{tuning:.1f}" if tuning else ""])

@@ -201,7 +201,7 @@ def test_ranks_ratios_and_tables_compare_rows_of_one_gpu_only():
     header, body = results.gpu_spread(rows)
     assert [b[0] for b in body] == ["triton/dense", "flashinfer/dense"] and body[0][-1] == "40.0"
     _, side = results.side_by_side(rows)
-    assert [line[0] for line in side] == ["p @gpu0", "p @gpu1"]
+    assert [line[0] for line in side] == ["p @gpu 0", "p @gpu 1"]
     two_models = rows + [_row("triton/dense", 9.0, "0", gpu="H200", host="b")]
     assert [m for m, _ in results.by_gpu_model(two_models)] == [": H100", ": H200"]
     assert results.by_gpu_model(rows) == [("", rows)]
