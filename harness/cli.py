@@ -261,6 +261,8 @@ def _run(args, argv, problems, impls, out_dir, executor) -> int:
     prov.update(executor.describe(), **executor.device_fields(problems, not args.no_timing))
     if not torch.cuda.is_available() and isinstance(executor, executors.LocalExecutor):
         print(_cpu_notice(impls))
+    elif torch.cuda.is_available() and (note := _missing_notice(impls)):
+        print(note)
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
     print("\n".join(results.provenance_lines(prov)))
 
@@ -379,6 +381,20 @@ def _cpu_notice(impls) -> str:
                     if i.backend.cpu_mode})
     return (f"No CUDA GPU: {', '.join(modes) or 'no backend runs without one'}. Their timings "
             "below measure Python, not kernels: they are no performance figures.")
+
+
+def _missing_notice(impls) -> str | None:
+    """One line naming the backends not installed on this GPU machine and how to install each
+    (their rows say UNAVAILABLE with the same command); None when none is missing."""
+    missing = {}
+    for impl in impls:
+        why = impl.availability() or ""
+        if "not installed" in why:
+            missing.setdefault(impl.backend.name, why)
+    if not missing:
+        return None
+    return ("Not installed here (their rows are UNAVAILABLE): "
+            + "; ".join(f"{b} ({why})" for b, why in missing.items()))
 
 
 DRIVER_CACHE = "CUDA_CACHE_PATH"  # the CUDA driver's PTX-to-SASS cache (kernels loaded as PTX)

@@ -218,6 +218,7 @@ class Backend:
     name: str
     summary: str
     requires: tuple[str, ...]  # importable module names
+    install: str = ""  # the command that installs what ``requires`` names (said where it is missing)
     cpu_mode: str | None = None  # how it runs without a GPU, if it can ("interpreter", ...)
     probe_module: str | None = None  # module with probe() -> None for extra checks
     vendor: bool = False  # a library's own kernels (the baselines), not a DSL written here
@@ -362,7 +363,8 @@ def _mode(backend: Backend) -> str:
         raise Unavailable("no CUDA GPU")
     for module in backend.requires:
         if importlib.util.find_spec(module.split(".")[0]) is None:
-            raise Unavailable(f"package {module.split('.')[0]!r} not installed")
+            how = f": {backend.install}" if backend.install else ""
+            raise Unavailable(f"package {module.split('.')[0]!r} not installed{how}")
     for module in backend.requires:
         try:
             importlib.import_module(module)

@@ -290,3 +290,21 @@ def test_profile_prints_the_launch_its_check_and_a_call_and_refuses_what_it_cann
     if not shutil.which("ncu"):
         res = harness("profile", "triton/split-k", "--problem", problem, "--ncu")
         assert res.returncode != 0 and "--ncu: needs Nsight Compute" in res.stderr
+
+
+def test_a_gpu_run_names_what_is_not_installed_and_how_to_install_it():
+    import types
+
+    from harness.cli import _missing_notice
+    from impls import registry
+
+    def impl(name, why):
+        return types.SimpleNamespace(backend=types.SimpleNamespace(name=name), availability=lambda: why)
+
+    impls = [impl("flashinfer", "package 'flashinfer' not installed: pip install -e .[flashinfer]"),
+             impl("flashinfer", "package 'flashinfer' not installed: pip install -e .[flashinfer]"),
+             impl("triton", None), impl("cupy", "no CUDA GPU")]
+    note = _missing_notice(impls)
+    assert note.count("flashinfer (") == 1 and "pip install -e .[flashinfer]" in note and "cupy" not in note
+    assert _missing_notice(impls[2:]) is None
+    assert registry.get("flashinfer/dense").backend.install == "pip install -e .[flashinfer]"

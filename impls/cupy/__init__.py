@@ -8,6 +8,7 @@ BACKEND = Backend(
     name="cupy",
     summary="raw CUDA C++ compiled by NVRTC through cupy.RawModule, launched on torch's stream",
     requires=("cupy",),
+    install="pip install -e .[cuda13]",
     compiles="NVRTC on the first use of each kernel specialisation; cached on disk (CUPY_CACHE_DIR)",
     packages=("cupy-cuda13x", "cupy-cuda12x"),
     jit_cache_env=("CUPY_CACHE_DIR",),

@@ -12,6 +12,7 @@ BACKEND = Backend(
     name="flash_attn4",
     summary="flash-attn-4 (flash_attn.cute): FlashAttention's CuTe-DSL kernels",
     requires=("flash_attn.cute",),
+    install="pip install -e .[flash]",
     probe_module="impls.flash_attn4.fa4",
     vendor=True,
     compiles="CuTe DSL JIT, in-process, on the first call of each configuration",

@@ -9,6 +9,7 @@ BACKEND = Backend(
     name="flashinfer",
     summary="FlashInfer batch decode (BatchDecodeWithPagedKVCacheWrapper), planned outside the timed call",
     requires=("flashinfer",),
+    install="pip install -e .[flashinfer]",
     probe_module="impls.flashinfer.decode",
     vendor=True,
     compiles="nvcc JIT on the first use of each (dtype, head_dim, path); cached on disk",

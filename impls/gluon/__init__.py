@@ -10,6 +10,7 @@ BACKEND = Backend(
     summary="Gluon kernels: explicit K/V ring (cp.async; TMA + mbarriers for split-K's dense "
             "tiles), mma_v2 on the 16-row GQA tile",
     requires=("triton.experimental.gluon",),
+    install="pip install -e .[triton]",
     compiles="Gluon JIT (Triton's compiler) on the first launch of each specialisation; cached "
              "on disk (TRITON_CACHE_DIR)",
     packages=("triton",),

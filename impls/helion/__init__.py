@@ -10,6 +10,7 @@ BACKEND = Backend(
     summary="Helion kernels (hl.tile over sequence x KV head x GQA group, hl.dot, online "
             "softmax); fixed configs, or Helion's autotuner with the tune option",
     requires=("helion",),
+    install="pip install -e .[helion]",
     # No CPU mode for the harness and the suite: every problem shape is a new Helion trace and
     # Triton build (static shapes), about 50 minutes for the suite's ci profile on 2 cores. Its
     # kernels do run in Triton's interpreter: tests/test_helion.py checks them there.

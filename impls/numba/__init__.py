@@ -8,6 +8,7 @@ BACKEND = Backend(
     name="numba",
     summary="@cuda.jit kernels in Python syntax (numba-cuda), launched on torch's stream",
     requires=("numba_cuda",),  # numba.cuda itself is imported by the probe, after a numpy alias
+    install="pip install -e .[numba]",
     cpu_mode="simulator",  # NUMBA_ENABLE_CUDASIM=1, set by impls/__init__.py without a GPU
     compiles="NVVM on the first launch of each specialisation, in-process (no disk cache)",
     probe_module="impls.numba._compat",

@@ -14,6 +14,7 @@ BACKEND = Backend(
     summary="TileLang kernels; GQA group as a 16-row T.gemm tile, online softmax, "
             "T.Pipelined K/V tiles (TMA on sm_90)",
     requires=("tilelang",),
+    install="pip install -e .[tilelang] (in an environment of its own: README)",
     environment="tilelang",
     compiles="TileLang JIT (TVM lowering + nvcc) on the first call of each specialisation; "
              "cached on disk (TILELANG_CACHE_DIR)",

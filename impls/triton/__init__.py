@@ -8,6 +8,7 @@ BACKEND = Backend(
     name="triton",
     summary="Triton kernels; GQA group as a 16-row tl.dot tile, online softmax",
     requires=("triton",),
+    install="pip install -e .[triton]",
     cpu_mode="interpreter",  # TRITON_INTERPRET=1, set by impls/__init__.py without a GPU
     interpreter_bf16_ok=True,  # bf16 operands upcast after rounding there (_common.attend_range)
     compiles="Triton JIT on the first launch of each specialisation; cached on disk (TRITON_CACHE_DIR)",
