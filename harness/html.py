@@ -79,10 +79,20 @@ def _e(value) -> str:
     return html.escape(str(value))
 
 
-def table(header, body, cls: str = "sortable", ident: str = "") -> str:
+def escape(value) -> str:
+    return html.escape(str(value))
+
+
+def link(href: str, text: str) -> str:
+    return f'<a href="{_e(href)}">{_e(text)}</a>'
+
+
+def table(header, body, cls: str = "sortable", ident: str = "", escaped: bool = False) -> str:
+    """A table; ``escaped``: the cells are HTML already (links)."""
     ident = f' id="{ident}"' if ident else ""
+    cell = (lambda c: c) if escaped else _e
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    rows = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in line) + "</tr>" for line in body)
+    rows = "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in line) + "</tr>" for line in body)
     return f'<table class="{cls}"{ident}><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 
@@ -111,16 +121,21 @@ def _filters(body: list[list[str]]) -> str:
             f'type="search"></label> <span id="shown">{len(body)}</span> rows shown</div>')
 
 
-def _plots(folder: Path | None) -> list[str]:
+def _plots(folder: Path | None, inline: bool) -> list[str]:
     if not folder or not folder.is_dir():
         return []
-    return [f'<h3>{_e(p.stem)}</h3><img alt="{_e(p.stem)}" src="data:image/png;base64,'
-            f'{base64.b64encode(p.read_bytes()).decode()}">' for p in sorted(folder.glob("*.png"))]
+    def src(p: Path) -> str:
+        if inline:
+            return f"data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}"
+        return f"{folder.name}/{p.name}"  # beside the page: a committed run's plots
+    return [f'<h3>{_e(p.stem)}</h3><img alt="{_e(p.stem)}" src="{_e(src(p))}">'
+            for p in sorted(folder.glob("*.png"))]
 
 
-def render(prov: dict, rows: list[dict], plots: Path | None = None) -> str:
+def render(prov: dict, rows: list[dict], plots: Path | None = None, inline: bool = True) -> str:
     """The page, from annotated rows (``results.annotate``) and the run's provenance; the PNG
-    plots of ``plots`` (a folder), when given, inlined."""
+    plots of ``plots`` (a folder), when given, inlined (or, ``inline=False``, linked from the
+    page's folder)."""
     parts = ["<h1>decode-bench results</h1>"]
     if mark := results.incomplete(prov, rows):
         parts.append(f'<p class="banner">{_e(mark)}: the run was stopped</p>')
@@ -167,17 +182,30 @@ def render(prov: dict, rows: list[dict], plots: Path | None = None) -> str:
             header, body, keep = results._backend_table(group)
             content = table(*results._subset(header, body, keep))
         parts.append(f"<details><summary>{_e(backend)}</summary>{content}</details>")
-    if images := _plots(plots):
+    if images := _plots(plots, inline):
         parts += ["<h2>Plots</h2>", *images]
-    return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>decode-bench: "
-            f"{_e(prov.get('command', 'run'))}</title><style>{STYLE}</style></head><body>"
-            + "\n".join(parts) + f"<script>{SCRIPT}</script></body></html>")
+    return page(f"decode-bench: {prov.get('command', 'run')}", parts)
 
 
-def write(out_dir: Path, prov: dict, rows: list[dict], plots: Path | None = None) -> Path:
+def page(title: str, parts: list[str]) -> str:
+    return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{_e(title)}</title>"
+            f"<style>{STYLE}</style></head><body>" + "\n".join(parts)
+            + f"<script>{SCRIPT}</script></body></html>")
+
+
+def write_page(path: Path, title: str, parts: list[str]) -> Path:
+    """``path``, written whole under a temporary name, then renamed."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(page(title, parts))
+    tmp.replace(path)
+    return path
+
+
+def write(out_dir: Path, prov: dict, rows: list[dict], plots: Path | None = None,
+          inline: bool = True) -> Path:
     """``out_dir/report.html``, written whole under a temporary name, then renamed."""
     path = out_dir / "report.html"
     tmp = out_dir / ".report.html.tmp"
-    tmp.write_text(render(prov, rows, plots))
+    tmp.write_text(render(prov, rows, plots, inline))
     tmp.replace(path)
     return path

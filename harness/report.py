@@ -225,7 +225,7 @@ def _option(command: str, name: str) -> str:
     return parts[parts.index(name) + 1] if name in parts[:-1] else ""
 
 
-def index(root: Path) -> str:
+def index(root: Path, page: bool = False) -> str:
     """``root/INDEX.md``: every run folder under ``root`` (date, device, commit, command's
     workloads and backends, cells, complete or not, which of the usual files it has), the
     newest complete run of each (device, workloads, backends) marked current."""
@@ -236,7 +236,8 @@ def index(root: Path) -> str:
             continue
         prov, rows = load(path)
         command = prov.get("command", "")
-        runs.append({"path": path, "date": str(prov.get("timestamp", ""))[:16].replace("T", " "),
+        runs.append({"path": path, "prov": prov, "rows": rows,
+                     "date": str(prov.get("timestamp", ""))[:16].replace("T", " "),
                      "gpu": prov.get("gpu") or "CPU",
                      "commit": (str(prov.get("commit") or "?").split() or ["?"])[0][:12],
                      "workloads": _option(command, "--workloads") or ("(problems)" if "--problem" in command
@@ -262,14 +263,50 @@ def index(root: Path) -> str:
             + results.markdown(["run", "date (UTC)", "device", "commit", "workloads", "backends", "rows",
                                 "state", "", "files missing"], body) + "\n")
     (root / INDEX).write_text(text)
+    if page:
+        text += f"\npage: {_index_page(root, runs, current)}"
     return text
+
+
+def _index_page(root: Path, runs: list[dict], current: set[int]) -> Path:
+    """``root/index.html``, and each current run's ``report.html`` (its plots linked from the
+    run's folder, not inlined: they are committed beside it): every run, linked to its page or
+    its results.md, and per GPU model a scorecard over its current runs (each run's ratios
+    computed within that run: rows of one device only)."""
+    from harness import html, scorecard
+
+    lines, by_model = [], {}
+    for r in sorted(runs, key=lambda r: (r["gpu"], r["date"]), reverse=True):
+        rel = r["path"].relative_to(root)
+        target = "results.md" if _found(r["path"], "results.md") else None
+        if id(r) in current:
+            results.annotate(r["rows"])
+            plots = r["path"] / "plots"
+            html.write(r["path"], r["prov"], r["rows"], plots if plots.is_dir() else None, inline=False)
+            target = "report.html"
+            by_model.setdefault(r["gpu"], []).extend(r["rows"])
+        lines.append([html.link(f"{rel}/{target}", str(rel)) if target else html.escape(str(rel)),
+                      *(html.escape(str(r[k])) for k in ("date", "gpu", "commit", "workloads", "backends",
+                                                          "counts", "state")),
+                      "current" if id(r) in current else "superseded"])
+    parts = ["<h1>decode-bench: every run</h1>", "<p>The newest complete run of each device, workloads "
+             "and backends is current and has a page; the others link to their results.md.</p>",
+             html.table(["run", "date (UTC)", "device", "commit", "workloads", "backends", "rows", "state", ""],
+                        lines, escaped=True)]
+    for model, rows in sorted(by_model.items()):
+        header, body = scorecard.scorecard(rows)
+        parts += [f"<h2>{html.escape(model)}: its current runs</h2>",
+                  f'<p class="note">{html.escape(scorecard.SCORE_NOTE)} Over every current run of '
+                  "this GPU model; each ratio is one run's, between rows of one device.</p>",
+                  html.table(header, body)]
+    return html.write_page(root / "index.html", "decode-bench: every run", parts)
 
 
 def report(path: Path, out: Path | None, plots: bool = True, page: bool = False) -> str:
     path = Path(path)
     if path.is_dir() and not _found(path, "results.json") and not _found(path, "rows.jsonl") \
             and any(path.rglob("results.json*")):  # a folder of runs: their index
-        return index(path)
+        return index(path, page)
     prov, rows = load(path)
     results.annotate(rows)
     out = Path(out) if out else (Path(path) if Path(path).is_dir() else Path(path).parent)

@@ -90,3 +90,15 @@ def test_the_report_works_in_a_browser(browser, tmp_path):
     assert set(shown) == {"triton"} and len(shown) == sum(r["backend"] == "triton" for r in rows)
     assert browser.find_element(By.ID, "shown").text == str(len(shown))
     assert browser.save_screenshot(str(tmp_path / "report.png"))
+
+
+def test_the_index_page_links_every_run_and_gives_each_current_run_a_page(tmp_path):
+    for name in ("run4/w", "run5/window"):  # two complete runs of one kind: one current
+        shutil.copytree(RUN.parent.parent / name, tmp_path / name)
+    res = subprocess.run([sys.executable, "-m", "harness", "report", str(tmp_path), "--html"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    page = (tmp_path / "index.html").read_text()
+    assert 'href="run5/window/report.html"' in page and 'href="run4/w/results.md"' in page
+    assert (tmp_path / "run5/window/report.html").exists() and not (tmp_path / "run4/w/report.html").exists()
+    assert "its current runs" in page and "http" not in page
