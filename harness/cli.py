@@ -159,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--threshold", type=float, default=0.02,
                      help="relative change that counts, with the 95%% intervals apart (default 0.02)")
     cmp.add_argument("--any-gpu", action="store_true", help="compare runs of different devices")
+    cmp.add_argument("--html", type=Path, metavar="FILE", help="also write the comparison as a page")
     rpl = sub.add_parser("replay", help="re-check the cases saved by 'run --save-cases DIR' against "
                                         "a fresh float64 reference, without the implementations; "
                                         "exit 1 when a verdict differs from the run's")
@@ -466,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "compare":
             from harness import report
-            text, regressed = report.compare(args.old, args.new, args.threshold, args.any_gpu)
+            text, regressed = report.compare(args.old, args.new, args.threshold, args.any_gpu, args.html)
             print(text)
             return 1 if regressed else 0
         if args.command == "replay":

@@ -378,8 +378,9 @@ def _with_interval(row: dict) -> str:
 
 
 def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
-            any_gpu: bool = False) -> tuple[str, bool]:
-    """(the comparison as text, whether anything regressed)."""
+            any_gpu: bool = False, page: Path | None = None) -> tuple[str, bool]:
+    """(the comparison as text, whether anything regressed); with ``page``, the same written
+    there as HTML."""
     old_prov, old_rows = load(old_path)
     new_prov, new_rows = load(new_path)
     if old_prov.get("gpu") != new_prov.get("gpu") and not any_gpu:
@@ -409,14 +410,27 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
     def run_line(label, path, prov, rows):
         mark = results.incomplete(prov, rows)
         return (f"{label}: {path} ({prov.get('gpu') or 'no GPU'}, commit {prov.get('commit')})"
-                + (f"; {mark}" if mark else "") + "\n")
-    text = (run_line("old", old_path, old_prov, old_rows) + run_line("new", new_path, new_prov, new_rows) +
-            f"slower/faster: 95 % intervals apart and a change beyond {100 * threshold:.0f} %; "
-            f"else same (within the noise)\n" + results.columns(header, body) + f"\n\nsummary: {summary}.")
+                + (f"; {mark}" if mark else ""))
+    runs = [run_line("old", old_path, old_prov, old_rows), run_line("new", new_path, new_prov, new_rows)]
+    rule = (f"slower/faster: 95 % intervals apart and a change beyond {100 * threshold:.0f} %; "
+            "else same (within the noise)")
+    text = "\n".join(runs) + f"\n{rule}\n" + results.columns(header, body) + f"\n\nsummary: {summary}."
     results.add_ranks(old_rows)
     results.add_ranks(new_rows)
     ordered, flips = ranking_flips(old_rows, new_rows)
-    text += (f"\nranking: {ordered} pairs of rows ordered beyond doubt in both runs, "
-             f"{len(flips)} in opposite orders" + "".join(f"\n  flipped: {f}" for f in flips))
+    ranking = (f"ranking: {ordered} pairs of rows ordered beyond doubt in both runs, "
+               f"{len(flips)} in opposite orders")
+    text += f"\n{ranking}" + "".join(f"\n  flipped: {f}" for f in flips)
     regressed = counts["regression"] + counts["slower"] > 0
+    if page is not None:  # the same, as a page: what moved, then the flips
+        from harness import html
+        moved = [b for b in body if not b[5].startswith("same")]
+        html.write_page(Path(page), "decode-bench: compare", [
+            "<h1>decode-bench: compare</h1>", "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in runs)
+            + "</ul>", f"<p>{html.escape(rule)}. Summary: {html.escape(summary)}.</p>",
+            "<h2>Moved beyond their intervals, or regressed</h2>", html.table(header, moved),
+            f"<h2>Ranking</h2><p>{html.escape(ranking)}</p>",
+            html.table(["flipped"], [[f] for f in flips]),
+            "<details><summary>every matched row</summary>" + html.table(header, body) + "</details>"])
+        text += f"\npage: {page}"
     return text, regressed

@@ -102,3 +102,14 @@ def test_the_index_page_links_every_run_and_gives_each_current_run_a_page(tmp_pa
     assert 'href="run5/window/report.html"' in page and 'href="run4/w/results.md"' in page
     assert (tmp_path / "run5/window/report.html").exists() and not (tmp_path / "run4/w/report.html").exists()
     assert "its current runs" in page and "http" not in page
+
+
+def test_compare_writes_what_moved_and_the_flips_as_a_page(tmp_path):
+    old, new = RUN.parent.parent / "run4/w", RUN.parent.parent / "run5/window"
+    res = subprocess.run([sys.executable, "-m", "harness", "compare", str(old), str(new), "--html",
+                          str(tmp_path / "cmp.html")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    page = (tmp_path / "cmp.html").read_text()
+    assert res.returncode in (0, 1) and "Moved beyond their intervals" in page and "Ranking" in page
+    for line in res.stdout.splitlines():
+        if line.startswith("  flipped: "):
+            assert line.removeprefix("  flipped: ").replace("&", "&amp;") in page
