@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     prof = sub.add_parser("profile", help="one implementation on one problem for a profiler: "
                                           "Nsight Compute's sections (--ncu), else its config and "
                                           "the time of a call")
-    prof.add_argument("impl", help="backend/variant, e.g. cupy/split-k")
+    prof.add_argument("impl", help="backend/variant, as python -m harness list names them")
     prof.add_argument("--problem", required=True, metavar="JSON", help="the problem's fields")
     prof.add_argument("--config", type=_json_object, metavar="JSON", help="launch-config overrides")
     prof.add_argument("--num-splits", type=int, default=None, metavar="N")
