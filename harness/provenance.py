@@ -72,9 +72,27 @@ def collect(argv: list[str] | None = None) -> dict:
         "python": platform.python_version(),
         "packages": packages(),
         "cuda_runtime": torch.version.cuda,
+        "environment": environment(),
     }
     info.update(device_fields())
     return info
+
+
+# variables that change what a run measures (backends, their JIT caches and modes, devices)
+VARIABLE_PREFIXES = ("DECODE_BENCH_", "CUDA_", "TRITON_", "NUMBA_", "CUPY_", "TORCH", "PYTORCH_",
+                     "FLASHINFER_", "FLASH_ATTENTION_", "NVIDIA_", "TILELANG_", "HELION_")
+
+
+def environment() -> dict:
+    """The environment as a lock: every installed distribution's version (the harness's
+    interpreter) and the variables that change what a run measures."""
+    dists = {}
+    for d in importlib.metadata.distributions():
+        name = d.metadata.get("Name")
+        if name:
+            dists[name] = d.version
+    return {"distributions": dict(sorted(dists.items(), key=lambda kv: kv[0].lower())),
+            "variables": {k: v for k, v in sorted(os.environ.items()) if k.startswith(VARIABLE_PREFIXES)}}
 
 
 def device_fields(slot: str | None = None) -> dict:
