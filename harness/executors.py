@@ -202,11 +202,18 @@ class RayExecutor:
         lost = (self.ray.exceptions.WorkerCrashedError, self.ray.exceptions.NodeDiedError,
                 self.ray.exceptions.ObjectLostError, self.ray.exceptions.ActorDiedError)
 
-        def give_up(slot: int, cells: list[tuple[Task, tuple]], why: str) -> None:
-            """ERROR rows for cells no shard will run, stamped with the slot's last device."""
-            for task, cell in cells:
-                written.add(cell[0])
-                error_row(task.spec, {**prov, **devices.get(slot, {})}, cell, why, progress)
+        def give_up(slot: int, mine: list[Task], why: str) -> None:
+            """ERROR rows for the cells of ``mine`` no shard will run (unless the run was
+            stopped), stamped with the slot's last device."""
+            with lock:
+                if stopped:
+                    return
+                for task in mine:
+                    for cell in task.spec.cells:
+                        if cell[0] not in written:
+                            written.add(cell[0])
+                            error_row(task.spec, {**prov, **devices.get(slot, {})}, cell,
+                                      f"not run: the shard of GPU slot {slot} {why}", progress)
 
         def drive(slot: int, mine: list[Task]) -> None:
             attempt, why = 1, None
@@ -242,23 +249,12 @@ class RayExecutor:
                     attempt += 1
                     if attempt <= MAX_SHARD_ATTEMPTS:
                         continue
-                    with lock:
-                        if not stopped:
-                            give_up(slot, [(t, c) for t in mine for c in t.spec.cells if c[0] not in written],
-                                    f"not run: the shard of GPU slot {slot} was lost {MAX_SHARD_ATTEMPTS} "
-                                    f"times ({why})")
+                    give_up(slot, mine, f"was lost {MAX_SHARD_ATTEMPTS} times ({why})")
                     return
                 except self.ray.exceptions.RayError as e:  # the shard itself failed: no retry
-                    with lock:
-                        if not stopped:
-                            give_up(slot, [(t, c) for t in mine for c in t.spec.cells if c[0] not in written],
-                                    f"not run: the shard of GPU slot {slot} failed: "
-                                    f"{type(e).__name__}: {str(e)[-400:]}")
+                    give_up(slot, mine, f"failed: {type(e).__name__}: {str(e)[-400:]}")
                     return
-                with lock:  # the shard ended: any cell it gave no row is said, not dropped
-                    if not stopped:
-                        give_up(slot, [(t, c) for t in mine for c in t.spec.cells if c[0] not in written],
-                                f"not run: the shard of GPU slot {slot} ended without this cell's row")
+                give_up(slot, mine, "ended without this cell's row")  # said, not dropped
                 return
 
         def guarded(slot: int, mine: list[Task]) -> None:
