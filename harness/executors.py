@@ -301,10 +301,9 @@ def run_shard(tasks: list[Task], prov: dict, attempt: int = 1, why: str | None =
     ids = ray.get_gpu_ids()
     fields = {**provenance.device_fields(slot=str(ids[0]) if ids else None), "host": platform.node()}
     if torch.cuda.is_available() and tasks:
-        problems = [DecodeProblem.from_dict(tasks[0].spec.problems[c[1]])
-                    for t in tasks for c in t.spec.cells]
-        fields.update(bandwidth.run_fields(torch.device("cuda"), list(dict.fromkeys(problems)),
-                                           tasks[0].spec.timing))
+        indices = dict.fromkeys(c[1] for t in tasks for c in t.spec.cells)  # the shard's problems
+        problems = [DecodeProblem.from_dict(tasks[0].spec.problems[i]) for i in indices]
+        fields.update(bandwidth.run_fields(torch.device("cuda"), problems, tasks[0].spec.timing))
     device_prov = {**prov, **fields}
     yield {"device": {k: v for k, v in fields.items()}}
     retry = {"attempt": attempt, "retry_reason": why} if attempt > 1 else {}

@@ -96,7 +96,7 @@ def table(header, body, cls: str = "sortable", ident: str = "", escaped: bool = 
     return f'<table class="{cls}"{ident}><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 
-def _row_line(r: dict) -> list[str]:
+def _row_line(r: dict, gpu: str) -> list[str]:
     spec = r.get("spec") or {}
     timed = r.get("median_us") is not None
     ci = f"{r['ci_lo_us']:.1f}-{r['ci_hi_us']:.1f}" if timed and r.get("ci_lo_us") is not None else ""
@@ -105,7 +105,7 @@ def _row_line(r: dict) -> list[str]:
             r["backend"], r["variant"], r["status"], f"{r['median_us']:.2f}" if timed else "", ci,
             results._fmt(r.get("pct_peak_bw"), ".1f"), results._fmt(r.get("pct_read"), ".0f"),
             results._fmt(r.get("vs_vendor"), ".2f"), results.rank_text(r) if r.get("rank") else "",
-            results._fmt(r.get("gpu_index")), note]
+            gpu, note]
 
 
 def _filters(body: list[list[str]]) -> str:
@@ -148,7 +148,8 @@ def render(prov: dict, rows: list[dict], plots: Path | None = None, inline: bool
     if body:
         parts += ["<h2>Against the vendors</h2>", f'<p class="note">{_e(results.VENDOR_NOTE)}</p>',
                   table(header, body)]
-    lines = [_row_line(r) for r in rows if not r.get("no_kernel")]
+    labels = results.device_labels(rows)
+    lines = [_row_line(r, labels.get(results.device_id(r), "")) for r in rows if not r.get("no_kernel")]
     parts += ["<h2>Every row</h2>", f'<p class="note">{_e(results.COLUMNS_NOTE)}</p>',
               _filters(lines), table(ROW_COLUMNS, lines, ident="rows")]
     for model, mine in results.by_gpu_model(rows):

@@ -69,12 +69,16 @@ def device_id(info: dict) -> str | None:
     return f"{info.get('host')}/{gpu}" if gpu is not None else None
 
 
-def device_label(row: dict, rows: list[dict]) -> str:
-    """The GPU that measured ``row`` as the tables name it: its index, with its host where the
-    rows come from several hosts."""
-    if len({r.get("host") for r in rows}) > 1:
-        return f"{row.get('host')}:{row.get('gpu_index')}"
-    return _fmt(row.get("gpu_index"))
+def device_labels(rows: list[dict]) -> dict[str | None, str]:
+    """How the tables name the GPU that measured each row (by ``device_id``): its index, with its
+    host where the rows come from several hosts; empty where they come from one device (the
+    tables then name none)."""
+    devices = {device_id(r): r for r in rows}
+    if len(devices) < 2:
+        return {}
+    hosts = len({r.get("host") for r in devices.values()}) > 1
+    return {d: f"{r.get('host')}:{r.get('gpu_index')}" if hosts else _fmt(r.get("gpu_index"))
+            for d, r in devices.items()}
 
 
 def summarised(rows: Iterable[dict]) -> list[dict]:
@@ -164,8 +168,8 @@ TABLE_COLUMNS = ("problem", "gpu", "variant", "status", "cold us [95% CI]", "gra
                  "KV MB", "peak MB", "config / reason")
 
 
-def _table_row(r: dict, several: bool = False) -> list[str]:
-    """A row of a backend's table (``several``: the rows come from several GPUs, each says which)."""
+def _table_row(r: dict, gpu: str = "") -> list[str]:
+    """A row of a backend's table (``gpu``: the GPU that measured it, where several did)."""
     if r["status"] in ("PASS", "FAIL"):
         note = _config_summary(r) if r["status"] == "PASS" else r.get("reason", "")
         if r.get("tuning_s") is not None:
@@ -181,7 +185,6 @@ def _table_row(r: dict, several: bool = False) -> list[str]:
             primary += f" [{r['ci_lo_us']:.1f}-{r['ci_hi_us']:.1f}]"
         if r.get("primary_mode") not in (None, "cold") and not _cpu_timed(r):
             primary += f" ({r['primary_mode']})"
-    gpu = r.get("_device", "") if several else ""
     return [r["problem"], gpu, r["variant"], _cell_status(r), primary, _mode_cell(r, "graph"),
             _mode_cell(r, "wall"), _mode_cell(r, "launch"), _fmt(r.get("plan_us"), ".1f"),
             _fmt(r.get("gbps"), ".0f"),
@@ -250,8 +253,8 @@ def _subset(header: list[str], body: list[list[str]], cols: list[int]) -> tuple[
 def _backend_table(rows: list[dict]) -> tuple[list[str], list[list[str]], list[int]]:
     """A backend's table: header, body, and the columns worth showing (those with something
     in them, and KEPT)."""
-    several = len({device_id(r) for r in rows}) > 1
-    header, body = _header(rows), [_table_row({**r, "_device": device_label(r, rows)}, several) for r in rows]
+    labels = device_labels(rows)
+    header, body = _header(rows), [_table_row(r, labels.get(device_id(r), "")) for r in rows]
     return header, body, [i for i, name in enumerate(header) if name in KEPT or any(row[i] for row in body)]
 
 
@@ -407,11 +410,11 @@ def side_by_side(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     for name, group in groups.items():
         for r in group:
             cells.setdefault((name, measured_key(r)), []).append(r)
-    several = len({device_id(r) for r in rows}) > 1  # say which GPU measured each line
+    labels = device_labels(rows)  # several GPUs: each line says which measured it
     body = []
     for key, row in first.items():
         vendor = f"{row['vendor_best']} {row['vendor_best_us']:.1f}" if row.get("vendor_best") else ""
-        line = [row["problem"] + (f" @gpu {device_label(row, rows)}" if several else ""), vendor]
+        line = [row["problem"] + (f" @gpu {labels[device_id(row)]}" if labels else ""), vendor]
         for name in names:
             mine = cells.get((name, key), [])
             timed = [r for r in mine if r["status"] == "PASS" and r.get("median_us")]
@@ -450,6 +453,13 @@ VENDOR_NOTE = ("Against the vendors: per backend, over the problems where it and
 LARGE_KV = 256 * 10**6  # bytes of K and V past which a decode step is bound by HBM bandwidth
 
 
+def against_vendors(group: list[dict]) -> list[dict]:
+    """A backend's fastest timed row per problem where a vendor kernel passed too (its
+    ``vs_vendor``), each problem counted once (the spread's repeats apart) and on its device."""
+    return list(fastest_by_problem((r for r in summarised(group) if r.get("vs_vendor") is not None),
+                                   measured_key).values())
+
+
 def vendor_summary(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     """One line per non-vendor backend: its fastest passing variant per problem against the
     fastest vendor kernel there (rows annotated), median / worst / best, over all problems and
@@ -457,13 +467,12 @@ def vendor_summary(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     groups = by_backend(rows)
     body = []
     for name in sorted(b for b, g in groups.items() if not any(r.get("vendor") for r in g)):
-        best = fastest_by_problem((r for r in summarised(groups[name]) if r.get("vs_vendor") is not None),
-                                  measured_key)
+        best = against_vendors(groups[name])
         if not best:
             continue
-        ratios = [r["vs_vendor"] for r in best.values()]
-        reads = [r["pct_read"] for r in best.values() if r.get("pct_read") is not None]
-        large = [r for r in best.values() if (r.get("kv_bytes") or 0) >= LARGE_KV]
+        ratios = [r["vs_vendor"] for r in best]
+        reads = [r["pct_read"] for r in best if r.get("pct_read") is not None]
+        large = [r for r in best if (r.get("kv_bytes") or 0) >= LARGE_KV]
         large_reads = [r["pct_read"] for r in large if r.get("pct_read") is not None]
         body.append([name, str(len(ratios)), f"{statistics.median(ratios):.2f}x", f"{min(ratios):.2f}x",
                      f"{max(ratios):.2f}x", f"{statistics.median(reads):.0f}" if reads else "",
@@ -486,14 +495,15 @@ def gpu_spread(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     for r in rows:
         if r["status"] == "PASS" and r.get("median_us") and device_id(r) is not None:
             timed.setdefault((r["impl"], problem_key(r)), {})[device_id(r)] = r
+    labels = device_labels(rows)
     body = []
     for (impl, _), per_device in timed.items():
         if len(per_device) > 1:
             fast = min(per_device.values(), key=lambda r: r["median_us"])
             slow = max(per_device.values(), key=lambda r: r["median_us"])
             body.append([impl, fast["problem"], str(len(per_device)),
-                         f"{fast['median_us']:.1f} (gpu {fast.get('gpu_index')})",
-                         f"{slow['median_us']:.1f} (gpu {slow.get('gpu_index')})",
+                         f"{fast['median_us']:.1f} (gpu {labels[device_id(fast)]})",
+                         f"{slow['median_us']:.1f} (gpu {labels[device_id(slow)]})",
                          f"{100 * (slow['median_us'] / fast['median_us'] - 1):.1f}"])
     return ["implementation", "problem", "GPUs", "fastest us", "slowest us", "spread %"], body
 

@@ -398,7 +398,7 @@ def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str,
         what = "hung (no output for %d s)" % WORKER_SILENCE_S if code == "silent" else \
             f"died (exit code {code})"
         error_row(spec, prov, remaining.pop(0), f"worker process {what} in this cell: "
-                   + " / ".join(tail)[-ERROR_TEXT_LIMIT:], progress)
+                  + " / ".join(tail)[-ERROR_TEXT_LIMIT:], progress)
         if not remaining:
             return
     for cell in remaining:
@@ -406,7 +406,7 @@ def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str,
 
 
 def error_row(spec: RunSpec, prov: dict, cell: tuple[int, int, str], reason: str,
-               progress: Progress) -> None:
+              progress: Progress) -> None:
     cell_id, index, name = cell
     row = {**_base_row(cell_id, registry.get(name), DecodeProblem.from_dict(spec.problems[index]), prov),
            "status": "ERROR", "reason": reason}

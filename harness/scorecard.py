@@ -94,12 +94,12 @@ def backend_lines(backend: str) -> dict[str, tuple[int, int]] | None:
 
 def supports(backend: str) -> str:
     """What a backend declares it takes, over its algorithms and layouts, in a few words."""
-    caps = [i.caps.on(layout) for i in registry.all_impls() if i.backend.name == backend and i.caps
-            for layout in i.caps.layouts]
-    if not caps:
+    on = {(i, layout) for i in registry.all_impls() if i.backend.name == backend and i.caps
+          for layout in i.caps.layouts}
+    if not on:
         return ""
-    layouts = sorted({layout for i in registry.all_impls() if i.backend.name == backend and i.caps
-                      for layout in i.caps.layouts})
+    caps = [i.caps.on(layout) for i, layout in on]
+    layouts = sorted({layout for _, layout in on})
     dtypes = sorted({DTYPE_SHORT.get(d, d) for c in caps for d in c.dtypes})
     kv = sorted({d.replace("float8_", "") for c in caps for d in c.kv_dtypes})
     if any(c.head_dims for c in caps):
@@ -141,10 +141,6 @@ def _median(values) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _fmt(value, spec: str) -> str:
-    return "" if value is None else format(value, spec)
-
-
 def scorecard(rows: list[dict], prov: dict | None = None) -> tuple[list[str], list[list[str]]]:
     """The table (header, body): DSL backends first, then vendor libraries. The code's facts
     from the run's provenance; for a run from before it kept them, from the checkout as it is
@@ -154,11 +150,9 @@ def scorecard(rows: list[dict], prov: dict | None = None) -> tuple[list[str], li
     facts = kept if kept is not None else code_facts(groups)
     body = []
     for name in sorted(groups, key=lambda b: (any(r.get("vendor") for r in groups[b]), b)):
-        group = results.summarised(groups[name])
+        group = results.summarised(groups[name])  # the spread's repeats once
         vendor = any(r.get("vendor") for r in group)
-        best = results.fastest_by_problem((r for r in group if r.get("vs_vendor") is not None),
-                                          results.measured_key)
-        ratios = [r["vs_vendor"] for r in best.values()]
+        ratios = [r["vs_vendor"] for r in results.against_vendors(group)]
         timed = results.fastest_by_problem(group, results.measured_key)
         reads = [r["pct_read"] for r in timed.values() if r.get("pct_read") is not None]
         counts = {s: sum(r["status"] == s for r in group) for s in results.STATUSES}
@@ -170,11 +164,11 @@ def scorecard(rows: list[dict], prov: dict | None = None) -> tuple[list[str], li
         body.append([name, "vendor" if vendor else "DSL",
                      "" if vendor or not ratios else f"{statistics.median(ratios):.2f}x",
                      "" if vendor or not ratios else f"{min(ratios):.2f}x",
-                     _fmt(_median(reads), ".0f"), _fmt(min(reads) if reads else None, ".0f"),
+                     results._fmt(_median(reads), ".0f"), results._fmt(min(reads) if reads else None, ".0f"),
                      verdicts, (facts.get(name) or {}).get("takes", ""),
                      ("adapter " if vendor and code else "") + code,
-                     _fmt(_median(r.get("first_call_ms") for r in group), ".0f"),
-                     _fmt(_median(r.get("launch_us") for r in group), ".1f"),
+                     results._fmt(_median(r.get("first_call_ms") for r in group), ".0f"),
+                     results._fmt(_median(r.get("launch_us") for r in group), ".1f"),
                      f"{tuning:.1f}" if tuning else ""])
     return ["backend", "kind", "vs vendor (median)", "worst", "% read (median)", "worst % read",
             "verdicts", "takes", "code lines (own+shared)", "1st call ms", "launch us",
