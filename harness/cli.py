@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import sys
+import time
 import tempfile
 import textwrap
 from contextlib import contextmanager
@@ -287,6 +288,7 @@ def _run(args, argv, problems, impls, out_dir, executor) -> int:
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
     progress = Progress(total, rows_path)
     stopped_by = None
+    began = time.monotonic()
     try:
         with stopped_by_signals():
             executor.run(tasks, prov, out_dir, progress)
@@ -296,6 +298,8 @@ def _run(args, argv, problems, impls, out_dir, executor) -> int:
         stopped_by = getattr(e, "signum", signal.SIGINT)
     finally:
         progress.close()
+        # the cells' wall time, workers' start-up and compiles included: what --gpus N shortens
+        prov["wall_s"] = round(time.monotonic() - began, 1)
 
     rows = results.read_rows(rows_path)
     if executor.slots > 1:  # the tables in cell order, not in the order rows arrived

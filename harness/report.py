@@ -353,7 +353,7 @@ def _order(a: dict, b: dict) -> int:
 def ranking_flips(old_rows: list[dict], new_rows: list[dict]) -> tuple[int, list[str]]:
     """Pairs of rows on one problem that one run orders beyond doubt (intervals apart) and the
     other orders the opposite way beyond doubt: (pairs ordered in both runs, the flips)."""
-    old, new = ({(r["impl"], results.problem_key(r)): r for r in rows if r.get("rank")}
+    old, new = ({(r["impl"], results.problem_key(r)): r for r in results.summarised(rows) if r.get("rank")}
                 for rows in (old_rows, new_rows))
     by_problem = defaultdict(list)
     for key in old.keys() & new.keys():
@@ -388,13 +388,16 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
                            f"{new_prov.get('gpu')}): their times do not compare (--any-gpu to "
                            "list them anyway)")
     key = lambda r: (r["impl"], results.problem_key(r))  # noqa: E731
-    old = {key(r): r for r in old_rows}
-    body, counts = [], defaultdict(int)
-    for r in new_rows:
+    # a problem measured again on every GPU (the spread) matches once, on its own GPU
+    old = {key(r): r for r in results.summarised(old_rows)}
+    body, counts, verdicts = [], defaultdict(int), []
+    for r in results.summarised(new_rows):
         o = old.get(key(r))
         if o is None:
             counts["new rows"] += 1
             continue
+        if o["status"] != r["status"]:
+            verdicts.append(f"{r['impl']} on {r['problem']}: {o['status']} -> {r['status']}")
         verdict = classify(o, r, threshold)
         counts[verdict.split(" (")[0]] += 1
         if o.get("median_us") and r.get("median_us"):
@@ -414,7 +417,14 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
     runs = [run_line("old", old_path, old_prov, old_rows), run_line("new", new_path, new_prov, new_rows)]
     rule = (f"slower/faster: 95 % intervals apart and a change beyond {100 * threshold:.0f} %; "
             "else same (within the noise)")
-    text = "\n".join(runs) + f"\n{rule}\n" + results.columns(header, body) + f"\n\nsummary: {summary}."
+    verdict_line = (f"verdicts: {sum(counts.values()) - counts['new rows']} rows in both runs, "
+                    f"{len(verdicts)} with another status" + "".join(f"\n  {v}" for v in verdicts))
+    walls = [p.get("wall_s") for p in (old_prov, new_prov)]
+    if all(walls):  # what spreading a run over GPUs is for
+        runs.append(f"wall time of the cells: old {walls[0]:.0f} s, new {walls[1]:.0f} s "
+                    f"(new/old {walls[1] / walls[0]:.2f})")
+    text = ("\n".join(runs) + f"\n{rule}\n" + results.columns(header, body) + f"\n\nsummary: {summary}."
+            + f"\n{verdict_line}")
     results.add_ranks(old_rows)
     results.add_ranks(new_rows)
     ordered, flips = ranking_flips(old_rows, new_rows)
@@ -429,6 +439,7 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
             "<h1>decode-bench: compare</h1>", "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in runs)
             + "</ul>", f"<p>{html.escape(rule)}. Summary: {html.escape(summary)}.</p>",
             "<h2>Moved beyond their intervals, or regressed</h2>", html.table(header, moved),
+            f"<h2>Verdicts</h2><pre>{html.escape(verdict_line)}</pre>",
             f"<h2>Ranking</h2><p>{html.escape(ranking)}</p>",
             html.table(["flipped"], [[f] for f in flips]),
             "<details><summary>every matched row</summary>" + html.table(header, body) + "</details>"])

@@ -385,6 +385,7 @@ def provenance_lines(prov: dict) -> list[str]:
         f"- JIT disk caches: {prov.get('compile_caches', 'not recorded')}",
         f"- python {prov.get('python')}, commit {prov.get('commit')}, {prov.get('timestamp')}, "
         f"host {prov.get('host')}",
+        *([f"- wall time of the cells: {prov['wall_s']:.0f} s"] if prov.get("wall_s") is not None else []),
     ]
 
 

@@ -245,3 +245,28 @@ def test_vendor_summary_takes_each_backends_fastest_variant_per_problem():
     assert line["problems"] == "2" and line["worst"] == "0.50x" and line["best"] == "1.50x"
     assert line["median"] == "1.00x" and line["KV >= 256 MB"] == "1"
     assert line["median there"] == "1.50x" and line["% read there"] == "167-167"
+
+
+def test_compare_a_run_over_two_gpus_with_one_gpu_run(tmp_path):
+    """A run over two GPUs measures some problems again on the other GPU (the spread): compare
+    matches each problem once, on its own GPU, counts rows whose status changed, and sets the
+    two wall times side by side."""
+    base = fake_run(tmp_path / "a", seed=1)
+    spread = fake_run(tmp_path / "b", seed=2, fail="cupy/dense")
+    for folder, wall in ((base, 600.0), (spread, 320.0)):
+        data = json.loads((folder / "results.json").read_text())
+        data["provenance"]["wall_s"] = wall
+        if folder == spread:  # a repeat of every row on another GPU, 20 % slower: matched never
+            repeats = [dict(r, spread_repeat=True, gpu_index=1, host="h",
+                            median_us=(r["median_us"] or 1) * 1.2) for r in data["rows"]]
+            data["rows"] = [dict(r, gpu_index=0, host="h") for r in data["rows"]] + repeats
+        (folder / "results.json").write_text(json.dumps(data))
+    res = harness("compare", str(base), str(spread))
+    assert res.returncode == 1, res.stdout + res.stderr  # the lost passes
+    problems = len(json.loads((base / "results.json").read_text())["rows"])
+    failed = sum(1 for r in json.loads((base / "results.json").read_text())["rows"] if r["impl"] == "cupy/dense")
+    assert f"verdicts: {problems} rows in both runs, {failed} with another status" in res.stdout
+    assert "cupy/dense on " in res.stdout and ": PASS -> FAIL" in res.stdout
+    assert "wall time of the cells: old 600 s, new 320 s (new/old 0.53)" in res.stdout
+    assert " slower" not in res.stdout.split("summary:")[-1].split("verdicts:")[0]  # no repeat matched
+    assert flips(res.stdout) == 0
