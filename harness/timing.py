@@ -134,6 +134,7 @@ class GpuTimer:
     def _events(self, calls: list[Callable[[], object]]):
         before = self._cold_l2()
         turn = itertools.cycle(calls)
+        exposed: list[bool] = []
 
         def batch(n: int) -> list[float]:
             events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
@@ -144,18 +145,29 @@ class GpuTimer:
                 torch.cuda._sleep(SPIN_CYCLES)
                 begin.record()
                 call()
+                # the GPU already past `begin` while call() was still enqueuing: it may have waited
+                # for the host, so this sample can hold host time (a slow launch path, a busy CPU)
+                exposed.append(begin.query())
                 end.record()
             torch.cuda.synchronize()
             return [begin.elapsed_time(end) * 1e3 for begin, end in events]
-        return batch
+        return batch, exposed
+
+    def _timed(self, mode: str, calls) -> Timing:
+        batch, exposed = self._events(calls)
+        t = self._repeat(mode, batch)
+        if any(exposed):
+            t.note = (f"host launch not hidden behind the spin in {sum(exposed)} of {len(exposed)} "
+                      "calls: those samples can hold host time")
+        return t
 
     def cold(self, runs) -> Timing:
-        return self._repeat("cold", self._events(runs))
+        return self._timed("cold", runs)
 
     def graph(self, runs) -> Timing:
         # kept (with what each captured call returned) so the replays can be checked afterwards
         self.graphs = [capture(run) for run in runs]
-        return self._repeat("graph", self._events([g.replay for g, _ in self.graphs]))
+        return self._timed("graph", [g.replay for g, _ in self.graphs])
 
     def wall(self, runs) -> Timing:
         before = self._cold_l2()
@@ -198,14 +210,24 @@ class GpuTimer:
         return t
 
 
+def timing_cpu(allowed: set[int]) -> int:
+    """The CPU the timing thread runs on: one per GPU of the host (by the physical index that
+    CUDA_VISIBLE_DEVICES names), so processes timing different GPUs at once (a run over several
+    GPUs, two runs side by side) do not queue their launches on one core."""
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    cpus = sorted(allowed)
+    return cpus[int(first) % len(cpus) if first.isdigit() else 0]
+
+
 @contextmanager
 def quiet_host():
-    """No garbage collection, and the calling thread on one CPU, for the duration."""
+    """No garbage collection, and the calling thread on one CPU (``timing_cpu``), for the
+    duration."""
     gc_was_on = gc.isenabled()
     gc.disable()
     allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     if allowed:
-        os.sched_setaffinity(0, {min(allowed)})
+        os.sched_setaffinity(0, {timing_cpu(allowed)})
     try:
         yield
     finally:

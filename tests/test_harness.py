@@ -308,3 +308,30 @@ def test_a_gpu_run_names_what_is_not_installed_and_how_to_install_it():
     assert note.count("flashinfer (") == 1 and "pip install -e .[flashinfer]" in note and "cupy" not in note
     assert _missing_notice(impls[2:]) is None
     assert registry.get("flashinfer/dense").backend.install == "pip install -e .[flashinfer]"
+
+
+def test_processes_timing_different_gpus_run_their_launches_on_different_cpus(monkeypatch):
+    """Two processes timing GPU 0 and GPU 1 at once (a run over two GPUs, or two runs side by
+    side) pinned both timing threads to one CPU, and a host-heavy launch path then waited for the
+    core: its samples held host time. Each GPU now has its own CPU."""
+    from harness import timing
+    allowed = set(range(8, 40))
+    chosen = {}
+    for visible in ("0", "1", "3,2", ""):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        chosen[visible] = timing.timing_cpu(allowed)
+    assert chosen["0"] == chosen[""] == 8  # one GPU: the first CPU, as before
+    assert chosen["1"] == 9 and chosen["3,2"] == 11
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-5f1c")  # a UUID: no index to go by
+    assert timing.timing_cpu(allowed) == 8
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "33")  # more GPUs than CPUs: wraps
+    assert timing.timing_cpu({0, 1}) == 1
+
+
+def test_a_row_whose_launch_was_not_hidden_is_said_so_above_its_table():
+    from harness import results
+    rows = [{"variant": "dense", "cold_note": "host launch not hidden behind the spin in 3 of 32 calls"},
+            {"variant": "paged"}]
+    assert "not hidden behind the spin in some calls of 1 row(s)" in results.mode_notes(rows)
+    assert "(dense)" in results.mode_notes(rows) and results.mode_notes([rows[1]]) == ""
+    assert "cold_note" in results.CSV_FIELDS
