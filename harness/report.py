@@ -350,9 +350,10 @@ def _order(a: dict, b: dict) -> int:
     return stats.below(ia, ib) - stats.below(ib, ia)
 
 
-def ranking_flips(old_rows: list[dict], new_rows: list[dict]) -> tuple[int, list[str]]:
+def ranking_flips(old_rows: list[dict], new_rows: list[dict]) -> tuple[int, list[tuple[str, float]]]:
     """Pairs of rows on one problem that one run orders beyond doubt (intervals apart) and the
-    other orders the opposite way beyond doubt: (pairs ordered in both runs, the flips)."""
+    other orders the opposite way beyond doubt: (pairs ordered in both runs, the flips, each
+    with the larger of its two relative gaps)."""
     old, new = ({(r["impl"], results.problem_key(r)): r for r in results.summarised(rows) if r.get("rank")}
                 for rows in (old_rows, new_rows))
     by_problem = defaultdict(list)
@@ -366,8 +367,13 @@ def ranking_flips(old_rows: list[dict], new_rows: list[dict]) -> tuple[int, list
                 if before and after:
                     ordered += 1
                     if before != after:
-                        flips.append(f"{a} vs {b} on {old[(a, problem)]['problem']}")
+                        gap = max(abs(run[(a, problem)]["median_us"] / run[(b, problem)]["median_us"] - 1)
+                                  for run in (old, new))
+                        flips.append((f"{a} vs {b} on {old[(a, problem)]['problem']}", gap))
     return ordered, flips
+
+
+FLIP_GAP = 0.02  # near ties: one run's interval does not hold the drift between two runs
 
 
 def _with_interval(row: dict) -> str:
@@ -429,8 +435,11 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
     results.add_ranks(new_rows)
     ordered, flips = ranking_flips(old_rows, new_rows)
     ranking = (f"ranking: {ordered} pairs of rows ordered beyond doubt in both runs, "
-               f"{len(flips)} in opposite orders")
-    text += f"\n{ranking}" + "".join(f"\n  flipped: {f}" for f in flips)
+               f"{len(flips)} in opposite orders"
+               + (f" ({sum(gap > FLIP_GAP for _, gap in flips)} of them more than "
+                  f"{100 * FLIP_GAP:.0f} % apart in one run)" if flips else ""))
+    flipped = [f"{pair} ({100 * gap:.1f} % apart at most)" for pair, gap in flips]
+    text += f"\n{ranking}" + "".join(f"\n  flipped: {f}" for f in flipped)
     regressed = counts["regression"] + counts["slower"] > 0
     if page is not None:  # the same, as a page: what moved, then the flips
         from harness import html
@@ -441,7 +450,7 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
             "<h2>Moved beyond their intervals, or regressed</h2>", html.table(header, moved),
             f"<h2>Verdicts</h2><pre>{html.escape(verdict_line)}</pre>",
             f"<h2>Ranking</h2><p>{html.escape(ranking)}</p>",
-            html.table(["flipped"], [[f] for f in flips]),
+            html.table(["flipped"], [[f] for f in flipped]),
             "<details><summary>every matched row</summary>" + html.table(header, body) + "</details>"])
         text += f"\npage: {page}"
     return text, regressed

@@ -156,6 +156,10 @@ def test_compare_reports_a_ranking_flip(tmp_path):
     res = harness("compare", str(base), str(flipped))
     assert flips(res.stdout) > 0
     assert "flipped: torch-cudnn/dense vs triton/dense" in res.stdout
+    # cudnn 2.6 % ahead before, triton 3.3 % ahead after: each flip says how far apart, and the
+    # count of those beyond the drift between runs (2 %) is all of them
+    assert re.search(r"flipped: torch-cudnn/dense vs triton/dense on .* \(3\.\d % apart at most\)", res.stdout)
+    assert f"({flips(res.stdout)} of them more than 2 % apart in one run)" in res.stdout
 
 
 @pytest.mark.parametrize("period", [1, 2, 4, 8])
