@@ -178,6 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--sections", type=_csv, metavar="A,B", help="ncu sections (default: "
                       "SpeedOfLight, Occupancy, LaunchStats, MemoryWorkloadAnalysis, WarpStateStats)")
     prof.add_argument("--under-ncu", action="store_true", help=argparse.SUPPRESS)
+    ins = sub.add_parser("install", help="install the packages of the backends missing here, "
+                                         "each by the command it declares, where a package index "
+                                         "is reached (scripts/run.sh does, on a GPU machine)")
+    ins.add_argument("--dry-run", action="store_true", help="print the commands, run none")
     worker = sub.add_parser("_worker")  # no help=: not listed (the harness's own worker)
     worker.add_argument("spec_path")
     probe = sub.add_parser("_probe")  # a backend's mode and versions, in its own environment
@@ -481,6 +485,9 @@ def main(argv: list[str] | None = None) -> int:
             args.sections = args.sections or profile.NCU_SECTIONS
             print(profile.profiled_calls(args) if args.under_ncu else profile.profile(args))
             return 0
+        if args.command == "install":
+            from harness import install
+            return install.install(args.dry_run)
         if args.command == "_worker":
             return worker_main(args.spec_path)
         if args.command == "_probe":

@@ -8,6 +8,8 @@ only the ``vllm_flash_attn`` package is used, loaded without running vLLM's own 
 from impls.registry import Backend, Capabilities, Impl
 from specs.problem import MAX_Q_LEN
 
+INSTALL = "pip install --no-deps vllm==0.33.0"  # FA3 ships inside vLLM's wheel
+
 
 def _versions() -> dict[str, str]:
     from impls.flash_attn3.fa3 import provenance
@@ -22,6 +24,7 @@ BACKEND = Backend(
     probe_module="impls.flash_attn3.fa3",
     vendor=True,
     packages=("vllm",),
+    install=INSTALL,
     versions=_versions,
     shown_config=("num_splits", "pack_gqa"),
 )

@@ -27,9 +27,9 @@ import types
 import torch
 
 from impls.common import check_num_splits
+from impls.flash_attn3 import INSTALL
 from impls.registry import Launch, Unavailable
 
-INSTALL = "pip install --no-deps vllm==0.33.0"  # FA3 ships inside vLLM's wheel
 
 
 def load():
