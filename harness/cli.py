@@ -189,31 +189,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def resolve_problems(args) -> list[DecodeProblem]:
-    problems: list[DecodeProblem] = []
-    if args.workloads:
-        problems += workloads.named(args.workloads, args.quick)
+def resolve_problems(args) -> tuple[list[DecodeProblem], dict[DecodeProblem, str]]:
+    """The run's problems, in order, each once, and the workloads each came from (a workload's
+    name, the workload file's, or --problem; several, comma-separated, where they share one)."""
+    sources: list[tuple[str, list[DecodeProblem]]] = []
+    for name in args.workloads or ():
+        sources.append((name, workloads.named([name], args.quick)))
     if args.workload_file:
-        problems += workloads.load_file(args.workload_file)
+        sources.append((f"file:{Path(args.workload_file).stem}", workloads.load_file(args.workload_file)))
     for i, text in enumerate(args.problem):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise ProblemError(f"--problem #{i + 1}: not JSON ({e})") from None
-        problems.append(DecodeProblem.from_dict(data, where=f"--problem #{i + 1}"))
-    if not problems:
+        sources.append(("--problem", [DecodeProblem.from_dict(data, where=f"--problem #{i + 1}")]))
+    if not sources:
         default = workloads.DEFAULT_GPU if torch.cuda.is_available() else workloads.DEFAULT_CPU
-        problems = workloads.named(default, args.quick)
-    # a problem two workloads share (batch 1 at 4k is in grid and sched) runs once
-    problems = workloads.with_kv_dtype(workloads.with_dtype(problems, args.dtype), args.kv_dtype,
-                                       args.kv_scale)
-    problems = workloads.with_mask(problems, args.window, args.softcap)
-    problems = workloads.with_q_len(problems, args.q_len)
-    return list(dict.fromkeys(problems))
+        sources = [(name, workloads.named([name], args.quick)) for name in default]
+    origin: dict[DecodeProblem, list[str]] = {}
+    for name, problems in sources:
+        problems = workloads.with_kv_dtype(workloads.with_dtype(problems, args.dtype), args.kv_dtype,
+                                           args.kv_scale)
+        problems = workloads.with_mask(problems, args.window, args.softcap)
+        # a problem two workloads share (batch 1 at 4k is in grid and sched) runs once
+        for p in workloads.with_q_len(problems, args.q_len):
+            origin.setdefault(p, []).append(name)
+    return list(origin), {p: ",".join(dict.fromkeys(names)) for p, names in origin.items()}
 
 
 def cmd_run(args, argv) -> int:
-    problems = resolve_problems(args)
+    problems, origin = resolve_problems(args)
     impls = registry.select(args.backends, args.variants)
     if unknown := sorted(set(args.timing) - set(MODES)) or (not args.timing and ["(none)"]):
         raise ProblemError(f"--timing: unknown mode(s) {unknown}; known: {list(MODES)}")
@@ -244,12 +249,12 @@ def cmd_run(args, argv) -> int:
     else:
         executor = executors.LocalExecutor(isolate=not args.no_isolate)
     try:
-        return _run(args, argv, problems, impls, out_dir, executor)
+        return _run(args, argv, problems, origin, impls, out_dir, executor)
     finally:
         executor.close()
 
 
-def _run(args, argv, problems, impls, out_dir, executor) -> int:
+def _run(args, argv, problems, origin, impls, out_dir, executor) -> int:
     if args.save_cases:
         _check_folder(args.save_cases, "--save-cases")
     leftovers = _run_files(out_dir)
@@ -286,6 +291,7 @@ def _run(args, argv, problems, impls, out_dir, executor) -> int:
     total = sum(len(t.spec.cells) for t in tasks)
     where = f" on {executor.slots} GPUs" if executor.slots > 1 else ""
     print(f"{len(problems)} problem(s), {total} cell(s){where}; rows -> {rows_path}")
+    prov["workloads_of"] = results.workloads_of((p.label(), origin[p]) for p in problems)
     prov["cells_total"] = total  # a run is complete when it has them all (report, compare)
     prov["cells_base"] = len(all_cells)  # cells past these measure a problem again (the spread)
     prov["code"] = scorecard.code_facts(dict.fromkeys(i.backend.name for i in impls))  # as it ran
@@ -306,6 +312,7 @@ def _run(args, argv, problems, impls, out_dir, executor) -> int:
         prov["wall_s"] = round(time.monotonic() - began, 1)
 
     rows = results.read_rows(rows_path)
+    results.tag_workloads(prov, rows)
     if executor.slots > 1:  # the tables in cell order, not in the order rows arrived
         rows.sort(key=lambda r: r["cell"])
     results.annotate(rows)

@@ -1,8 +1,8 @@
 """A run as one self-contained HTML page (``report.html``): it opens from disk with no server and
 no network (style, script and plots inlined). The same tables as the markdown and the text, from
 the same builders (``results``, ``scorecard``): the scorecard, the provenance, the vendor
-summary, every row in one table (sortable by any column, filtered by backend, layout, dtype,
-model shape, status and GPU), the side-by-side tables, each backend's table, what did not pass
+summary, every row in one table (sortable by any column, filtered by backend, workload, layout,
+dtype, model shape, status and GPU), the side-by-side tables, each backend's table, what did not pass
 and why, the plots. A stopped run says so at the top."""
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ img{max-width:100%;border:1px solid #ddd;margin:.5em 0}details{margin:.3em 0}
 """
 
 # sort any table of class "sortable" by a header click (numbers as numbers); filter the rows
-# table by the selects (exact value) and the text box (substring of the whole row)
+# table by the selects (a value of the cell's comma-separated ones: a problem two workloads
+# share) and the text box (substring of the whole row)
 SCRIPT = """
 function cellValue(row, i) {
   const t = row.cells[i].textContent.trim();
@@ -57,7 +58,8 @@ function applyFilters() {
   const text = document.getElementById("filter-text").value.toLowerCase();
   let shown = 0;
   Array.from(table.tBodies[0].rows).forEach(function (r) {
-    const ok = picks.every(function (p) { return !p[1] || r.cells[p[0]].textContent === p[1]; }) &&
+    const ok = picks.every(function (p) {
+        return !p[1] || r.cells[p[0]].textContent.split(",").indexOf(p[1]) >= 0; }) &&
       (!text || r.textContent.toLowerCase().includes(text));
     r.style.display = ok ? "" : "none";
     shown += ok ? 1 : 0;
@@ -70,9 +72,9 @@ document.querySelectorAll(".filters select, #filter-text").forEach(function (e) 
 });
 """
 
-ROW_COLUMNS = ("problem", "model", "layout", "dtype", "backend", "variant", "status", "us",
+ROW_COLUMNS = ("problem", "workload", "model", "layout", "dtype", "backend", "variant", "status", "us",
                "95% CI", "% BW", "% read", "vs vendor", "rank", "gpu", "reason / config")
-FILTERED = ("backend", "layout", "dtype", "model", "status", "gpu")
+FILTERED = ("backend", "workload", "layout", "dtype", "model", "status", "gpu")
 
 
 def _e(value) -> str:
@@ -101,7 +103,8 @@ def _row_line(r: dict, gpu: str) -> list[str]:
     timed = r.get("median_us") is not None
     ci = f"{r['ci_lo_us']:.1f}-{r['ci_hi_us']:.1f}" if timed and r.get("ci_lo_us") is not None else ""
     note = r.get("reason") or r.get("config_summary") or ""
-    return [r["problem"], spec.get("name") or "", spec.get("layout", ""), spec.get("dtype", ""),
+    return [r["problem"], r.get("workload", ""), spec.get("name") or "", spec.get("layout", ""),
+            spec.get("dtype", ""),
             r["backend"], r["variant"], r["status"], f"{r['median_us']:.2f}" if timed else "", ci,
             results._fmt(r.get("pct_peak_bw"), ".1f"), results._fmt(r.get("pct_read"), ".0f"),
             results._fmt(r.get("vs_vendor"), ".2f"), results.rank_text(r) if r.get("rank") else "",
@@ -112,7 +115,7 @@ def _filters(body: list[list[str]]) -> str:
     out = []
     for name in FILTERED:
         i = ROW_COLUMNS.index(name)
-        values = sorted({line[i] for line in body if line[i]})
+        values = sorted({v for line in body for v in line[i].split(",") if v})
         if len(values) > 1:
             options = "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in values)
             out.append(f'<label>{name} <select name="{name}"><option value="">all</option>'

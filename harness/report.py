@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import json
 import lzma
+import shlex
 from collections import defaultdict
 from pathlib import Path
 
 from harness import results, stats
+from specs import workloads
 from specs.problem import ProblemError
 
 THRESHOLD = 0.02  # relative change below which two timings count as the same, intervals aside
@@ -52,7 +54,29 @@ def load(path: Path) -> tuple[dict, list[dict]]:
         raise ProblemError(f"{path}: no results.json (or rows.jsonl + provenance.json) there")
     # Runs before the registry's unit was (backend, algorithm) also kept a row for each
     # variant on the other layout ("applicable": false, always UNSUPPORTED): not cells today.
-    return prov, [r for r in rows if r.get("applicable", True)]
+    rows = [r for r in rows if r.get("applicable", True)]
+    if "workloads_of" not in prov:  # a run from before rows said their workload: its command's
+        prov["workloads_of"] = _workloads_from_command(prov.get("command") or "")
+    results.tag_workloads(prov, rows)
+    return prov, rows
+
+
+def _workloads_from_command(command: str) -> dict[str, str]:
+    """Problem label -> workloads, re-drawn from a run's ``--workloads`` (today's definitions:
+    a problem whose label has changed since, or one an option transformed, gets none)."""
+    try:
+        words = shlex.split(command.strip("`"))
+    except ValueError:
+        return {}
+    names = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "--workloads"), "")
+    quick = "--quick" in words
+    labelled = []
+    for name in filter(None, names.split(",")):
+        try:
+            labelled += [(p.label(), name) for p in workloads.named([name], quick)]
+        except ProblemError:  # a workload that no longer exists
+            continue
+    return results.workloads_of(labelled)
 
 
 # ---- report -----------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ STATUSES = ("PASS", "FAIL", "UNSUPPORTED", "UNAVAILABLE", "ERROR")
 # what every row carries of the run's (or, over several GPUs, its device's) provenance: the GPU
 # that measured it by name, index, UUID and host
 ROW_PROVENANCE = ("gpu", "driver", "commit", "timestamp", "gpu_index", "gpu_uuid", "host")
-CSV_FIELDS = ("backend", "variant", "algorithm", "problem", "status", "reason", "out_max_err",
+CSV_FIELDS = ("backend", "variant", "algorithm", "problem", "workload", "status", "reason", "out_max_err",
               "out_err_ratio", "lse_max_err", "lse_err_ratio", "median_us", "ci_lo_us", "ci_hi_us",
               "p20_us", "p80_us", "reps", "cold_stop", "cold_note", "graph_us", "graph_ci_us", "graph_note",
               "wall_us", "wall_ci_us", "launch_us", "launch_ci_us", "launch_note", "plan_us", "rank", "tied",
@@ -100,6 +100,23 @@ def _canonical(spec: str) -> str:
         return json.dumps(DecodeProblem.from_dict(json.loads(spec)).to_dict(), sort_keys=True)
     except ProblemError:  # not a problem this spec knows: compared as written
         return spec
+
+
+def workloads_of(labelled: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Problem label -> the workloads it came from (``provenance['workloads_of']``); two problems
+    of one label (labels abbreviate) get the union."""
+    found: dict[str, list[str]] = {}
+    for label, names in labelled:
+        found.setdefault(label, []).extend(names.split(","))
+    return {label: ",".join(dict.fromkeys(names)) for label, names in found.items()}
+
+
+def tag_workloads(prov: dict, rows: list[dict]) -> None:
+    """``workload`` on each row, from the provenance (runs before it was recorded: none)."""
+    of = prov.get("workloads_of") or {}
+    for r in rows:
+        if r["problem"] in of:
+            r["workload"] = of[r["problem"]]
 
 
 def annotate(rows: list[dict]) -> None:

@@ -86,6 +86,13 @@ def test_workload_file_and_no_timing(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     (row,) = json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
     assert row["status"] == "PASS" and "median_us" not in row
+    assert row["workload"] == "file:w"  # which workload each row came from (the page filters by it)
+    # the same problem named twice: one cell, both origins
+    res = harness("run", "--backends", "triton", "--variants", "dense", "--workload-file", str(path),
+                  "--problem", json.dumps({**SMALL, "layout": "dense", "dtype": "float32"}),
+                  "--no-timing", "--out", str(tmp_path / "twice"))
+    (row,) = json.loads((tmp_path / "twice" / "results.json").read_text())["rows"]
+    assert row["workload"] == "file:w,--problem"
 
 
 @pytest.mark.parametrize("args,message", [

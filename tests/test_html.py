@@ -113,3 +113,24 @@ def test_compare_writes_what_moved_and_the_flips_as_a_page(tmp_path):
     for line in res.stdout.splitlines():
         if line.startswith("  flipped: "):
             assert line.removeprefix("  flipped: ").replace("&", "&amp;") in page
+
+
+def test_the_rows_filter_by_workload_in_a_browser(browser, tmp_path):
+    """A run over two workloads (grid + ragged, from before rows named theirs: re-drawn from its
+    command) filters to the rows of one."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    run = ROOT / "results/nvidia-h100/2026-11-25-two-gpus/plain"
+    res = subprocess.run([sys.executable, "-m", "harness", "report", str(run), "--out", str(tmp_path),
+                          "--html", "--no-plots"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    rows = [r for r in json.loads((tmp_path / "results.json").read_text())["rows"] if not r.get("no_kernel")]
+    assert {r.get("workload") for r in rows} == {"grid", "ragged"}
+    browser.get((tmp_path / "report.html").as_uri())
+    table = browser.find_element(By.ID, "rows")
+    heads = [th.text.replace("\u2195", "").strip() for th in table.find_elements(By.TAG_NAME, "th")]
+    Select(browser.find_element(By.NAME, "workload")).select_by_value("ragged")
+    shown = [tr for tr in table.find_elements(By.CSS_SELECTOR, "tbody tr") if tr.is_displayed()]
+    assert len(shown) == sum(r["workload"] == "ragged" for r in rows) > 0
+    assert all("ragged" in tr.find_elements(By.TAG_NAME, "td")[heads.index("problem")].text for tr in shown)
