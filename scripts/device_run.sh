@@ -9,6 +9,8 @@
 # Every phase prints the pipeline log's tail. The vendor wheels go to /tmp/site, TileLang's to
 # /tmp/site-tilelang (its pins conflict: its own environment, DECODE_BENCH_ENV_TILELANG).
 #   OUT=<dir> bash scripts/device_run.sh PHASE [ARG]
+# results/ (about 50 MB) leaves a 56 MiB wheel folder no room in one call's 64 MiB: `bash
+# scripts/light_tree.sh on` before the calls (and `off` before any commit) lets each travel whole.
 # The rows' commit: pass DECODE_BENCH_COMMIT=<hash> written out by the caller; `git rev-parse`
 # run on the device reads the copy's .git, which can be older than the working tree it carries.
 set -uo pipefail
