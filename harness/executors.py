@@ -36,7 +36,7 @@ import torch
 
 from harness import bandwidth, provenance, results
 from harness.progress import Progress
-from harness.runner import RunSpec, error_row, progress_text, run_isolated, work
+from harness.runner import RunSpec, error_row, progress_text, run_backends, run_isolated, work
 from impls import registry
 from specs.problem import DecodeProblem, ProblemError
 
@@ -104,10 +104,14 @@ class LocalExecutor:
         return bandwidth.run_fields(torch.device("cuda"), problems, timing)
 
     def run(self, tasks: list[Task], prov: dict, out_dir: Path, progress: Progress) -> None:
+        if self.isolate:  # each backend's worker started while the one before measures
+            run_backends([(t.spec, t.backend) for t in tasks], prov, out_dir, progress,
+                         before=lambda spec, backend: progress.line(f"[{backend}]"))
+            return
         for task in tasks:
             progress.line(f"[{task.backend}]")
             in_here = registry.worker_env(registry.get(task.spec.cells[0][2]).backend) is None
-            if not self.isolate and in_here:
+            if in_here:
                 work(task.spec, prov)
             else:
                 run_isolated(task.spec, prov, out_dir, task.backend, progress)
@@ -308,35 +312,36 @@ def run_shard(tasks: list[Task], prov: dict, attempt: int = 1, why: str | None =
     yield {"device": {k: v for k, v in fields.items()}}
     retry = {"attempt": attempt, "retry_reason": why} if attempt > 1 else {}
     with tempfile.TemporaryDirectory(prefix="decode-bench-shard-") as tmp:
-        for task in tasks:
-            rows_path = Path(tmp) / f"rows-{task.backend}.jsonl"
-            spec = dataclasses.replace(task.spec, rows_path=str(rows_path))
-            raised: list[BaseException] = []
+        jobs = [(dataclasses.replace(t.spec, rows_path=str(Path(tmp) / f"rows-{t.backend}.jsonl")),
+                 t.backend) for t in tasks]
+        raised: list[BaseException] = []
 
-            def isolated(spec=spec, backend=task.backend):
-                try:
-                    run_isolated(spec, device_prov, Path(tmp), backend, _Quiet())
-                except BaseException as e:  # noqa: BLE001  (raised in the generator below)
-                    raised.append(e)
+        def backends():  # one thread for all: a worker dies with the thread that started it
+            try:  # (PR_SET_PDEATHSIG), and the next backend's worker starts ahead of its turn
+                run_backends(jobs, device_prov, Path(tmp), _Quiet())
+            except BaseException as e:  # noqa: BLE001  (raised in the generator below)
+                raised.append(e)
 
-            worker = threading.Thread(target=isolated)
-            worker.start()
-            offset = 0
-            while True:
-                alive = worker.is_alive()
-                if rows_path.exists():
-                    with open(rows_path, "rb") as f:
-                        f.seek(offset)
-                        chunk = f.read()
-                    done = chunk[:chunk.rfind(b"\n") + 1]  # whole lines only
-                    offset += len(done)
-                    for line in done.splitlines():
-                        yield {"row": {**json.loads(line), **retry}}
-                if not alive:
-                    break
-                time.sleep(0.2)
-            if raised:  # the driver makes the cells left ERROR rows with this reason
-                raise raised[0]
+        worker = threading.Thread(target=backends)
+        worker.start()
+        offsets = {spec.rows_path: 0 for spec, _ in jobs}
+        while True:
+            alive = worker.is_alive()
+            for path, offset in offsets.items():  # each backend's rows as they are written
+                if not os.path.exists(path):
+                    continue
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    chunk = f.read()
+                done = chunk[:chunk.rfind(b"\n") + 1]  # whole lines only
+                offsets[path] = offset + len(done)
+                for line in done.splitlines():
+                    yield {"row": {**json.loads(line), **retry}}
+            if not alive:
+                break
+            time.sleep(0.2)
+        if raised:  # the driver makes the cells left ERROR rows with this reason
+            raise raised[0]
 
 
 class _Quiet:

@@ -336,27 +336,57 @@ def work(spec: RunSpec, prov: dict, worker: bool = False) -> None:
             torch.cuda.empty_cache()
 
 
-def _spawn_worker(spec: RunSpec, prov: dict, spec_path: Path, progress: Progress,
-                  env: registry.WorkerEnv | None = None) -> tuple[int | str, list[str]]:
-    """Run one worker (in ``env``, the backend's own environment, if it has one); returns its
-    exit code (or "silent" when killed for silence) and its last lines of output, which it also
-    echoes (through ``progress``)."""
+HOLD = "DECODE_BENCH_WORKER_HOLD"  # set: the worker imports, then waits for "go" on stdin
+
+
+@dataclasses.dataclass
+class Worker:
+    """A worker process and the spec file it reads."""
+    proc: subprocess.Popen
+    spec_path: Path
+    held: bool = False
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.spec_path.unlink(missing_ok=True)
+
+
+def start_worker(spec: RunSpec, prov: dict, spec_path: Path, env: registry.WorkerEnv | None = None,
+                 hold: bool = False) -> Worker:
+    """A worker (in ``env``, the backend's own environment, if it has one) on ``spec``'s cells;
+    ``hold``: it imports what its backend needs and waits for ``go`` (``Worker.go``), so the
+    next backend's start-up overlaps the current one's cells."""
     spec_path.write_text(json.dumps({"spec": dataclasses.asdict(spec), "provenance": prov}))
     python, variables = (env.python, dict(env.variables)) if env else (sys.executable, None)
+    if hold:
+        variables = {**(variables if variables is not None else os.environ), HOLD: "1"}
     proc = subprocess.Popen([python, "-m", "harness", "_worker", str(spec_path.resolve())],
                             cwd=registry.ROOT, env=variables, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, bufsize=1)
+                            stderr=subprocess.STDOUT, stdin=subprocess.PIPE if hold else None,
+                            text=True, bufsize=1)
+    return Worker(proc, spec_path, hold)
+
+
+def _finish_worker(worker: Worker, progress: Progress) -> tuple[int | str, list[str]]:
+    """Let a held worker go, then echo its output (through ``progress``) until it ends; its exit
+    code (or "silent" when killed for silence) and its last lines."""
+    proc = worker.proc
     tail: deque[str] = deque(maxlen=15)
     selector = selectors.DefaultSelector()
-    selector.register(proc.stdout, selectors.EVENT_READ)
     try:
+        if worker.held:
+            try:
+                proc.stdin.write("go\n")
+                proc.stdin.close()
+            except (BrokenPipeError, OSError):  # it died while held: its exit code says so below
+                pass
+        selector.register(proc.stdout, selectors.EVENT_READ)
         code = _watch(proc, selector, progress, tail)
     finally:  # Ctrl-C in the parent (or any error): the worker does not outlive it
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        worker.stop()
         selector.close()
-        spec_path.unlink(missing_ok=True)
     return code, [line for line in tail if line.strip()]
 
 
@@ -382,27 +412,61 @@ def _watch(proc, selector, progress: Progress, tail: deque) -> int | str:
 
 
 def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str,
-                 progress: Progress) -> None:
+                 progress: Progress, held: Worker | None = None,
+                 ahead: tuple[RunSpec, str] | None = None) -> Worker | None:
     """``work`` in child processes for one backend: when a worker dies or hangs, its current
-    cell becomes an ERROR row and a fresh worker resumes with the cells after it."""
+    cell becomes an ERROR row and a fresh worker resumes with the cells after it. ``held``: its
+    first worker, started ahead; ``ahead``: the next backend's (spec, name), whose worker is
+    started held once this backend's runs, and returned (the caller passes it on, or stops it)."""
     rows_path = Path(spec.rows_path)
     remaining = list(spec.cells)
     env = registry.worker_env(next(b for b in registry.backends() if b.name == backend))
-    for _ in range(MAX_WORKER_STARTS):
-        code, tail = _spawn_worker(dataclasses.replace(spec, cells=remaining), prov,
-                                   out_dir / f".worker-{backend}.json", progress, env)
-        done = {r["cell"] for r in results.read_rows(rows_path)}
-        remaining = [c for c in remaining if c[0] not in done]
-        if not remaining:
-            return
-        what = "hung (no output for %d s)" % WORKER_SILENCE_S if code == "silent" else \
-            f"died (exit code {code})"
-        error_row(spec, prov, remaining.pop(0), f"worker process {what} in this cell: "
-                  + " / ".join(tail)[-ERROR_TEXT_LIMIT:], progress)
-        if not remaining:
-            return
-    for cell in remaining:
-        error_row(spec, prov, cell, f"not run: the worker failed {MAX_WORKER_STARTS} times", progress)
+    following = None
+    try:
+        for _ in range(MAX_WORKER_STARTS):
+            worker = held or start_worker(dataclasses.replace(spec, cells=remaining), prov,
+                                          out_dir / f".worker-{backend}.json", env)
+            held = None
+            if ahead is not None and following is None:
+                following = start_worker(ahead[0], prov, out_dir / f".worker-{ahead[1]}.json",
+                                         registry.worker_env(registry.get(ahead[0].cells[0][2]).backend),
+                                         hold=True)
+            code, tail = _finish_worker(worker, progress)
+            done = {r["cell"] for r in results.read_rows(rows_path)}
+            remaining = [c for c in remaining if c[0] not in done]
+            if not remaining:
+                return following
+            what = "hung (no output for %d s)" % WORKER_SILENCE_S if code == "silent" else \
+                f"died (exit code {code})"
+            error_row(spec, prov, remaining.pop(0), f"worker process {what} in this cell: "
+                      + " / ".join(tail)[-ERROR_TEXT_LIMIT:], progress)
+            if not remaining:
+                return following
+        for cell in remaining:
+            error_row(spec, prov, cell, f"not run: the worker failed {MAX_WORKER_STARTS} times", progress)
+        return following
+    except BaseException:  # stopped (Ctrl-C, SIGTERM) or failed: no worker outlives the call
+        for w in (held, following):
+            if w is not None:
+                w.stop()
+        raise
+
+
+def run_backends(jobs: list[tuple[RunSpec, str]], prov: dict, out_dir: Path, progress: Progress,
+                 before: Any = None) -> None:
+    """Each backend's cells (``run_isolated``) one after the other, each backend's worker started
+    while the one before it measures (imports only: nothing on the GPU) and let go on its turn.
+    ``before(spec, name)``: called as each backend's turn comes (a progress header)."""
+    held = None
+    try:
+        for n, (spec, backend) in enumerate(jobs):
+            if before is not None:
+                before(spec, backend)
+            ahead = jobs[n + 1] if n + 1 < len(jobs) else None
+            held = run_isolated(spec, prov, out_dir, backend, progress, held, ahead)
+    finally:
+        if held is not None:
+            held.stop()
 
 
 def error_row(spec: RunSpec, prov: dict, cell: tuple[int, int, str], reason: str,
@@ -439,8 +503,35 @@ def _exit_with_parent(interval_s: float = 1.0) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def _imports_ahead(spec: RunSpec) -> None:
+    """What a held worker does before its turn: import the packages its backends require (the
+    slow part of a start), off the CPU the running worker times on, and nothing on the GPU. An
+    import that fails is left for the availability check to report in its turn."""
+    import importlib
+
+    from harness.timing import timing_cpu
+    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    if allowed and len(allowed) > 1:
+        os.sched_setaffinity(0, allowed - {timing_cpu(allowed)})
+    try:
+        for name in dict.fromkeys(c[2] for c in spec.cells):
+            for module in registry.get(name).backend.requires:
+                try:
+                    importlib.import_module(module)
+                except Exception:  # noqa: BLE001
+                    pass
+    finally:
+        if allowed and len(allowed) > 1:
+            os.sched_setaffinity(0, allowed)
+
+
 def worker_main(spec_path: str) -> int:
     _exit_with_parent()
     data = json.loads(Path(spec_path).read_text())
-    work(RunSpec(**data["spec"]), data["provenance"], worker=True)
+    spec = RunSpec(**data["spec"])
+    if os.environ.pop(HOLD, None):  # started ahead of its turn (run_backends)
+        _imports_ahead(spec)
+        if sys.stdin.readline().strip() != "go":  # the parent went away, or stopped the run
+            return 0
+    work(spec, data["provenance"], worker=True)
     return 0

@@ -342,3 +342,24 @@ def test_a_row_whose_launch_was_not_hidden_is_said_so_above_its_table():
     assert "not hidden behind the spin in some calls of 1 row(s)" in results.mode_notes(rows)
     assert "(dense)" in results.mode_notes(rows) and results.mode_notes([rows[1]]) == ""
     assert "cold_note" in results.CSV_FIELDS
+
+
+def test_the_next_backends_worker_imports_while_the_one_before_measures(tmp_path):
+    """Each backend's worker starts while the one before it runs its cells (its imports, the slow
+    part of a start, overlap them) and runs its own cells only on its turn: the second backend's
+    module is imported, once, before the first backend's last cell ends, and every row passes."""
+    mark = tmp_path / "mark"
+    problems = [{**SMALL, "layout": "dense", "dtype": "float32", "seq_lens": [n]} for n in (5, 9, 17)]
+    res = harness("run", "--backends", "ahead-first,ahead-second", "--no-timing", "--out",
+                  str(tmp_path / "run"), *[a for p in problems for a in ("--problem", json.dumps(p))],
+                  env={"DECODE_BENCH_PLUGINS": "tests.ahead_backends", "DECODE_BENCH_AHEAD_MARK": str(mark),
+                       "DECODE_BENCH_AHEAD_SLEEP": "1.5"})
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    rows = json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
+    assert len(rows) == 6 and all(r["status"] == "PASS" for r in rows)
+    lines = [line.split() for line in mark.read_text().splitlines()]
+    # the harness itself imports it too, checking the backends named (its parent: this test)
+    imports = [float(t) for who, t in lines if who not in ("first", str(os.getpid()))]
+    first_ends = [float(t) for who, t in lines if who == "first"]
+    assert len(imports) == 1 and len(first_ends) >= 3  # one worker ran the second backend's cells
+    assert imports[0] < max(first_ends)  # imported while the first backend still measured
