@@ -13,7 +13,9 @@ TMA (``cp.async.bulk.tensor``).
 import importlib
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import types
 
 if os.environ.get("TRITON_INTERPRET") != "0":
@@ -54,12 +56,26 @@ def _record(self, *args, grid, warmup, **kwargs):
     return _StandIn() if warmup else None
 
 
-def compile_all(problems, backend: str = "triton", configs=(None,)) -> list[str]:
+def ptxas_spills(ptx: str) -> int:
+    """Bytes of register spill stores, from Triton's own ptxas for sm_90a (what a launch loads)."""
+    ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "k.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        log = subprocess.run([ptxas, "-v", "--gpu-name=sm_90a", src, "-o", os.path.join(tmp, "k.o")],
+                             capture_output=True, text=True, check=True).stderr
+    return sum(int(n) for n in re.findall(r"(\d+) bytes spill stores", log))
+
+
+def compile_all(problems, backend: str = "triton", configs=(None,), algorithms=None,
+                spills: bool = False) -> list[str]:
     JITFunction.run = _record
     for problem in problems:
         inputs = make_inputs(problem, seed=0, device="cpu")
         for impl in registry.all_impls():
-            if impl.backend.name == backend and impl.unsupported(problem) is None:
+            if impl.backend.name == backend and impl.unsupported(problem) is None \
+                    and (algorithms is None or impl.algorithm in algorithms):
                 for config in configs:
                     out, lse = inputs.new_outputs()  # the module's prepare: Gluon has no CPU mode
                     prepare = getattr(importlib.import_module(impl.module), impl.entry)
@@ -91,12 +107,28 @@ def compile_all(problems, backend: str = "triton", configs=(None,)) -> list[str]
                       f"mma={'mma' in ptx} cp.async={bool(CP_ASYNC.search(ptx))} "
                       f"tma={'cp.async.bulk.tensor' in ptx} "
                       f"acq_rel={'atom.global.gpu.acq_rel' in ptx} "
-                      f"f16_to_bf16={'cvt.bf16.f16' in ptx}")
+                      f"f16_to_bf16={'cvt.bf16.f16' in ptx}"
+                      + (f" spills={ptxas_spills(ptx)}" if spills else ""))
         assert kernel.metadata.shared <= HOPPER_SMEM, f"{fn.__name__} needs {kernel.metadata.shared} B"
     return report
 
 
+def spill_check() -> None:
+    """The launch rules' own configs on an H100's 132 SMs (the grid's waves set the tile), for
+    query rows from 16 to 64 a KV head: one line per kernel with the bytes it spills."""
+    from impls import common
+    common.sm_count = lambda device: 132
+    problems = [DecodeProblem(8, 1, 128, (2048,) * 128, layout=layout, q_len=q)  # MQA, 8 to 64 rows
+                for q in (2, 4, 8) for layout in ("dense", "paged")]
+    problems += [DecodeProblem(32, 8, 128, (4096,) * 16, layout="paged", q_len=8),  # GQA-4 x 8
+                 DecodeProblem(32, 1, 128, (4096,) * 4)]  # a group of 32
+    for line in compile_all(problems, sys.argv[2], algorithms=("one-pass",), spills=True):
+        print(line)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["spills"]:
+        return spill_check()
     problems = [DecodeProblem(32, 8, 128, (300, 70), layout=layout, dtype=dtype)
                 for dtype in ("bfloat16", "float16", "float32") for layout in ("dense", "paged")]
     problems += [DecodeProblem(16, 4, head_dim, (300,), layout=layout)

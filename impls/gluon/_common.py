@@ -372,10 +372,14 @@ def store_rows(out_ptr, lse_ptr, out, lse, stride_ot, stride_oh, stride_lt, grou
 # ---- launch configuration ----------------------------------------------------------------------
 MIN_BLOCK_H = 16  # mma_v2's m16 tile: the query group is padded up to it
 # Multi-token queries: every warp holds all the tile's rows (mma_layout), so its accumulator and
-# scores take rows x (HEAD_DIM_PAD + BLOCK_N) / (32 x num_warps) floats a thread: the query rows
-# (q_len tokens x the group) a program takes are capped to keep that within this many (beyond a
-# group of more); a second program of the KV head re-reads K/V from L2
-THREAD_FLOATS = 64
+# the accumulator and the scores take rows x (HEAD_DIM_PAD + BLOCK_N) / (32 x num_warps) floats a
+# thread: within 48 the kernel compiles without spilling (ptxas for sm_90: 32 rows x (128 + 64)
+# on 4 warps, 239-241 registers; at 64, 255 and spills, dense and paged; tests/test_triton_sm90.py
+# checks the rule's configs). The tile gets narrower than the slot's (down to 32 tokens) while
+# that lets a program take more of a KV head's query rows (each program of a KV head reads its
+# K/V: the fewer, the fewer reads), then the rows are split as the budget allows
+THREAD_FLOATS = 48
+MIN_FITTED_BLOCK_N = 32  # narrower tiles than the slot's, to fit the rows, down to this
 MAX_BLOCK_N = 128  # tokens per K/V tile at most
 # Bytes of K + V in flight per SM that keep HBM busy: one program alone streams 64 KB slots; where
 # several share an SM (a grid of several waves, or the split planner's items), each takes its
@@ -412,7 +416,15 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
     )
     cfg = with_overrides(defaults, config)
     rows = triton.next_power_of_2(problem.q_len * problem.group_size)
-    fit_rows = THREAD_FLOATS * 32 * cfg["num_warps"] // (head_dim_pad + cfg["BLOCK_N"])
+    budget = THREAD_FLOATS * 32 * cfg["num_warps"]  # floats of a program's rows x (dims + tile)
+
+    def held(block_n):  # the query rows one program takes with this tile
+        fit = budget // (head_dim_pad + block_n)
+        return min(max(MIN_BLOCK_H, rows), 1 << (fit.bit_length() - 1))
+    if "BLOCK_N" not in (config or {}):  # narrower while that lets a program take more rows
+        while cfg["BLOCK_N"] > MIN_FITTED_BLOCK_N and held(cfg["BLOCK_N"] // 2) > held(cfg["BLOCK_N"]):
+            cfg["BLOCK_N"] //= 2
+    fit_rows = budget // (head_dim_pad + cfg["BLOCK_N"])
     cfg["BLOCK_H"] = max(MIN_BLOCK_H, min(rows, max(1 << (fit_rows.bit_length() - 1),
                                                     triton.next_power_of_2(problem.group_size))))
     tile, stages = cfg["BLOCK_N"], cfg["NUM_STAGES"]
