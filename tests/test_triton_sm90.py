@@ -58,12 +58,14 @@ def test_all_kernels_compile_for_sm90(backend):
 
 
 
-def test_gluons_launch_rule_picks_tiles_that_do_not_spill():
-    """Gluon's rule on an H100's SM count, for 16 to 64 query rows a KV head (drafts on MQA and
-    GQA, a group of 32): every kernel it picks compiles with no register spill (ptxas for sm_90a).
-    Before the rule counted 48 floats a thread, 32 rows took a 128-token tile: 255 registers and
-    32-140 bytes of spill stores, what Nsight Compute showed on the H100 (0.43x of FA3 there)."""
-    res = subprocess.run([sys.executable, "-m", "tests.triton_sm90", "spills", "gluon"], cwd=ROOT,
+@pytest.mark.parametrize("backend", ["triton", "gluon"])
+def test_the_launch_rule_picks_tiles_that_do_not_spill(backend):
+    """Each rule on an H100's SM count, for 16 to 128 query rows a KV head (drafts on MQA and
+    GQA, a group of 32, head dim 64): every kernel it picks compiles with no register spill
+    (ptxas for sm_90a). Before the rules counted the rows' registers, Gluon's 32 rows took a
+    128-token tile (255 registers, 32-140 B of spill stores: what Nsight Compute showed on the
+    H100, 0.43x of FA3 there) and Triton's 64 rows too (56-60 B)."""
+    res = subprocess.run([sys.executable, "-m", "tests.triton_sm90", "spills", backend], cwd=ROOT,
                          text=True, capture_output=True, timeout=900, env={**os.environ, "TRITON_INTERPRET": "0"})
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
     lines = [line for line in res.stdout.splitlines() if line.startswith("decode_kernel")]

@@ -115,13 +115,14 @@ def compile_all(problems, backend: str = "triton", configs=(None,), algorithms=N
 
 def spill_check() -> None:
     """The launch rules' own configs on an H100's 132 SMs (the grid's waves set the tile), for
-    query rows from 16 to 64 a KV head: one line per kernel with the bytes it spills."""
+    query rows from 16 to 128 a KV head: one line per kernel with the bytes it spills."""
     from impls import common
     common.sm_count = lambda device: 132
     problems = [DecodeProblem(8, 1, 128, (2048,) * 128, layout=layout, q_len=q)  # MQA, 8 to 64 rows
                 for q in (2, 4, 8) for layout in ("dense", "paged")]
     problems += [DecodeProblem(32, 8, 128, (4096,) * 16, layout="paged", q_len=8),  # GQA-4 x 8
-                 DecodeProblem(32, 1, 128, (4096,) * 4)]  # a group of 32
+                 DecodeProblem(32, 1, 128, (4096,) * 4),  # a group of 32
+                 DecodeProblem(16, 1, 64, (4096,) * 16, q_len=8)]  # 128 rows of head dim 64
     for line in compile_all(problems, sys.argv[2], algorithms=("one-pass",), spills=True):
         print(line)
 

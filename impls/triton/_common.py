@@ -249,6 +249,12 @@ MIN_BLOCK_H = 16  # tl.dot needs at least 16 rows: the query group is padded up 
 # accumulator's registers and the shared memory of its layout conversions grow with it; a second
 # program of the KV head re-reads K/V from L2
 MAX_Q_TILE_BYTES = 16 * 1024
+# ... and its accumulator and scores, rows x (HEAD_DIM_PAD + BLOCK_N) / (32 x num_warps) floats a
+# thread, within this many: past it the kernel spills (ptxas for sm_90: 64 rows x (128 + 128) on
+# 4 warps, 128 floats, 56-60 B of spill stores; 64 x (128 + 64), 96, none; tests/
+# test_triton_sm90.py checks the rule's configs), so the tile gets narrower (to 32 tokens at least)
+THREAD_FLOATS = 96
+MIN_FITTED_BLOCK_N = 32
 # Tile and pipeline: the fastest configuration of scripts/sweep.py's cells on an H200
 # (results/nvidia-h200/sweeps/2026-11-21-triton.log).
 MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V at bf16 D=128
@@ -299,6 +305,10 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
         num_stages=NUM_STAGES - 1 if many else NUM_STAGES,
     )
     cfg = with_overrides(defaults, config)
+    if "BLOCK_N" not in (config or {}):  # the rows' registers within THREAD_FLOATS a thread
+        while cfg["BLOCK_N"] > MIN_FITTED_BLOCK_N and \
+                block_h * (head_dim_pad + cfg["BLOCK_N"]) > THREAD_FLOATS * 32 * cfg["num_warps"]:
+            cfg["BLOCK_N"] //= 2
     gather = cfg.pop("GATHER")  # a tunable, not a kernel parameter: it picks PAGE_SIZE
     if gather not in ("page", "token"):
         raise ProblemError(f"config: GATHER={gather!r}: must be 'page' or 'token'")
