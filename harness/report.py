@@ -435,7 +435,8 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
             body.append([r["impl"], r["problem"], _with_interval(o), _with_interval(r), change, verdict])
         elif verdict.startswith("regression"):
             body.append([r["impl"], r["problem"], o["status"], r["status"], "", verdict])
-    counts["gone rows"] = len(set(old) - {key(r) for r in new_rows})
+    new_keys = {key(r) for r in results.summarised(new_rows)}
+    counts["gone rows"] = len(set(old) - new_keys)
     order = {"regression": 0, "slower": 1, "faster": 2, "same": 3}
     body.sort(key=lambda b: (order.get(b[5].split(" (")[0], 4), b[0], b[1]))
     header = ["implementation", "problem", "old us [95% CI]", "new us [95% CI]", "change", "verdict"]
@@ -447,7 +448,7 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
     runs = [run_line("old", old_path, old_prov, old_rows), run_line("new", new_path, new_prov, new_rows)]
     rule = (f"slower/faster: 95 % intervals apart and a change beyond {100 * threshold:.0f} %; "
             "else same (within the noise)")
-    verdict_line = (f"verdicts: {sum(counts.values()) - counts['new rows']} rows in both runs, "
+    verdict_line = (f"verdicts: {len(old.keys() & new_keys)} rows in both runs, "
                     f"{len(verdicts)} with another status" + "".join(f"\n  {v}" for v in verdicts))
     walls = [p.get("wall_s") for p in (old_prov, new_prov)]
     if all(walls):  # what spreading a run over GPUs is for

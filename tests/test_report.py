@@ -274,3 +274,15 @@ def test_compare_a_run_over_two_gpus_with_one_gpu_run(tmp_path):
     assert "wall time of the cells: old 600 s, new 320 s (new/old 0.53)" in res.stdout
     assert " slower" not in res.stdout.split("summary:")[-1].split("verdicts:")[0]  # no repeat matched
     assert flips(res.stdout) == 0
+
+
+def test_compare_counts_rows_in_both_runs_without_the_gone_ones(tmp_path):
+    base = fake_run(tmp_path / "a", seed=1)
+    fewer = fake_run(tmp_path / "b", seed=2)
+    data = json.loads((fewer / "results.json").read_text())
+    total = len(data["rows"])
+    data["rows"] = data["rows"][1:]  # one row gone
+    (fewer / "results.json").write_text(json.dumps(data))
+    res = harness("compare", str(base), str(fewer))
+    assert f"verdicts: {total - 1} rows in both runs, 0 with another status" in res.stdout
+    assert "1 gone rows" in res.stdout
