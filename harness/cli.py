@@ -402,11 +402,7 @@ def _cpu_notice(impls) -> str:
 def _missing_notice(impls) -> str | None:
     """One line naming the backends not installed on this GPU machine and how to install each
     (their rows say UNAVAILABLE with the same command); None when none is missing."""
-    missing = {}
-    for impl in impls:
-        why = impl.availability() or ""
-        if "not installed" in why:
-            missing.setdefault(impl.backend.name, why)
+    missing = {b.name: why for b in dict.fromkeys(i.backend for i in impls) if (why := b.not_installed())}
     if not missing:
         return None
     return ("Not installed here (their rows are UNAVAILABLE): "

@@ -22,11 +22,8 @@ def missing() -> dict[str, list[str]]:
     (not those unavailable for another reason: no GPU, another architecture, a broken install)."""
     commands: dict[str, list[str]] = {}
     for backend in registry.backends():
-        try:
-            backend.mode()
-        except registry.Unavailable as e:
-            if "not installed" in str(e) and backend.install:
-                commands.setdefault(backend.install, []).append(backend.name)
+        if backend.install and backend.not_installed():
+            commands.setdefault(backend.install, []).append(backend.name)
     return commands
 
 

@@ -242,6 +242,15 @@ class Backend:
     def mode(self) -> str:
         return _mode(self)
 
+    def not_installed(self) -> str | None:
+        """Why it cannot run here when the reason is its packages missing (``install`` says how);
+        None when it runs, or cannot for another reason (no GPU, a broken install)."""
+        try:
+            self.mode()
+        except Unavailable as e:
+            return str(e) if "not installed" in str(e) else None
+        return None
+
     def package_versions(self) -> dict[str, str]:
         """Versions of its ``packages`` (and ``versions()``) in the environment it runs in."""
         if worker_env(self) is not None:

@@ -300,13 +300,26 @@ def test_profile_prints_the_launch_its_check_and_a_call_and_refuses_what_it_cann
 
 
 def test_a_gpu_run_names_what_is_not_installed_and_how_to_install_it():
+    import dataclasses
     import types
 
     from harness.cli import _missing_notice
     from impls import registry
 
+    @dataclasses.dataclass(frozen=True)
+    class Backend:  # mode() as the registry's: the reason it cannot run here, raised
+        name: str
+        why: str | None
+
+        def mode(self):
+            if self.why:
+                raise registry.Unavailable(self.why)
+            return "gpu"
+
+        not_installed = registry.Backend.not_installed
+
     def impl(name, why):
-        return types.SimpleNamespace(backend=types.SimpleNamespace(name=name), availability=lambda: why)
+        return types.SimpleNamespace(backend=Backend(name, why))
 
     impls = [impl("flashinfer", "package 'flashinfer' not installed: pip install -e .[flashinfer]"),
              impl("flashinfer", "package 'flashinfer' not installed: pip install -e .[flashinfer]"),

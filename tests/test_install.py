@@ -23,6 +23,8 @@ class FakeBackend:
             raise registry.Unavailable(self.why)
         return "gpu"
 
+    not_installed = registry.Backend.not_installed  # the registry's own reading of mode()
+
 
 def test_install_runs_each_missing_backends_command_once(monkeypatch, capsys):
     backends = [
