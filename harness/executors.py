@@ -309,11 +309,11 @@ def run_shard(tasks: list[Task], prov: dict, attempt: int = 1, why: str | None =
         problems = [DecodeProblem.from_dict(tasks[0].spec.problems[i]) for i in indices]
         fields.update(bandwidth.run_fields(torch.device("cuda"), problems, tasks[0].spec.timing))
     device_prov = {**prov, **fields}
-    yield {"device": {k: v for k, v in fields.items()}}
+    yield {"device": dict(fields)}
     retry = {"attempt": attempt, "retry_reason": why} if attempt > 1 else {}
     with tempfile.TemporaryDirectory(prefix="decode-bench-shard-") as tmp:
-        jobs = [(dataclasses.replace(t.spec, rows_path=str(Path(tmp) / f"rows-{t.backend}.jsonl")),
-                 t.backend) for t in tasks]
+        rows_path = Path(tmp) / "rows.jsonl"  # the backends run one after the other: one file
+        jobs = [(dataclasses.replace(t.spec, rows_path=str(rows_path)), t.backend) for t in tasks]
         raised: list[BaseException] = []
 
         def backends():  # one thread for all: a worker dies with the thread that started it
@@ -324,17 +324,15 @@ def run_shard(tasks: list[Task], prov: dict, attempt: int = 1, why: str | None =
 
         worker = threading.Thread(target=backends)
         worker.start()
-        offsets = {spec.rows_path: 0 for spec, _ in jobs}
+        offset = 0
         while True:
             alive = worker.is_alive()
-            for path, offset in offsets.items():  # each backend's rows as they are written
-                if not os.path.exists(path):
-                    continue
-                with open(path, "rb") as f:
+            if rows_path.exists():  # the rows as they are written
+                with open(rows_path, "rb") as f:
                     f.seek(offset)
                     chunk = f.read()
                 done = chunk[:chunk.rfind(b"\n") + 1]  # whole lines only
-                offsets[path] = offset + len(done)
+                offset += len(done)
                 for line in done.splitlines():
                     yield {"row": {**json.loads(line), **retry}}
             if not alive:

@@ -411,6 +411,11 @@ def _watch(proc, selector, progress: Progress, tail: deque) -> int | str:
     return code
 
 
+def _env_of(backend: str) -> registry.WorkerEnv | None:
+    """The environment the named backend's workers run in (``registry.worker_env``)."""
+    return registry.worker_env(next(b for b in registry.backends() if b.name == backend))
+
+
 def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str,
                  progress: Progress, held: Worker | None = None,
                  ahead: tuple[RunSpec, str] | None = None) -> Worker | None:
@@ -420,7 +425,7 @@ def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str,
     started held once this backend's runs, and returned (the caller passes it on, or stops it)."""
     rows_path = Path(spec.rows_path)
     remaining = list(spec.cells)
-    env = registry.worker_env(next(b for b in registry.backends() if b.name == backend))
+    env = _env_of(backend)
     following = None
     try:
         for _ in range(MAX_WORKER_STARTS):
@@ -429,8 +434,7 @@ def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str,
             held = None
             if ahead is not None and following is None:
                 following = start_worker(ahead[0], prov, out_dir / f".worker-{ahead[1]}.json",
-                                         registry.worker_env(registry.get(ahead[0].cells[0][2]).backend),
-                                         hold=True)
+                                         _env_of(ahead[1]), hold=True)
             code, tail = _finish_worker(worker, progress)
             done = {r["cell"] for r in results.read_rows(rows_path)}
             remaining = [c for c in remaining if c[0] not in done]
