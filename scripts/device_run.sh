@@ -3,9 +3,11 @@
 # and what was written outside $OUT stay while calls follow each other). Phases, one per call:
 #   copy DIR          a folder of wheel pieces (scripts/repack_wheels.sh) onto the machine
 #   install DIR       source DIR/install.sh (the last folder; TARGET=... installs elsewhere)
-#   start PIPELINE    run PIPELINE (a bash script; $W is its folder, $OUT unused) in the background,
-#                     detached, and wait for it up to 520 s
-#   wait [SECONDS]    wait for it (default 540 s), then pack $W into $OUT/run.tar.xz
+#   start PIPELINE [SECONDS]  run PIPELINE (a bash script; $W is its folder) in the background,
+#                     detached, wait for it up to SECONDS (default 520), then pack $W
+#   wait [SECONDS]    wait for it (default 540 s), then pack $W
+# Every call packs $W into $OUT/run.tar.xz: a machine given back between calls (idle 30 s) takes
+# its disk with it, so what a call has seen comes back with it.
 # Every phase prints the pipeline log's tail. The vendor wheels go to /tmp/site, TileLang's to
 # /tmp/site-tilelang (its pins conflict: its own environment, DECODE_BENCH_ENV_TILELANG).
 #   OUT=<dir> bash scripts/device_run.sh PHASE [ARG]
@@ -25,6 +27,7 @@ wait_pipeline() {  # until the pipeline ends or $1 seconds pass
   tail -c 2000 "$W/pipeline.log" 2>/dev/null; echo
   if [ -e "$W/running" ]; then echo "still running"; else echo "pipeline ended"; fi
 }
+pack() { tar -C "$W" -cJf "$OUT/run.tar.xz" --exclude='*.png' . ; }
 case "${1:-}" in
 copy) mkdir -p /root/wh && cp "$2"/* /root/wh/ && ls /root/wh | wc -l ;;
 install) source "$2/install.sh" && rm -rf /root/wh && echo "installed into ${TARGET:-/tmp/site}" ;;
@@ -41,7 +44,7 @@ for p in ('flashinfer-python', 'flash-attn-4', 'flash_attn_3', 'helion', 'nvidia
     echo "commit ${DECODE_BENCH_COMMIT:-unset}"; } > "$W/env.txt" 2>&1
   cat "$W/env.txt"
   W=$W setsid bash -c "bash '$2'; rm -f '$W/running'" < /dev/null > "$W/pipeline.log" 2>&1 &
-  wait_pipeline 520 ;;
-wait) wait_pipeline "${2:-540}"; tar -C "$W" -cJf "$OUT/run.tar.xz" --exclude='*.png' . ;;
+  wait_pipeline "${3:-520}"; pack ;;
+wait) wait_pipeline "${2:-540}"; pack ;;
 *) echo "phase: copy DIR | install DIR | start PIPELINE | wait [SECONDS]" >&2; exit 2 ;;
 esac
