@@ -50,14 +50,23 @@ PROBLEMS += [DecodeProblem(32, 8, 128, (100,), layout="paged", q_len=4, window=5
              DecodeProblem(24, 2, 128, (100,), q_len=2),
              DecodeProblem(8, 1, 128, (100,), q_len=8, **E4M3),
              DecodeProblem(12, 4, 64, (100,), q_len=3, dtype="float32")]
+# CTAs of 2 and 4 row tiles (a warp each per token slice, named barriers): 32 rows (Llama-3-8B,
+# q_len 8), 64 (MQA 8 x q_len 8), 48 in 64 (padded tiles), paged, fp8, head_dim 256, two slices
+PROBLEMS += [DecodeProblem(32, 8, 128, (100,) * 16, layout="paged", q_len=8),
+             DecodeProblem(8, 1, 128, (100,) * 128, q_len=8, window=50, softcap=30.0),
+             DecodeProblem(8, 1, 64, (100,), q_len=6, layout="paged", page_size=12),
+             DecodeProblem(8, 1, 128, (100,), q_len=8, layout="paged", **E4M3),
+             DecodeProblem(16, 8, 256, (100,), q_len=16)]
 
 
 def _loops(problem):
     """The launch configs to build: the default, and the CUDA-core loop where tensor cores are
-    the default (up to GQA 4: a block of 8 heads at head_dim 128 spills on CUDA cores, one
-    reason it goes to the tensor cores)."""
+    the default (up to GQA 4 and 16 query rows: a block of 8 heads at head_dim 128 spills on
+    CUDA cores, and so does a draft of 8 tokens x GQA 4, one reason they go to the tensor
+    cores)."""
     yield "default", None
-    if _build.tensor_cores_fit(problem) and (problem.group_size <= 4 or problem.head_dim <= 64):
+    if _build.tensor_cores_fit(problem) and problem.q_len * problem.group_size <= 16 and \
+            (problem.group_size <= 4 or problem.head_dim <= 64):
         yield "cuda-cores", {"TENSOR_CORES": 0}
 
 

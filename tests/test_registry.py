@@ -267,6 +267,34 @@ def test_cupy_ring_shape_follows_the_grid():
     assert shape(64, config={"STAGES": 3}) == (2, 3)
 
 
+def test_cupy_tensor_core_rows_are_one_block_per_kv_head_up_to_64():
+    """The tensor-core CTA holds the KV head's query rows in 1, 2 or 4 row tiles of 16 (a warp
+    per tile in each token slice), so each K/V tile is read once for up to 64 rows; more rows
+    take several CTAs. A config's BLOCK_H is checked: a tile count the warps divide, no padding
+    beyond the rows."""
+    from impls.cupy._build import pick_launch_config, step_tokens
+
+    def launch(hq, hkv, q_len, config=None, batch=16):
+        return pick_launch_config(DecodeProblem(hq, hkv, 128, (4000,) * batch, q_len=q_len),
+                                  config)
+
+    assert [launch(32, 8, q)["BLOCK_H"] for q in (1, 4, 5, 8, 16)] == [16, 16, 32, 32, 64]
+    assert launch(64, 1, 2)["BLOCK_H"] == 64  # 128 rows: two CTAs of 64
+    wide = launch(8, 1, 8)
+    assert wide["BLOCK_H"] == 64 and wide["NUM_WARPS"] % 4 == 0
+    assert step_tokens(wide) == 16 * wide["NUM_WARPS"] // 4
+    assert launch(32, 8, 8, batch=128)["NUM_WARPS"] >= 2  # 2-warp shape: 2 per row tile
+    assert launch(32, 8, 8, {"BLOCK_H": 16})["BLOCK_H"] == 16  # the old shape, on request
+    with pytest.raises(ProblemError, match="BLOCK_H=48: the tensor-core loop takes 16, 32, 64"):
+        launch(8, 1, 8, {"BLOCK_H": 48})
+    with pytest.raises(ProblemError, match="NUM_WARPS must be a multiple of 4"):
+        launch(8, 1, 8, {"BLOCK_H": 64, "NUM_WARPS": 2})
+    with pytest.raises(ProblemError, match="BLOCK_H=64: .* fit in 16"):
+        launch(32, 8, 1, {"BLOCK_H": 64})
+    with pytest.raises(ProblemError, match="BLOCK_H, STAGES tune the tensor-core loop"):
+        launch(32, 8, 1, {"TENSOR_CORES": 0, "BLOCK_H": 16, "STAGES": 2})
+
+
 def test_cupy_split_cuts_at_one_step_only_where_half_the_gpu_idles():
     """CuPy's floor on the split chunk: one loop step (128 tokens) where a step per item still
     leaves half the SMs idle (1 x 1k: 8 items x 8 KV heads), the planner's 256 otherwise."""

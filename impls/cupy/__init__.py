@@ -18,6 +18,7 @@ BACKEND = Backend(
     space=Space(Knob("tensor_cores", (1, 0), param="TENSOR_CORES"),
                 Knob("num_warps", (2, 4, 8), param="NUM_WARPS", when={"tensor_cores": 1}),
                 Knob("num_stages", (2, 3, 4), param="STAGES", when={"tensor_cores": 1}),
+                Knob("block_h", (16, 32, 64), param="BLOCK_H", when={"tensor_cores": 1}),
                 Knob("tpr", (4, 8, 16), param="TPR", when={"tensor_cores": 0}),
                 Knob("unroll", (2, 4), param="UNROLL", when={"tensor_cores": 0}),
                 Knob("prefetch", (0, 1), param="PREFETCH", when={"tensor_cores": 0}),
@@ -35,8 +36,8 @@ CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, head_dim_mu
                     max_q_len=MAX_Q_LEN, windows=True, softcaps=True)
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.cupy.one_pass", CAPS, options=("config",),
-         summary="CTA per (kv head, block of its query rows, sequence): mma.sync fed by per-warp "
-                 "cp.async rings (fp16/bf16), else 16 B loads and FMAs; paged: per-row page lookup; "
+         summary="CTA per (kv head, block of its query rows, sequence): mma.sync on up to 64 rows "
+                 "(a warp per 16-row tile) fed by cp.async rings (fp16/bf16), else 16 B loads and FMAs; paged: per-row page lookup; "
                  "a draft's tokens x the GQA group are the rows, each masked to its own span"),
     Impl(BACKEND, "split-k", "impls.cupy.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding over a balanced plan (impls.plan), the one-pass loop per work "

@@ -35,7 +35,10 @@ LOAD_BYTES = 16  # one vectorised load (or cp.async) per thread per row
 ITEMS_FIRST = 0  # grid (head blocks, items); 1: (items, head blocks)
 
 # The tensor-core loop (tensor_cores.cuh)
-MMA_ROWS = 16  # query rows per CTA: the M rows of mma.m16n8k16 (fewer are zero-padded)
+MMA_ROWS = 16  # query rows of a warp: the M rows of mma.m16n8k16 (fewer are zero-padded)
+# query rows per CTA: 1, 2 or 4 row tiles of MMA_ROWS, a warp each, so a KV head's rows read
+# each K/V tile once (up to 64 rows: a draft of 8 tokens x GQA 8)
+MMA_BLOCK_H = (16, 32, 64)
 MMA_DTYPES = ("float16", "bfloat16")  # fp32 stays on CUDA cores (tf32 would miss the tolerance)
 # Each warp's ring: STAGES buffers of 16 tokens, NUM_WARPS warps a CTA, by the grid's CTAs per SM
 # (ring_shape); 8 x 3 where no rule applies, 4 warps where 8 do not fit (head_dim 256)
@@ -48,7 +51,7 @@ SMEM_RESERVED = 1024  # per CTA, taken by the system on sm_90
 
 
 CUDA_CORE_KEYS = ("TPR", "UNROLL", "PREFETCH")  # config keys of one loop only
-TENSOR_CORE_KEYS = ("STAGES",)
+TENSOR_CORE_KEYS = ("STAGES", "BLOCK_H")
 
 
 def tensor_cores_fit(problem) -> bool:
@@ -57,21 +60,34 @@ def tensor_cores_fit(problem) -> bool:
     return problem.dtype in MMA_DTYPES and problem.head_dim % 16 == 0
 
 
-def ring_shape(problem, num_sms: int = NUM_SMS) -> tuple[int, int]:
+def mma_block_h(problem) -> int:
+    """The tensor-core loop's default BLOCK_H: the fewest row tiles that hold the KV head's
+    query rows (q_len x the group), up to 64 rows a CTA; a CTA per row tile instead would read
+    every K/V tile once per tile (results/nvidia-h100/2026-11-25-spec-decode, run 6's profile)."""
+    rows = problem.q_len * problem.group_size
+    return next((b for b in MMA_BLOCK_H if rows <= b), MMA_BLOCK_H[-1])
+
+
+def ring_shape(problem, num_sms: int = NUM_SMS,
+               block_h: int | None = None) -> tuple[int, int]:
     """The tensor-core loop's default (NUM_WARPS, STAGES) for ``problem``, by the one-pass grid's
     CTAs per SM (the grid sweep of results/nvidia-h100/2026-11-24-cupy-merge/): up to 2, 8 warps
     (one CTA must carry an SM's share of the bandwidth), 2 stages on paged K/V and 3 dense; more,
     up to what fits of 2-warp x 2-stage CTAs, those, so the whole grid is resident from the start
     (no second wave), if the lengths are near uniform (a 2-warp CTA streams a long sequence, the
-    tail of a ragged batch, at a fraction of an SM's bandwidth); else 8 x 3."""
-    ctas = problem.batch * problem.num_kv_heads * common.num_head_blocks(problem, MMA_ROWS)
-    small = SMEM_PER_SM // (ring_smem_bytes(problem.head_dim, 2, 2, problem.kv_itemsize) +
-                            SMEM_RESERVED)
+    tail of a ragged batch, at a fraction of an SM's bandwidth); else 8 x 3. A CTA of several row
+    tiles (``block_h`` rows, ``mma_block_h`` by default) has a warp per row tile for each of those
+    warps' token slices, up to 8 warps: the 2-warp shape becomes 2 x the row tiles' warps."""
+    block_h = block_h or mma_block_h(problem)
+    tiles = block_h // MMA_ROWS
+    ctas = problem.batch * problem.num_kv_heads * common.num_head_blocks(problem, block_h)
+    small = SMEM_PER_SM // (ring_smem_bytes(problem.head_dim, 2 * tiles, 2, problem.kv_itemsize,
+                                            block_h) + SMEM_RESERVED)
     near_uniform = max(problem.seq_lens) * problem.batch <= 1.25 * sum(problem.seq_lens)
     if ctas <= 2 * num_sms:
         return 8, 2 if problem.layout == "paged" else 3
     if ctas <= small * num_sms and near_uniform:
-        return 2, 2
+        return min(8, 2 * tiles), 2
     return 8, 3
 
 
@@ -91,17 +107,22 @@ def pick_launch_config(problem, config: dict | None = None,
     tensor_cores = tensor_cores_fit(problem)
     num_warps = NUM_WARPS
     stages = STAGES
+    block_h = None
     if tensor_cores and (config or {}).get("TENSOR_CORES", 1):
-        shape_warps, stages = ring_shape(problem, num_sms)
+        block_h = (config or {}).get("BLOCK_H", mma_block_h(problem))
+        rows = block_h if block_h in MMA_BLOCK_H else MMA_ROWS  # else refused below
+        shape_warps, stages = ring_shape(problem, num_sms, rows)
         stages = (config or {}).get("STAGES", stages)
-        # the rule's warps, or the most below them whose rings fit
-        num_warps = next((w for w in MMA_WARPS if w <= shape_warps and isinstance(stages, int) and
-                          ring_smem_bytes(problem.head_dim, w, stages, problem.kv_itemsize)
+        # the rule's warps, or the most below them whose rings fit (a warp per row tile at least)
+        tiles = rows // MMA_ROWS
+        num_warps = next((w for w in MMA_WARPS if tiles <= w <= shape_warps and
+                          isinstance(stages, int) and
+                          ring_smem_bytes(problem.head_dim, w, stages, problem.kv_itemsize, rows)
                           <= SMEM_PER_CTA),
-                         MMA_WARPS[-1])  # none fits: tensor_core_config says so
+                         max(tiles, MMA_WARPS[-1]))  # none fits: tensor_core_config says so
     tuned = with_overrides(dict(TENSOR_CORES=int(tensor_cores), STAGES=stages,
-                                NUM_WARPS=num_warps, TPR=None, UNROLL=None, PREFETCH=PREFETCH,
-                                ITEMS_FIRST=ITEMS_FIRST), config)
+                                NUM_WARPS=num_warps, BLOCK_H=block_h, TPR=None, UNROLL=None,
+                                PREFETCH=PREFETCH, ITEMS_FIRST=ITEMS_FIRST), config)
     if tuned["ITEMS_FIRST"] not in (0, 1):
         raise ProblemError(f"config: ITEMS_FIRST={tuned['ITEMS_FIRST']}: must be 0 or 1")
     base = dict(HEAD_DIM=problem.head_dim, DTYPE_ID=DTYPE_IDS[problem.dtype],
@@ -145,29 +166,44 @@ def tensor_core_config(problem, tuned: dict) -> dict[str, int]:
         raise ProblemError(f"config: TENSOR_CORES=1 needs a 16-bit dtype and head_dim % 16 == 0 "
                            f"(got {problem.dtype}, head_dim {problem.head_dim})")
     stages, num_warps = tuned["STAGES"], tuned["NUM_WARPS"]
+    block_h = tuned["BLOCK_H"] or MMA_ROWS
+    if block_h not in MMA_BLOCK_H:
+        raise ProblemError(f"config: BLOCK_H={block_h}: the tensor-core loop takes "
+                           f"{', '.join(map(str, MMA_BLOCK_H))} query rows a CTA (row tiles of "
+                           f"the mma's {MMA_ROWS})")
+    if block_h > mma_block_h(problem):
+        raise ProblemError(f"config: BLOCK_H={block_h}: the KV head's {problem.q_len} x "
+                           f"{problem.group_size} query rows fit in {mma_block_h(problem)}; more "
+                           "rows a CTA would only be padding")
     # a ring needs a buffer to fill while one is read; 16 tokens a warp, up to 256 threads a CTA
     if not isinstance(stages, int) or not 2 <= stages <= 8 or num_warps not in (1, 2, 4, 8):
         raise ProblemError(f"config: STAGES={stages}, NUM_WARPS={num_warps}: STAGES must be in "
                            "[2, 8], NUM_WARPS 1, 2, 4 or 8")
-    smem = ring_smem_bytes(problem.head_dim, num_warps, stages, problem.kv_itemsize)
+    if num_warps % (block_h // MMA_ROWS):
+        raise ProblemError(f"config: NUM_WARPS={num_warps}, BLOCK_H={block_h}: a warp per row "
+                           f"tile of {MMA_ROWS} for each token slice, so NUM_WARPS must be a "
+                           f"multiple of {block_h // MMA_ROWS}")
+    smem = ring_smem_bytes(problem.head_dim, num_warps, stages, problem.kv_itemsize, block_h)
     if smem > SMEM_PER_CTA:
         raise ProblemError(f"config: STAGES={stages} x NUM_WARPS={num_warps} at head_dim "
                            f"{problem.head_dim} needs {smem} bytes of shared memory, more than "
                            f"the {SMEM_PER_CTA} of a CTA")
-    return dict(BLOCK_H=MMA_ROWS, NUM_WARPS=num_warps, TENSOR_CORES=1, STAGES=stages,
+    return dict(BLOCK_H=block_h, NUM_WARPS=num_warps, TENSOR_CORES=1, STAGES=stages,
                 SMEM_BYTES=smem)
 
 
-def ring_smem_bytes(head_dim: int, num_warps: int, stages: int, kv_itemsize: int) -> int:
-    """tensor_cores.cuh's dynamic shared memory: its LAYOUT_BYTES (K and V rings of 16 x
-    NUM_WARPS rows of ``kv_itemsize`` elements, the 16-bit Q tile, the row-offset table; rows
-    padded to whole 128-byte lines), or the warps' states after the loop where they are larger
-    (STATE_BYTES: fp8 rings are half the bytes)."""
+def ring_smem_bytes(head_dim: int, num_warps: int, stages: int, kv_itemsize: int,
+                    block_h: int = MMA_ROWS) -> int:
+    """tensor_cores.cuh's dynamic shared memory: its LAYOUT_BYTES (K and V rings of 16 rows of
+    ``kv_itemsize`` elements per token slice, NUM_WARPS / the row tiles of them; the 16-bit Q
+    tile of ``block_h`` rows; the row-offset table; rows padded to whole 128-byte lines), or the
+    warps' states after the loop where they are larger (STATE_BYTES: fp8 rings are half the
+    bytes)."""
     def row_bytes(itemsize: int) -> int:
         return -(-head_dim * itemsize // 128) * 128
 
-    block_n = 16 * num_warps
-    layout = 2 * stages * block_n * row_bytes(kv_itemsize) + MMA_ROWS * row_bytes(2) + \
+    block_n = 16 * max(1, num_warps // (block_h // MMA_ROWS))
+    layout = 2 * stages * block_n * row_bytes(kv_itemsize) + block_h * row_bytes(2) + \
         stages * block_n * 8
     return max(layout, num_warps * MMA_ROWS * (head_dim + 2) * 4)
 
@@ -203,8 +239,8 @@ def cuda_core_config(problem, tuned: dict) -> dict[str, int]:
 def step_tokens(defines: dict[str, int]) -> int:
     """Tokens one CTA consumes per loop step: STEP in the kernels (a tile of 16 per warp on
     tensor cores, row groups x UNROLL on CUDA cores)."""
-    if defines["TENSOR_CORES"]:
-        return 16 * defines["NUM_WARPS"]
+    if defines["TENSOR_CORES"]:  # a warp per row tile shares each slice of 16 tokens
+        return 16 * defines["NUM_WARPS"] // (defines["BLOCK_H"] // MMA_ROWS)
     return defines["NUM_WARPS"] * (32 // defines["TPR"]) * defines["UNROLL"]
 
 

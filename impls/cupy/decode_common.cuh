@@ -19,6 +19,13 @@
 #pragma once
 
 #define NUM_THREADS (NUM_WARPS * 32)
+// Warps whose online-softmax states merge_warps merges per row: every warp on CUDA cores; on
+// tensor cores a warp holds one 16-row tile of the block, so the warps of one token slice
+#if TENSOR_CORES
+#define STATE_WARPS (NUM_WARPS / (BLOCK_H / 16))
+#else
+#define STATE_WARPS NUM_WARPS
+#endif
 // The grid's axes: (head blocks of every KV head, sequences or work items), or with ITEMS_FIRST
 // the other way round, so CTAs launched together read different sequences
 #if ITEMS_FIRST
@@ -177,7 +184,7 @@ struct Dest {
 
 // The warps' states merged, O = sum_w exp2(m_w - M) acc_w / sum_w exp2(m_w - M) l_w, normalised,
 // stored to ``dest`` (out and one LSE per row); a range that held no token stores 0 and -inf.
-// sm_m, sm_l: [NUM_WARPS][BLOCK_H]; sm_acc: [NUM_WARPS][BLOCK_H][HEAD_DIM], in shared memory.
+// sm_m, sm_l: [STATE_WARPS][BLOCK_H]; sm_acc: [STATE_WARPS][BLOCK_H][HEAD_DIM], in shared memory.
 __device__ __forceinline__ void merge_warps(const float* sm_m, const float* sm_l, const float* sm_acc,
                                             const Dest& dest) {
     for (int idx = threadIdx.x; idx < dest.rows.n * HEAD_DIM; idx += NUM_THREADS) {
@@ -185,12 +192,12 @@ __device__ __forceinline__ void merge_warps(const float* sm_m, const float* sm_l
         const int d = idx % HEAD_DIM;
         float big = NEG_INF;
 #pragma unroll
-        for (int w = 0; w < NUM_WARPS; ++w) big = fmaxf(big, sm_m[w * BLOCK_H + h]);
+        for (int w = 0; w < STATE_WARPS; ++w) big = fmaxf(big, sm_m[w * BLOCK_H + h]);
         float o = 0.f, lse = NEG_INF;
         if (big != NEG_INF) {
             float sum_l = 0.f, sum_o = 0.f;
 #pragma unroll
-            for (int w = 0; w < NUM_WARPS; ++w) {
+            for (int w = 0; w < STATE_WARPS; ++w) {
                 const float weight = exp2f(sm_m[w * BLOCK_H + h] - big);  // a warp that saw nothing: 0
                 sum_l += weight * sm_l[w * BLOCK_H + h];
                 sum_o += weight * sm_acc[(w * BLOCK_H + h) * HEAD_DIM + d];

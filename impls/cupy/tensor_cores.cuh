@@ -1,12 +1,15 @@
 // The tensor-core inner loop (TENSOR_CORES=1, fp16/bf16, HEAD_DIM a multiple of 16): the CTA's
-// query rows (the GQA group's heads, times the draft's tokens: Rows) are the M = 16 rows of
-// mma.sync.m16n8k16 (BLOCK_H = 16, rows past the row block are zeros), for S = Q K^T and O += P V alike, fp32 accumulators, fragments read from
-// shared memory with ldmatrix. Each warp takes 16 tokens of every tile of BLOCK_N (one k16 step
-// of P V) and streams them into its own STAGES-deep ring of shared-memory buffers with cp.async
-// (16 bytes a copy, L2 only), so HBM keeps streaming while the tensor cores work on the oldest
-// tile; rows past the range are zero-filled by the copy itself. A warp waits for its own copies
-// only (cp.async.wait_group + __syncwarp): no CTA-wide barrier between the first tile and the
-// merge, so one slow warp does not hold up the others' loads.
+// query rows (the GQA group's heads, times the draft's tokens: Rows) are ROW_TILES row tiles of
+// the M = 16 rows of mma.sync.m16n8k16 (BLOCK_H = 16 x ROW_TILES, rows past the row block are
+// zeros), for S = Q K^T and O += P V alike, fp32 accumulators, fragments read from shared memory
+// with ldmatrix. The warps form SLICES slices of ROW_TILES warps, a warp per row tile: a slice
+// takes 16 tokens of every tile of BLOCK_N (one k16 step of P V) and streams them into its own
+// STAGES-deep ring of shared-memory buffers with cp.async (16 bytes a copy, L2 only; the slice's
+// warps share the copies), so HBM keeps streaming while the tensor cores work on the oldest tile,
+// and each K/V tile crosses HBM once for all the CTA's rows; rows past the range are zero-filled
+// by the copy itself. A slice waits for its own copies only (cp.async.wait_group, then __syncwarp
+// or the slice's named barrier): no CTA-wide barrier between the first tile and the merge, so one
+// slow slice does not hold up the others' loads.
 //
 // Each warp keeps its own online-softmax state: the C fragment of S, exponentiated, is already
 // the A fragment of P V (no shared-memory round trip). The warps' states are merged at the end
@@ -26,7 +29,9 @@
 // shared memory the launcher gives; checked against the layout below at compile time).
 #pragma once
 
-#define BLOCK_N (16 * NUM_WARPS)  // tokens per tile: 16 per warp
+#define ROW_TILES (BLOCK_H / 16)  // the CTA's row tiles: a warp each in every slice
+#define SLICES (NUM_WARPS / ROW_TILES)  // warps that share one 16-token slice of each tile
+#define BLOCK_N (16 * SLICES)  // tokens per tile: 16 per slice
 #define STEP BLOCK_N  // tokens a CTA consumes per loop step (the planner's granule)
 #define Q_VECS_PER_ROW (HEAD_DIM / 8)  // 16-byte vectors per row of Q
 #define KV_VECS_PER_ROW (HEAD_DIM * (int)sizeof(kv_t) / 16)  // ... of K and V
@@ -36,8 +41,8 @@
 // then hit 8 different 16-byte bank groups
 #define Q_ROW_BYTES ((Q_VECS_PER_ROW + 7) / 8 * 128)
 #define KV_ROW_BYTES ((KV_VECS_PER_ROW + 7) / 8 * 128)
-#define TILE_BYTES (BLOCK_N * KV_ROW_BYTES)  // one slot of every warp's ring
-#define TILE_VECS (16 * KV_VECS_PER_ROW)  // 16-byte copies of a warp's tile, K or V
+#define TILE_BYTES (BLOCK_N * KV_ROW_BYTES)  // one slot of every slice's ring
+#define TILE_VECS (16 * KV_VECS_PER_ROW)  // 16-byte copies of a slice's tile, K or V
 #if KV_FP8
 // Bytes of a V row a lane reads at a time (its V_GRANULE consecutive dims are one column of
 // V_GRANULE n8 fragments)
@@ -45,27 +50,29 @@
 #else
 #define V_GRANULE 1  // ldmatrix: column n of fragment j is dim 8j + n
 #endif
-// Q's A fragments stay in registers up to head_dim 128; at 256 their 64 registers would spill
-// the accumulator, so they are re-read from shared memory for every tile
+// Q's A fragments (of the warp's row tile) stay in registers up to head_dim 128; at 256 their
+// 64 registers would spill the accumulator, so they are re-read from shared memory every tile
 #define Q_IN_REGISTERS (HEAD_DIM <= 128)
 
 #if DTYPE_ID == 2 || HEAD_DIM % 16
 #error "the tensor-core loop takes fp16/bf16 with HEAD_DIM a multiple of 16"
 #endif
-static_assert(BLOCK_H == 16, "the query-head block is the mma's 16 rows");
+static_assert(BLOCK_H == 16 || BLOCK_H == 32 || BLOCK_H == 64, "the query rows are 1, 2 or 4 of the mma's 16-row tiles");
+static_assert(NUM_WARPS % ROW_TILES == 0, "a warp per row tile in every slice");
 static_assert(STAGES >= 2, "the ring needs a buffer to fill while one is read");
 
-// Dynamic shared memory: K and V rings [NUM_WARPS][STAGES][16][KV_ROW_BYTES], the Q tile
-// [16][Q_ROW_BYTES] and the row-offset tables [NUM_WARPS][STAGES][16]; after the loop the same
+// Dynamic shared memory: K and V rings [SLICES][STAGES][16][KV_ROW_BYTES], the Q tile
+// [BLOCK_H][Q_ROW_BYTES] and the row-offset tables [SLICES][STAGES][16]; after the loop the same
 // memory holds the warps' states (_build.ring_smem_bytes sizes it for both).
 #define RING_BYTES (2 * STAGES * TILE_BYTES)
-#define LAYOUT_BYTES (RING_BYTES + 16 * Q_ROW_BYTES + STAGES * BLOCK_N * 8)
-#define STATE_BYTES (NUM_WARPS * BLOCK_H * (HEAD_DIM + 2) * 4)
+#define LAYOUT_BYTES (RING_BYTES + BLOCK_H * Q_ROW_BYTES + STAGES * BLOCK_N * 8)
+#define STATE_BYTES (STATE_WARPS * BLOCK_H * (HEAD_DIM + 2) * 4)
 static_assert(LAYOUT_BYTES <= SMEM_BYTES, "the launcher's shared memory must hold the layout");
 static_assert(STATE_BYTES <= SMEM_BYTES, "the launcher's shared memory must hold the warps' states");
-// ... as [NUM_WARPS][16] m, then l, then [NUM_WARPS][16][HEAD_DIM] acc (floats from the start)
-#define STATE_L (NUM_WARPS * BLOCK_H)
-#define STATE_ACC (2 * NUM_WARPS * BLOCK_H)
+// ... as [SLICES][BLOCK_H] m, then l, then [SLICES][BLOCK_H][HEAD_DIM] acc (floats from the
+// start): a slice's warps hold its state of every row (STATE_WARPS is SLICES)
+#define STATE_L (STATE_WARPS * BLOCK_H)
+#define STATE_ACC (2 * STATE_WARPS * BLOCK_H)
 extern __shared__ __align__(16) unsigned char smem[];
 
 // Byte offset of 16-byte vector c of row r in a tile of row_bytes rows (the swizzle above)
@@ -88,6 +95,16 @@ __device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool 
                  "r"(valid ? 16 : 0));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// The slice's warps wait for each other (their copies, waited for by each thread, are then seen
+// by all of them): one warp, __syncwarp; more, named barrier 1 + slice (0 is __syncthreads')
+__device__ __forceinline__ void slice_sync(int slice) {
+#if ROW_TILES == 1
+    __syncwarp();
+#else
+    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + slice), "n"(32 * ROW_TILES) : "memory");
+#endif
+}
 template <int N>  // wait until at most N of this thread's copy groups are in flight
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
@@ -163,7 +180,7 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi) {
     return r;
 }
 
-// Attention of the CTA's query rows (rows.n <= 16) over tokens [start, end), each row over the part
+// Attention of the CTA's query rows (rows.n <= BLOCK_H) over tokens [start, end), each row over the part
 // of them it sees (Rows; the range is cut to what any row sees), scores soft-capped (soft_cap):
 // each warp's state left in shared memory for store_result(). Same contract as the CUDA-core
 // attend().
@@ -182,33 +199,36 @@ __device__ __forceinline__ void attend(
     end = min(end, rows.end(rows.n - 1));
     const int pid_b = rows.b;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    // this warp's rings [STAGES][16][KV_ROW_BYTES] and row offsets [STAGES][16]; the CTA's Q tile
-    unsigned char* k_ring = smem + warp * STAGES * 16 * KV_ROW_BYTES;
+    // the warp's slice and row tile; its thread index among the slice's ROW_TILES warps
+    const int slice = warp / ROW_TILES, tile = warp % ROW_TILES, slice_tid = tile * 32 + lane;
+    // this slice's rings [STAGES][16][KV_ROW_BYTES] and row offsets [STAGES][16]; the CTA's Q tile
+    unsigned char* k_ring = smem + slice * STAGES * 16 * KV_ROW_BYTES;
     unsigned char* v_ring = k_ring + STAGES * TILE_BYTES;
     unsigned char* q_tile = smem + 2 * STAGES * TILE_BYTES;
-    long long* row_off = reinterpret_cast<long long*>(q_tile + 16 * Q_ROW_BYTES) + warp * STAGES * 16;
+    long long* row_off = reinterpret_cast<long long*>(q_tile + BLOCK_H * Q_ROW_BYTES) + slice * STAGES * 16;
     const unsigned k_base = smem_address(k_ring), v_base = smem_address(v_ring);
     const unsigned q_base = smem_address(q_tile);
     const kv_t* k_head = k_ptr + pid_kvh * stride_kh;
     const kv_t* v_head = v_ptr + pid_kvh * stride_kh;
-    // the warp's tile i: tokens [first + i * BLOCK_N, + 16) (the CTA's tile i, the warp's rows)
-    const int first = start + warp * 16;
+    // the slice's tile i: tokens [first + i * BLOCK_N, + 16) (the CTA's tile i, the slice's rows)
+    const int first = start + slice * 16;
     const int num_tiles = first < end ? (end - first + BLOCK_N - 1) / BLOCK_N : 0;
 
-    // element offset of row r of the warp's tile i (head 0), -1 past the range (no table read)
+    // element offset of row r of the slice's tile i (head 0), -1 past the range (no table read)
     auto row_of = [&](int i, int r) -> long long {
         const int t = first + i * BLOCK_N + r;
         return t < end ? kv_row_offset(pid_b, t, block_table_ptr, stride_btb, page_size, stride_kp,
                                        stride_kt)
                        : -1;
     };
-    // cp.async of the warp's tile i, K and V, into ring slot i % STAGES (offsets from row_off)
+    // cp.async of the slice's tile i, K and V, into ring slot i % STAGES (offsets from row_off),
+    // shared by its warps
     auto load_tile = [&](int i) {
         const int slot = i % STAGES;
 #pragma unroll 1
-        for (int j = 0; j < (TILE_VECS + 31) / 32; ++j) {  // 16 rows x KV_VECS_PER_ROW over 32 lanes
-            const int idx = lane + j * 32;
-            if (TILE_VECS % 32 == 0 || idx < TILE_VECS) {
+        for (int j = 0; j < (TILE_VECS + 32 * ROW_TILES - 1) / (32 * ROW_TILES); ++j) {  // 16 rows x KV_VECS_PER_ROW
+            const int idx = slice_tid + j * 32 * ROW_TILES;
+            if (TILE_VECS % (32 * ROW_TILES) == 0 || idx < TILE_VECS) {
                 const int r = idx / KV_VECS_PER_ROW, c = idx % KV_VECS_PER_ROW;
                 const long long off = row_off[slot * 16 + r];
                 const long long src = (off < 0 ? 0 : off) + c * (16 / (int)sizeof(kv_t));
@@ -219,16 +239,16 @@ __device__ __forceinline__ void attend(
         }
     };
 
-    // Prologue: Q (zero rows past the row block) as the CTA's first copy group, then each warp's
+    // Prologue: Q (zero rows past the row block) as the CTA's first copy group, then each slice's
     // first STAGES - 1 tiles, a group each (empty groups past the range keep the count uniform).
-    for (int idx = tid; idx < 16 * Q_VECS_PER_ROW; idx += NUM_THREADS) {
+    for (int idx = tid; idx < BLOCK_H * Q_VECS_PER_ROW; idx += NUM_THREADS) {
         const int h = idx / Q_VECS_PER_ROW, c = idx % Q_VECS_PER_ROW;
         const scalar_t* src = q_ptr + rows.q_offset(min(h, rows.n - 1), stride_qb, stride_qh) + c * 8;
         cp_async_16(q_base + swizzled(h, c, Q_ROW_BYTES), src, h < rows.n);
     }
     cp_async_commit();
-    for (int idx = lane; idx < STAGES * 16; idx += 32) row_off[idx] = row_of(idx / 16, idx % 16);
-    __syncwarp();
+    for (int idx = slice_tid; idx < STAGES * 16; idx += 32 * ROW_TILES) row_off[idx] = row_of(idx / 16, idx % 16);
+    slice_sync(slice);
 #pragma unroll
     for (int i = 0; i < STAGES - 1; ++i) {
         if (i < num_tiles) load_tile(i);
@@ -236,11 +256,12 @@ __device__ __forceinline__ void attend(
     }
 
 #if MULTI_TOKEN
-    // the spans of this lane's rows lane/4 and lane/4 + 8 (a padding row: the last row's)
+    // the spans of this lane's rows lane/4 and lane/4 + 8 of the warp's row tile (a padding row:
+    // the last row's)
     int row_first[2], row_end[2];
 #pragma unroll
     for (int x = 0; x < 2; ++x) {
-        const int r = min(lane / 4 + 8 * x, rows.n - 1);
+        const int r = min(16 * tile + lane / 4 + 8 * x, rows.n - 1);
         row_first[x] = rows.first(r);
         row_end[x] = rows.end(r);
     }
@@ -252,17 +273,18 @@ __device__ __forceinline__ void attend(
     for (int n = 0; n < HEAD_DIM / 8; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
-    // A fragments of Q for k step kk
+    // A fragments of Q for k step kk, the warp's row tile (rows q0 ..)
+    const int q0 = 16 * tile;
     auto q_fragment = [&](unsigned (&a)[4], int kk) {
 #if KV_FP8
         // in the fp8 K fragments' k order: lane (g, tig) holds dims 16kk + 4tig .. + 3 of heads g
         // (a[0], a[2]) and g + 8 (a[1], a[3]), 8 bytes of each row
         const int c = 2 * kk + (lane % 4) / 2;
-        ld_shared_v2(a[0], a[2], q_base + swizzled(lane / 4, c, Q_ROW_BYTES) + 8 * (lane % 2));
-        ld_shared_v2(a[1], a[3], q_base + swizzled(lane / 4 + 8, c, Q_ROW_BYTES) + 8 * (lane % 2));
+        ld_shared_v2(a[0], a[2], q_base + swizzled(q0 + lane / 4, c, Q_ROW_BYTES) + 8 * (lane % 2));
+        ld_shared_v2(a[1], a[3], q_base + swizzled(q0 + lane / 4 + 8, c, Q_ROW_BYTES) + 8 * (lane % 2));
 #else
         // matrices: heads 0-7 / 8-15 x head dims 0-7 / 8-15 of the k step
-        ldmatrix_x4(a, q_base + swizzled(lane % 16, kk * 2 + lane / 16, Q_ROW_BYTES));
+        ldmatrix_x4(a, q_base + swizzled(q0 + lane % 16, kk * 2 + lane / 16, Q_ROW_BYTES));
 #endif
     };
     cp_async_wait<STAGES - 1>();  // Q copied, by this thread ...
@@ -273,16 +295,17 @@ __device__ __forceinline__ void attend(
     for (int kk = 0; kk < HEAD_DIM / 16; ++kk) q_fragment(q_frag[kk], kk);
 #endif
 
-    // The warps run their pipelines independently: a warp waits for its own copies only.
+    // The slices run their pipelines independently: a slice waits for its own copies only.
     for (int i = 0; i < num_tiles; ++i) {
-        // the row offsets of tile i + STAGES: table reads issued now, stored after the compute
-        const long long next_off = lane < 16 ? row_of(i + STAGES, lane) : -1;
-        cp_async_wait<STAGES - 2>();  // tile i copied, by this lane ...
-        __syncwarp();  // ... and by the warp; slot (i - 1) % STAGES is free again
+        // the row offsets of tile i + STAGES (the slice's first warp): table reads issued now,
+        // stored after the compute
+        const long long next_off = tile == 0 && lane < 16 ? row_of(i + STAGES, lane) : -1;
+        cp_async_wait<STAGES - 2>();  // tile i copied, by this thread ...
+        slice_sync(slice);  // ... and by the slice; slot (i - 1) % STAGES is free again
         if (i + STAGES - 1 < num_tiles) load_tile(i + STAGES - 1);
         cp_async_commit();
         const int slot = i % STAGES;
-        const int row0 = slot * 16;  // the slot's first row in the warp's ring
+        const int row0 = slot * 16;  // the slot's first row in the slice's ring
 
         // S = Q K^T for the warp's 16 tokens: two n8 fragments, tokens 0-7 and 8-15; K rows are
         // the B operand's columns as stored
@@ -388,11 +411,11 @@ __device__ __forceinline__ void attend(
             mma_16816(acc[2 * dd + 1], p_frag, b[2], b[3]);
         }
 #endif
-        if (lane < 16) row_off[slot * 16 + lane] = next_off;  // tile i + STAGES's slot
+        if (tile == 0 && lane < 16) row_off[slot * 16 + lane] = next_off;  // tile i + STAGES's slot
     }
 
     // The warps' states to shared memory (the rings are free once every copy has landed and every
-    // warp is done), [NUM_WARPS][16] m and l, [NUM_WARPS][16][HEAD_DIM] acc, for merge_warps
+    // warp is done), [SLICES][BLOCK_H] m and l, [SLICES][BLOCK_H][HEAD_DIM] acc, for merge_warps
     cp_async_wait<0>();
     __syncthreads();
     const float v_scale = kv_scale(v_scale_ptr, pid_kvh, scale_stride);
@@ -403,7 +426,7 @@ __device__ __forceinline__ void attend(
     for (int x = 0; x < 2; ++x) {
         l_i[x] += __shfl_xor_sync(0xffffffffu, l_i[x], 1);
         l_i[x] += __shfl_xor_sync(0xffffffffu, l_i[x], 2);
-        const int h = warp * BLOCK_H + lane / 4 + 8 * x;
+        const int h = slice * BLOCK_H + q0 + lane / 4 + 8 * x;
         if (lane % 4 == 0) {
             sm_m[h] = m_i[x];
             sm_l[h] = l_i[x];
