@@ -241,20 +241,27 @@ def cmd_run(args, argv) -> int:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out_dir = args.out or Path("runs") / stamp
     _check_folder(out_dir, "--out")
+    caches = CONFIGURED_CACHES
     if args.gpus is not None or args.ray_address:  # refused here, before any work, if it cannot be
-        for flag, given in (("--fresh-caches", args.fresh_caches), ("--no-isolate", args.no_isolate)):
-            if given:  # each node has its own caches; a shard's backends run in worker processes
-                raise ProblemError(f"{flag}: not with --gpus or --ray-address (a local run only)")
+        if args.no_isolate:  # a shard's backends run in worker processes
+            raise ProblemError("--no-isolate: not with --gpus or --ray-address (a local run only)")
+        if args.fresh_caches and args.ray_address:  # other nodes have their own caches
+            raise ProblemError("--fresh-caches: not with --ray-address (the cache folders are "
+                               "this machine's; --gpus on one machine takes it)")
+        if args.fresh_caches:  # before Ray starts: its workers inherit the environment
+            caches = _fresh_caches()
         executor = executors.ray_executor(args.gpus, args.ray_address)
     else:
         executor = executors.LocalExecutor(isolate=not args.no_isolate)
     try:
-        return _run(args, argv, problems, origin, impls, out_dir, executor)
+        if args.fresh_caches and isinstance(executor, executors.LocalExecutor):
+            caches = _fresh_caches()
+        return _run(args, argv, problems, origin, impls, out_dir, executor, caches)
     finally:
         executor.close()
 
 
-def _run(args, argv, problems, origin, impls, out_dir, executor) -> int:
+def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) -> int:
     if args.save_cases:
         _check_folder(args.save_cases, "--save-cases")
     leftovers = _run_files(out_dir)
@@ -267,8 +274,7 @@ def _run(args, argv, problems, origin, impls, out_dir, executor) -> int:
     rows_path = (out_dir / "rows.jsonl").resolve()  # workers may start elsewhere (their env)
 
     prov = provenance.collect(argv)
-    prov["compile_caches"] = _fresh_caches() if args.fresh_caches else \
-        "as configured (may hold kernels compiled by earlier runs: first calls can be cache loads)"
+    prov["compile_caches"] = caches
     prov.update(executor.describe(), **executor.device_fields(problems, not args.no_timing))
     if not torch.cuda.is_available() and isinstance(executor, executors.LocalExecutor):
         print(_cpu_notice(impls))
@@ -410,6 +416,7 @@ def _missing_notice(impls) -> str | None:
 
 
 DRIVER_CACHE = "CUDA_CACHE_PATH"  # the CUDA driver's PTX-to-SASS cache (kernels loaded as PTX)
+CONFIGURED_CACHES = "as configured (may hold kernels compiled by earlier runs: first calls can be cache loads)"
 
 
 def _fresh_caches() -> str:

@@ -172,9 +172,12 @@ def _reachable(address: str, timeout_s: float = 5.0) -> None:
 
 def _runtime_env() -> dict:
     """What Ray's workers need to import the harness: this checkout on their path (nodes run it
-    from the same path) and the variables that choose backends and their environments."""
+    from the same path), the variables that choose backends and their environments, and where
+    the JIT disk caches are (a run with --fresh-caches points them at empty folders)."""
+    caches = {"CUDA_CACHE_PATH"} | {v for b in registry.backends() for v in b.jit_cache_env}
     keep = {k: v for k, v in os.environ.items()
-            if k.startswith("DECODE_BENCH_") or k in ("TRITON_INTERPRET", "NUMBA_ENABLE_CUDASIM")}
+            if k.startswith("DECODE_BENCH_") or k in caches or
+            k in ("TRITON_INTERPRET", "NUMBA_ENABLE_CUDASIM")}
     path = os.pathsep.join(filter(None, [str(registry.ROOT), os.environ.get("PYTHONPATH")]))
     return {"env_vars": {**keep, "PYTHONPATH": path}}
 

@@ -85,6 +85,21 @@ def test_gpus_beyond_the_machine_are_refused_before_any_work(tmp_path):
     assert res.returncode != 0 and f"--ray-address 127.0.0.1:{port}: nothing answers there" in res.stderr
 
 
+def test_fresh_caches_reach_the_workers_of_one_machine_only(tmp_path, monkeypatch):
+    """--fresh-caches with --gpus: the empty cache folders are set before Ray starts and go to
+    its workers with the run's other variables; with --ray-address (other machines' caches) it
+    is refused before any work."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("CUDA_CACHE_PATH", str(tmp_path / "driver"))
+    env = executors._runtime_env()["env_vars"]
+    assert env["TRITON_CACHE_DIR"] == str(tmp_path / "triton")
+    assert env["CUDA_CACHE_PATH"] == str(tmp_path / "driver")
+    res = harness("run", "--ray-address", "127.0.0.1:1", "--fresh-caches",
+                  *problem_args(PROBLEMS[:1]), "--no-timing", "--out", str(tmp_path / "run"))
+    assert res.returncode != 0 and "--fresh-caches: not with --ray-address" in res.stderr
+    assert not (tmp_path / "run").exists()
+
+
 def test_without_ray_the_flags_say_how_to_install_it(tmp_path):
     (tmp_path / "ray.py").write_text("raise ImportError('No module named ray')\n")
     env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
