@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 
 from impls import common
+from impls import plan as planner
 from impls.common import check_thread_mapping, on_torch_stream, threads_per_row, with_overrides
 from impls.registry import Unsupported
 from specs.problem import ProblemError
@@ -40,14 +41,16 @@ MMA_ROWS = 16  # query rows of a warp: the M rows of mma.m16n8k16 (fewer are zer
 # each K/V tile once (up to 64 rows: a draft of 8 tokens x GQA 8)
 MMA_BLOCK_H = (16, 32, 64)
 MMA_DTYPES = ("float16", "bfloat16")  # fp32 stays on CUDA cores (tf32 would miss the tolerance)
-# Each warp's ring: STAGES buffers of 16 tokens, NUM_WARPS warps a CTA, by the grid's CTAs per SM
-# (ring_shape); 8 x 3 where no rule applies, 4 warps where 8 do not fit (head_dim 256)
+# Each token slice's ring: STAGES buffers of 16 tokens, NUM_WARPS warps a CTA (a slice per warp
+# with one row tile), by the grid's CTAs per SM (ring_shape); 8 x 3 where no rule applies, 4 warps
+# where 8 do not fit (head_dim 256)
 STAGES = 3
 MMA_WARPS = (8, 4, 2)
 NUM_SMS = 132  # H100 / H200 SXM: what the pure pick_launch_config assumes (launchers pass the GPU's)
 SMEM_PER_SM = 228 * 1024  # sm_90's shared memory per SM (what bounds the tensor-core CTAs)
 SMEM_PER_CTA = 227 * 1024  # the most dynamic shared memory one CTA may have on sm_90
 SMEM_RESERVED = 1024  # per CTA, taken by the system on sm_90
+MMA_REGISTERS = 160  # per thread, ptxas's count for the loop at head_dim 128 (156-158 on sm_90)
 
 
 CUDA_CORE_KEYS = ("TPR", "UNROLL", "PREFETCH")  # config keys of one loop only
@@ -76,25 +79,32 @@ def ring_shape(problem, num_sms: int = NUM_SMS,
     up to what fits of 2-warp x 2-stage CTAs, those, so the whole grid is resident from the start
     (no second wave), if the lengths are near uniform (a 2-warp CTA streams a long sequence, the
     tail of a ragged batch, at a fraction of an SM's bandwidth); else 8 x 3. A CTA of several row
-    tiles (``block_h`` rows, ``mma_block_h`` by default) has a warp per row tile for each of those
-    warps' token slices, up to 8 warps: the 2-warp shape becomes 2 x the row tiles' warps."""
+    tiles (``block_h`` rows, ``mma_block_h`` by default) has a warp per row tile in each token
+    slice, up to 8 warps: the 2-warp shape becomes 2 slices of the row tiles' warps (what fits of
+    those counts registers too), and 8 warps keep the tokens in flight of 8 slices with more
+    stages of the fewer slices' shorter tiles (up to 8)."""
     block_h = block_h or mma_block_h(problem)
     tiles = block_h // MMA_ROWS
     ctas = problem.batch * problem.num_kv_heads * common.num_head_blocks(problem, block_h)
-    small = SMEM_PER_SM // (ring_smem_bytes(problem.head_dim, 2 * tiles, 2, problem.kv_itemsize,
-                                            block_h) + SMEM_RESERVED)
+    small = planner.residency(MMA_REGISTERS, ring_smem_bytes(problem.head_dim, 2 * tiles, 2,
+                                                             problem.kv_itemsize, block_h),
+                              2 * tiles)
     near_uniform = max(problem.seq_lens) * problem.batch <= 1.25 * sum(problem.seq_lens)
+
+    def deep(stages: int) -> int:  # (stages - 1) tiles of 8 slices in flight: as many tokens
+        return min(8, 1 + (stages - 1) * tiles)
+
     if ctas <= 2 * num_sms:
-        return 8, 2 if problem.layout == "paged" else 3
+        return 8, deep(2 if problem.layout == "paged" else 3)
     if ctas <= small * num_sms and near_uniform:
         return min(8, 2 * tiles), 2
-    return 8, 3
+    return 8, deep(3)
 
 
 def pick_launch_config(problem, config: dict | None = None,
                        num_sms: int = NUM_SMS) -> dict[str, int]:
     """-D values for ``problem`` on a GPU of ``num_sms`` SMs (pure); ``config`` overrides the
-    tunable ones (``TENSOR_CORES``, ``STAGES``, ``NUM_WARPS``; the CUDA-core loop's ``TPR``,
+    tunable ones (``TENSOR_CORES``, ``STAGES``, ``NUM_WARPS``, ``BLOCK_H``; the CUDA-core loop's ``TPR``,
     ``UNROLL``, ``PREFETCH``), a ``ProblemError`` when they cannot work, ``Unsupported`` for a
     problem no loop takes."""
     if "MERGE" in (config or {}):  # the launchers take it out first (split_merge)
@@ -175,14 +185,14 @@ def tensor_core_config(problem, tuned: dict) -> dict[str, int]:
         raise ProblemError(f"config: BLOCK_H={block_h}: the KV head's {problem.q_len} x "
                            f"{problem.group_size} query rows fit in {mma_block_h(problem)}; more "
                            "rows a CTA would only be padding")
-    # a ring needs a buffer to fill while one is read; 16 tokens a warp, up to 256 threads a CTA
+    # a ring needs a buffer to fill while one is read; 16 tokens a slice, up to 256 threads a CTA
     if not isinstance(stages, int) or not 2 <= stages <= 8 or num_warps not in (1, 2, 4, 8):
         raise ProblemError(f"config: STAGES={stages}, NUM_WARPS={num_warps}: STAGES must be in "
                            "[2, 8], NUM_WARPS 1, 2, 4 or 8")
     if num_warps % (block_h // MMA_ROWS):
         raise ProblemError(f"config: NUM_WARPS={num_warps}, BLOCK_H={block_h}: a warp per row "
                            f"tile of {MMA_ROWS} for each token slice, so NUM_WARPS must be a "
-                           f"multiple of {block_h // MMA_ROWS}")
+                           f"multiple of {block_h // MMA_ROWS} (or set BLOCK_H={MMA_ROWS})")
     smem = ring_smem_bytes(problem.head_dim, num_warps, stages, problem.kv_itemsize, block_h)
     if smem > SMEM_PER_CTA:
         raise ProblemError(f"config: STAGES={stages} x NUM_WARPS={num_warps} at head_dim "
@@ -237,7 +247,7 @@ def cuda_core_config(problem, tuned: dict) -> dict[str, int]:
 
 
 def step_tokens(defines: dict[str, int]) -> int:
-    """Tokens one CTA consumes per loop step: STEP in the kernels (a tile of 16 per warp on
+    """Tokens one CTA consumes per loop step: STEP in the kernels (a tile of 16 per token slice on
     tensor cores, row groups x UNROLL on CUDA cores)."""
     if defines["TENSOR_CORES"]:  # a warp per row tile shares each slice of 16 tokens
         return 16 * defines["NUM_WARPS"] // (defines["BLOCK_H"] // MMA_ROWS)

@@ -59,6 +59,7 @@
 #endif
 static_assert(BLOCK_H == 16 || BLOCK_H == 32 || BLOCK_H == 64, "the query rows are 1, 2 or 4 of the mma's 16-row tiles");
 static_assert(NUM_WARPS % ROW_TILES == 0, "a warp per row tile in every slice");
+static_assert(STATE_WARPS == SLICES, "merge_warps merges a state per slice");
 static_assert(STAGES >= 2, "the ring needs a buffer to fill while one is read");
 
 // Dynamic shared memory: K and V rings [SLICES][STAGES][16][KV_ROW_BYTES], the Q tile
