@@ -82,8 +82,20 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
         for backend in sorted(set(names.values()), key=lambda b: (order.get(b, 0), b)):
             mine = [(c, p, name) for c, p, name, s in cells if s == slot and names[name] == backend]
             if mine:
-                tasks.append(Task(slot, backend, dataclasses.replace(spec, cells=mine)))
+                tasks.append(Task(slot, backend, dataclasses.replace(
+                    spec, cells=_staggered(mine, slot, slots))))
     return tasks
+
+
+def _staggered(cells: list[tuple[int, int, str]], slot: int, slots: int) -> list[tuple[int, int, str]]:
+    """A slot's cells from its own point of its problem order on (slot s of n starts s/n of the
+    way in and wraps), a problem's cells together and in their order: GPUs of one machine then
+    meet a backend's kernel specialisations at different times, so one GPU's compile is the
+    next one's load from the shared disk cache, not the same compile twice at once."""
+    problems = list(dict.fromkeys(p for _, p, _ in cells))
+    start = slot * len(problems) // slots
+    rank = {p: (i - start) % len(problems) for i, p in enumerate(problems)}
+    return sorted(cells, key=lambda c: rank[c[1]])
 
 
 class LocalExecutor:

@@ -63,6 +63,12 @@ def test_the_plan_shards_by_problem_and_repeats_the_largest_and_smallest_everywh
                {(name, s) for _, name in impls[:3] for s in range(3)}
     for t in tasks:  # one backend a task, each task's cells on its slot
         assert {name.split("/")[0] for _, _, name in t.spec.cells} == {t.backend}
+    for t in tasks:  # a slot's problems stay together, slot s of 3 from s/3 of its order on
+        order = list(dict.fromkeys(p for _, p, _ in t.spec.cells))
+        assert [p for _, p, _ in t.spec.cells] == [p for p in order
+                                                  for _ in range(sum(q == p for _, q, _ in t.spec.cells))]
+        own = list(dict.fromkeys(p for _, p, _ in sorted(t.spec.cells)))  # by cell id
+        assert order == own[t.slot * len(own) // 3:] + own[:t.slot * len(own) // 3]
     one = executors.plan(spec, problems, impls, {"triton": 0, "numba": 1}, slots=1)
     assert [t.backend for t in one] == ["triton", "numba"] and \
         sum(len(t.spec.cells) for t in one) == len(impls)
