@@ -36,9 +36,10 @@ CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, head_dim_mu
                     max_q_len=MAX_Q_LEN, windows=True, softcaps=True)
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.cupy.one_pass", CAPS, options=("config",),
-         summary="CTA per (kv head, block of its query rows, sequence): mma.sync on up to 64 rows "
-                 "(a warp per 16-row tile) fed by cp.async rings (fp16/bf16), else 16 B loads and FMAs; paged: per-row page lookup; "
-                 "a draft's tokens x the GQA group are the rows, each masked to its own span"),
+         summary="CTA per (kv head, block of its query rows, sequence): mma.sync on up to 64 "
+                 "rows (a warp per 16-row tile) fed by cp.async rings (fp16/bf16), else 16 B loads "
+                 "and FMAs; paged: per-row page lookup; a draft's tokens x the GQA group are the "
+                 "rows, each masked to its own span"),
     Impl(BACKEND, "split-k", "impls.cupy.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding over a balanced plan (impls.plan), the one-pass loop per work "
                  "item; split sequences write (out, lse) partials that a combine kernel merges "

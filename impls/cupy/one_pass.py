@@ -5,10 +5,11 @@ the output).
 
 Algorithm: one CTA per (KV head, block of its query rows, sequence) streams the sequence's K/V
 rows once and writes the final out and lse; a KV head's rows are the draft's q_len tokens x its
-GQA group, each masked to its own token's span. Tensor cores: the rows (up to 64, in row tiles of
-16, zero-padded) are the rows of mma.sync for Q K^T and P V, a warp per row tile; each token slice's
-warps stream its 16 tokens of every tile through one cp.async ring. CUDA cores: blocks of up to 8 heads, 16-byte vector loads, UNROLL tokens in
-flight per row group, scores reduced with warp shuffles. Paged: each row is found through the block
+GQA group, each masked to its own token's span. Tensor cores: the rows (up to 64, in row tiles
+of 16, zero-padded) are the rows of mma.sync for Q K^T and P V, a warp per row tile; each token
+slice's warps stream its 16 tokens of every tile through one cp.async ring. CUDA cores: blocks of
+up to 8 heads, 16-byte vector loads, UNROLL tokens in flight per row group, scores reduced with
+warp shuffles. Paged: each row is found through the block
 table (page ``block_table[b, t // page_size]``, row ``t % page_size``), so any page size works.
 Expected bottleneck: HBM bandwidth when batch x num_kv_heads fills the SMs; one CTA per (sequence,
 KV head) leaves the GPU idle at batch 1 (use split-k there).
