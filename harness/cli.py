@@ -241,21 +241,18 @@ def cmd_run(args, argv) -> int:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out_dir = args.out or Path("runs") / stamp
     _check_folder(out_dir, "--out")
-    caches = CONFIGURED_CACHES
-    if args.gpus is not None or args.ray_address:  # refused here, before any work, if it cannot be
-        if args.no_isolate:  # a shard's backends run in worker processes
-            raise ProblemError("--no-isolate: not with --gpus or --ray-address (a local run only)")
-        if args.fresh_caches and args.ray_address:  # other nodes have their own caches
-            raise ProblemError("--fresh-caches: not with --ray-address (the cache folders are "
-                               "this machine's; --gpus on one machine takes it)")
-        if args.fresh_caches:  # before Ray starts: its workers inherit the environment
-            caches = _fresh_caches()
-        executor = executors.ray_executor(args.gpus, args.ray_address)
-    else:
-        executor = executors.LocalExecutor(isolate=not args.no_isolate)
+    on_ray = args.gpus is not None or args.ray_address
+    # refused here, before any work, if it cannot be
+    if on_ray and args.no_isolate:  # a shard's backends run in worker processes
+        raise ProblemError("--no-isolate: not with --gpus or --ray-address (a local run only)")
+    if args.fresh_caches and args.ray_address:  # other nodes have their own caches
+        raise ProblemError("--fresh-caches: not with --ray-address (the cache folders are "
+                           "this machine's; --gpus on one machine takes it)")
+    # before any worker or Ray starts: they inherit the environment
+    caches = _fresh_caches() if args.fresh_caches else CONFIGURED_CACHES
+    executor = executors.ray_executor(args.gpus, args.ray_address) if on_ray else \
+        executors.LocalExecutor(isolate=not args.no_isolate)
     try:
-        if args.fresh_caches and isinstance(executor, executors.LocalExecutor):
-            caches = _fresh_caches()
         return _run(args, argv, problems, origin, impls, out_dir, executor, caches)
     finally:
         executor.close()
@@ -415,7 +412,6 @@ def _missing_notice(impls) -> str | None:
             + "; ".join(f"{b} ({why})" for b, why in missing.items()))
 
 
-DRIVER_CACHE = "CUDA_CACHE_PATH"  # the CUDA driver's PTX-to-SASS cache (kernels loaded as PTX)
 CONFIGURED_CACHES = "as configured (may hold kernels compiled by earlier runs: first calls can be cache loads)"
 
 
@@ -424,8 +420,7 @@ def _fresh_caches() -> str:
     temporary folder (the workers inherit the environment)."""
     root = Path(tempfile.mkdtemp(prefix="decode-bench-jit-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
-    variables = [DRIVER_CACHE] + [v for b in registry.backends() for v in b.jit_cache_env]
-    for var in dict.fromkeys(variables):
+    for var in registry.jit_cache_variables():
         (root / var.lower()).mkdir(parents=True)
         os.environ[var] = str((root / var.lower()).resolve())
     none = [b.name for b in registry.backends() if b.compiles and not b.jit_cache_env]

@@ -186,7 +186,7 @@ def _runtime_env() -> dict:
     """What Ray's workers need to import the harness: this checkout on their path (nodes run it
     from the same path), the variables that choose backends and their environments, and where
     the JIT disk caches are (a run with --fresh-caches points them at empty folders)."""
-    caches = {"CUDA_CACHE_PATH"} | {v for b in registry.backends() for v in b.jit_cache_env}
+    caches = set(registry.jit_cache_variables())
     keep = {k: v for k, v in os.environ.items()
             if k.startswith("DECODE_BENCH_") or k in caches or
             k in ("TRITON_INTERPRET", "NUMBA_ENABLE_CUDASIM")}

@@ -525,6 +525,15 @@ def backends() -> list[Backend]:
     return list(dict.fromkeys(i.backend for i in all_impls()))
 
 
+DRIVER_CACHE = "CUDA_CACHE_PATH"  # the CUDA driver's PTX-to-SASS cache (kernels loaded as PTX)
+
+
+def jit_cache_variables() -> list[str]:
+    """The variables naming the JIT disk caches a run may meet: the driver's, and every
+    backend's declared ``jit_cache_env``, once each."""
+    return list(dict.fromkeys([DRIVER_CACHE] + [v for b in backends() for v in b.jit_cache_env]))
+
+
 def select(backends=None, variants=None) -> list[Impl]:
     """Registered implementations of the named backends that can serve one of the named
     variants; unknown names are errors."""

@@ -82,10 +82,10 @@ def test_the_harness_reads_backend_facts_from_declarations(monkeypatch):
     assert "triton" in provenance.packages()  # declared by the triton backend, installed here
     declared = {v for b in registry.backends() for v in b.jit_cache_env}
     assert {"TRITON_CACHE_DIR", "CUPY_CACHE_DIR"} <= declared
-    for var in declared | {cli.DRIVER_CACHE}:
+    for var in declared | {registry.DRIVER_CACHE}:
         monkeypatch.delenv(var, raising=False)
     note = cli._fresh_caches()
-    for var in declared | {cli.DRIVER_CACHE}:
+    for var in declared | {registry.DRIVER_CACHE}:
         assert os.path.isdir(os.environ[var]) and not os.listdir(os.environ[var]), var
     assert "no disk cache declared by: numba" in note
 

@@ -71,19 +71,17 @@ def mma_block_h(problem) -> int:
     return next((b for b in MMA_BLOCK_H if rows <= b), MMA_BLOCK_H[-1])
 
 
-def ring_shape(problem, num_sms: int = NUM_SMS,
-               block_h: int | None = None) -> tuple[int, int]:
+def ring_shape(problem, num_sms: int, block_h: int) -> tuple[int, int]:
     """The tensor-core loop's default (NUM_WARPS, STAGES) for ``problem``, by the one-pass grid's
     CTAs per SM (the grid sweep of results/nvidia-h100/2026-11-24-cupy-merge/): up to 2, 8 warps
     (one CTA must carry an SM's share of the bandwidth), 2 stages on paged K/V and 3 dense; more,
     up to what fits of 2-warp x 2-stage CTAs, those, so the whole grid is resident from the start
     (no second wave), if the lengths are near uniform (a 2-warp CTA streams a long sequence, the
     tail of a ragged batch, at a fraction of an SM's bandwidth); else 8 x 3. A CTA of several row
-    tiles (``block_h`` rows, ``mma_block_h`` by default) has a warp per row tile in each token
-    slice, up to 8 warps: the 2-warp shape becomes 2 slices of the row tiles' warps (what fits of
-    those counts registers too), and 8 warps keep the tokens in flight of 8 slices with more
-    stages of the fewer slices' shorter tiles (up to 8)."""
-    block_h = block_h or mma_block_h(problem)
+    tiles (``block_h`` rows) has a warp per row tile in each token slice, up to 8 warps: the
+    2-warp shape becomes 2 slices of the row tiles' warps (what fits of those counts registers
+    too), and 8 warps keep the tokens in flight of 8 slices with more stages of the fewer slices'
+    shorter tiles (up to 8)."""
     tiles = block_h // MMA_ROWS
     ctas = problem.batch * problem.num_kv_heads * common.num_head_blocks(problem, block_h)
     small = planner.residency(MMA_REGISTERS, ring_smem_bytes(problem.head_dim, 2 * tiles, 2,
@@ -203,7 +201,7 @@ def tensor_core_config(problem, tuned: dict) -> dict[str, int]:
 
 
 def ring_smem_bytes(head_dim: int, num_warps: int, stages: int, kv_itemsize: int,
-                    block_h: int = MMA_ROWS) -> int:
+                    block_h: int) -> int:
     """tensor_cores.cuh's dynamic shared memory: its LAYOUT_BYTES (K and V rings of 16 rows of
     ``kv_itemsize`` elements per token slice, NUM_WARPS / the row tiles of them; the 16-bit Q
     tile of ``block_h`` rows; the row-offset table; rows padded to whole 128-byte lines), or the

@@ -31,7 +31,6 @@ from impls.flash_attn3 import INSTALL
 from impls.registry import Launch, Unavailable
 
 
-
 def load():
     """FA3's Python interface, ``vllm.vllm_flash_attn``. A full vLLM install has a
     ``vllm/__init__.py`` that imports vLLM's whole stack; where that fails (installed without
