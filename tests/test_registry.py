@@ -279,8 +279,8 @@ def test_cupy_tensor_core_rows_are_one_block_per_kv_head_up_to_64():
                                   config)
 
     assert [launch(32, 8, q)["BLOCK_H"] for q in (1, 4, 5, 8, 16)] == [16, 16, 32, 32, 64]
-    assert launch(64, 1, 2)["BLOCK_H"] == 64  # 128 rows: two CTAs of 64
-    wide = launch(8, 1, 8)
+    assert launch(64, 1, 2, batch=128)["BLOCK_H"] == 64  # 128 rows: two CTAs of 64
+    wide = launch(8, 1, 8, batch=128)
     assert wide["BLOCK_H"] == 64 and wide["NUM_WARPS"] % 4 == 0
     assert step_tokens(wide) == 16 * wide["NUM_WARPS"] // 4
     assert launch(32, 8, 8, batch=128)["NUM_WARPS"] >= 2  # 2-warp shape: 2 per row tile
@@ -293,6 +293,31 @@ def test_cupy_tensor_core_rows_are_one_block_per_kv_head_up_to_64():
         launch(32, 8, 1, {"BLOCK_H": 64})
     with pytest.raises(ProblemError, match="BLOCK_H, STAGES tune the tensor-core loop"):
         launch(32, 8, 1, {"TENSOR_CORES": 0, "BLOCK_H": 16, "STAGES": 2})
+
+
+def test_cupy_row_tiles_get_ctas_of_their_own_where_rereads_are_free_or_sms_idle():
+    """The fewest row tiles a CTA (each K/V tile read once for the rows), except: one tile a CTA
+    where the K/V fit in L2 (a sibling CTA's read is an L2 hit); without split-K, halved while
+    the grid leaves more than half the SMs idle (split-K's items fill them)."""
+    from impls.cupy._build import mma_block_h, pick_launch_config, rows_block
+
+    def block(hq, hkv, q_len, batch, seq, split, num_sms=132, l2=50 << 20):
+        p = DecodeProblem(hq, hkv, 128, (seq,) * batch, q_len=q_len)
+        return mma_block_h(p, num_sms, l2, split)
+
+    mqa = (8, 1, 8)  # 64 rows a KV head
+    assert block(*mqa, 16, 4096, True) == block(*mqa, 16, 4096, False) == 16  # 32 MB of K/V
+    assert block(*mqa, 16, 4096, True, l2=16 << 20) == 64  # an L2 it does not fit
+    assert block(*mqa, 16, 4096, False, l2=16 << 20) == 16  # 16 CTAs of 64 rows: halved twice
+    assert block(*mqa, 128, 2048, False) == block(*mqa, 128, 2048, True) == 64  # 128 CTAs
+    assert block(*mqa, 128, 2048, False, num_sms=264) == 32  # a GPU of twice the SMs
+    assert block(28, 4, 8, 16, 4096, False) == 32 and block(28, 4, 8, 16, 4096, True) == 64
+    assert block(32, 8, 8, 1, 32768, False) == 16 and block(32, 8, 8, 1, 32768, True) == 32
+    p = DecodeProblem(32, 8, 128, (32768,), q_len=8)
+    assert rows_block(p) == 32
+    assert pick_launch_config(p, split=True)["BLOCK_H"] == 32
+    assert pick_launch_config(p)["BLOCK_H"] == 16
+    assert pick_launch_config(p, {"BLOCK_H": 32})["BLOCK_H"] == 32  # a config's wins
 
 
 def test_cupy_split_cuts_at_one_step_only_where_half_the_gpu_idles():

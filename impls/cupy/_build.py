@@ -47,6 +47,7 @@ MMA_DTYPES = ("float16", "bfloat16")  # fp32 stays on CUDA cores (tf32 would mis
 STAGES = 3
 MMA_WARPS = (8, 4, 2)
 NUM_SMS = 132  # H100 / H200 SXM: what the pure pick_launch_config assumes (launchers pass the GPU's)
+L2_BYTES = 50 * 2**20  # H100 SXM's L2, likewise (H200: 60 MiB)
 SMEM_PER_SM = 228 * 1024  # sm_90's shared memory per SM (what bounds the tensor-core CTAs)
 SMEM_PER_CTA = 227 * 1024  # the most dynamic shared memory one CTA may have on sm_90
 SMEM_RESERVED = 1024  # per CTA, taken by the system on sm_90
@@ -63,12 +64,30 @@ def tensor_cores_fit(problem) -> bool:
     return problem.dtype in MMA_DTYPES and problem.head_dim % 16 == 0
 
 
-def mma_block_h(problem) -> int:
-    """The tensor-core loop's default BLOCK_H: the fewest row tiles that hold the KV head's
-    query rows (q_len x the group), up to 64 rows a CTA; a CTA per row tile instead would read
-    every K/V tile once per tile (results/nvidia-h100/2026-11-25-spec-decode, run 6's profile)."""
+def rows_block(problem) -> int:
+    """The fewest row tiles that hold the KV head's query rows (q_len x the group), up to 64
+    rows a CTA: the largest BLOCK_H that is not padding."""
     rows = problem.q_len * problem.group_size
     return next((b for b in MMA_BLOCK_H if rows <= b), MMA_BLOCK_H[-1])
+
+
+def mma_block_h(problem, num_sms: int = NUM_SMS, l2_bytes: int = L2_BYTES,
+                split: bool = False) -> int:
+    """The tensor-core loop's default BLOCK_H. The fewest row tiles (``rows_block``) read each
+    K/V tile from HBM once for all the rows, where a CTA per tile would read it once per tile
+    (run 6's profile, results/nvidia-h100/2026-11-25-spec-decode); but a CTA of more tiles has
+    fewer token slices, so each warp's chain is longer. Row tiles of their own CTAs, then, where
+    the extra reads cost no HBM bytes or buy idle SMs: where the K/V fit in L2 (the sibling
+    CTAs' reads are L2 hits), and, without split-K (whose planner fills the SMs with items),
+    halving while the grid leaves more than half the SMs idle."""
+    block = rows_block(problem)
+    if problem.kv_bytes <= l2_bytes:
+        return MMA_ROWS
+    if not split:
+        pairs = problem.batch * problem.num_kv_heads
+        while block > MMA_ROWS and 2 * pairs * common.num_head_blocks(problem, block) < num_sms:
+            block //= 2
+    return block
 
 
 def ring_shape(problem, num_sms: int, block_h: int) -> tuple[int, int]:
@@ -99,9 +118,10 @@ def ring_shape(problem, num_sms: int, block_h: int) -> tuple[int, int]:
     return 8, deep(3)
 
 
-def pick_launch_config(problem, config: dict | None = None,
-                       num_sms: int = NUM_SMS) -> dict[str, int]:
-    """-D values for ``problem`` on a GPU of ``num_sms`` SMs (pure); ``config`` overrides the
+def pick_launch_config(problem, config: dict | None = None, num_sms: int = NUM_SMS,
+                       l2_bytes: int = L2_BYTES, split: bool = False) -> dict[str, int]:
+    """-D values for ``problem`` on a GPU of ``num_sms`` SMs and ``l2_bytes`` of L2 (pure), for
+    split-K's kernel where ``split``; ``config`` overrides the
     tunable ones (``TENSOR_CORES``, ``STAGES``, ``NUM_WARPS``, ``BLOCK_H``; the CUDA-core loop's ``TPR``,
     ``UNROLL``, ``PREFETCH``), a ``ProblemError`` when they cannot work, ``Unsupported`` for a
     problem no loop takes."""
@@ -117,7 +137,7 @@ def pick_launch_config(problem, config: dict | None = None,
     stages = STAGES
     block_h = None
     if tensor_cores and (config or {}).get("TENSOR_CORES", 1):
-        block_h = (config or {}).get("BLOCK_H", mma_block_h(problem))
+        block_h = (config or {}).get("BLOCK_H", mma_block_h(problem, num_sms, l2_bytes, split))
         rows = block_h if block_h in MMA_BLOCK_H else MMA_ROWS  # else refused below
         shape_warps, stages = ring_shape(problem, num_sms, rows)
         stages = (config or {}).get("STAGES", stages)
@@ -179,9 +199,9 @@ def tensor_core_config(problem, tuned: dict) -> dict[str, int]:
         raise ProblemError(f"config: BLOCK_H={block_h}: the tensor-core loop takes "
                            f"{', '.join(map(str, MMA_BLOCK_H))} query rows a CTA (row tiles of "
                            f"the mma's {MMA_ROWS})")
-    if block_h > mma_block_h(problem):
+    if block_h > rows_block(problem):
         raise ProblemError(f"config: BLOCK_H={block_h}: the KV head's {problem.q_len} x "
-                           f"{problem.group_size} query rows fit in {mma_block_h(problem)}; more "
+                           f"{problem.group_size} query rows fit in {rows_block(problem)}; more "
                            "rows a CTA would only be padding")
     # a ring needs a buffer to fill while one is read; 16 tokens a slice, up to 256 threads a CTA
     if not isinstance(stages, int) or not 2 <= stages <= 8 or num_warps not in (1, 2, 4, 8):
@@ -252,14 +272,16 @@ def step_tokens(defines: dict[str, int]) -> int:
     return defines["NUM_WARPS"] * (32 // defines["TPR"]) * defines["UNROLL"]
 
 
-def launch_config(inputs, config: dict | None = None) -> dict[str, int]:
+def launch_config(inputs, config: dict | None = None, split: bool = False) -> dict[str, int]:
     """``pick_launch_config`` for the launchers, checked against the device: the tensor-core
     loop's ring is sized for sm_90 (227 KiB of shared memory a CTA; cp.async and bf16 mma need
     sm_80), so another GPU gets ``Unsupported``, before anything is built."""
     import torch
 
-    num_sms = common.sm_count(inputs.device) if inputs.device.type == "cuda" else NUM_SMS
-    defines = pick_launch_config(inputs.problem, config, num_sms)
+    on_gpu = inputs.device.type == "cuda"
+    num_sms = common.sm_count(inputs.device) if on_gpu else NUM_SMS
+    l2_bytes = torch.cuda.get_device_properties(inputs.device).L2_cache_size if on_gpu else L2_BYTES
+    defines = pick_launch_config(inputs.problem, config, num_sms, l2_bytes, split)
     capability = torch.cuda.get_device_capability(inputs.device) \
         if inputs.device.type == "cuda" else None
     if defines["TENSOR_CORES"] and capability and capability < (9, 0):

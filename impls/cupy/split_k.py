@@ -69,7 +69,7 @@ def compiled_residency(inputs, defines: dict[str, int], merge: str | None) -> in
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     p = inputs.problem
     config, merge = split_merge(config)
-    defines = launch_config(inputs, config)
+    defines = launch_config(inputs, config, split=True)
     lens = planner.host_lengths(inputs)
     step = step_tokens(defines)
     head_blocks = p.num_kv_heads * num_head_blocks(p, defines)
