@@ -60,7 +60,8 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
     order; cell ids are their positions, and a problem measured again on another slot (the
     spread) gets ids after them. One slot: a task per backend, in ``order``. Several: each
     problem to one slot (the longest first to the least loaded, by bytes moved per cell), each
-    slot a task per backend; the largest and the smallest problems on every slot."""
+    slot a task per backend, slot s of n from s/n of the way into ``order`` (and round); the
+    largest and the smallest problems on every slot."""
     names = {name: registry.get(name).backend.name for _, name in impls_of}
     home = {index: 0 for index in range(len(problems))}
     extra: list[tuple[int, str, int]] = []  # (problem, implementation, slot): the repeats
@@ -78,8 +79,12 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
     cells = [(cell, p, name, home[p]) for cell, (p, name) in enumerate(impls_of)]
     cells += [(len(impls_of) + n, p, name, s) for n, (p, name, s) in enumerate(extra)]
     tasks = []
+    backends = sorted(set(names.values()), key=lambda b: (order.get(b, 0), b))
     for slot in range(slots):
-        for backend in sorted(set(names.values()), key=lambda b: (order.get(b, 0), b)):
+        start = slot * len(backends) // slots  # GPUs of one machine then compile each backend's
+        # kernels at different times: the second to reach a backend loads them from the shared
+        # disk cache (in step, both compiled every kernel at once: the two-GPU run at 017fbe6)
+        for backend in backends[start:] + backends[:start]:
             mine = [(c, p, name) for c, p, name, s in cells if s == slot and names[name] == backend]
             if mine:
                 tasks.append(Task(slot, backend, dataclasses.replace(

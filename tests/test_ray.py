@@ -69,6 +69,8 @@ def test_the_plan_shards_by_problem_and_repeats_the_largest_and_smallest_everywh
                                                   for _ in range(sum(q == p for _, q, _ in t.spec.cells))]
         own = list(dict.fromkeys(p for _, p, _ in sorted(t.spec.cells)))  # by cell id
         assert order == own[t.slot * len(own) // 3:] + own[:t.slot * len(own) // 3]
+    two = executors.plan(spec, problems, impls, {"triton": 0, "numba": 1}, slots=2)
+    assert [(t.slot, t.backend) for t in two] == [(0, "triton"), (0, "numba"), (1, "numba"), (1, "triton")]
     one = executors.plan(spec, problems, impls, {"triton": 0, "numba": 1}, slots=1)
     assert [t.backend for t in one] == ["triton", "numba"] and \
         sum(len(t.spec.cells) for t in one) == len(impls)
