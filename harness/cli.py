@@ -288,7 +288,7 @@ def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) ->
                    args.quick, str(rows_path), str(args.save_cases.resolve()) if args.save_cases else None,
                    tuple(args.timing), tuning_cache=not args.no_tuning_cache)
     # the order the user named them in (a plugin named first is not the first cut by a time
-    # limit), else alphabetical
+    # limit; on several GPUs, the first GPU's order), else alphabetical
     order = {name: n for n, name in enumerate(args.backends or ())}
     tasks = executors.plan(spec, problems, all_cells, order, executor.slots)
     total = sum(len(t.spec.cells) for t in tasks)

@@ -60,11 +60,15 @@ PROBLEMS += [DecodeProblem(32, 8, 128, (100,) * 16, layout="paged", q_len=8),
 
 
 def _loops(problem):
-    """The launch configs to build: the default, and the CUDA-core loop where tensor cores are
+    """The launch configs to build: the default, a CTA of the KV head's fewest row tiles, and
+    the CUDA-core loop where tensor cores are
     the default (up to GQA 4 and 16 query rows: a block of 8 heads at head_dim 128 spills on
     CUDA cores, and so does a draft of 8 tokens x GQA 4, one reason they go to the tensor
     cores)."""
     yield "default", None
+    if _build.tensor_cores_fit(problem) and _build.rows_block(problem) > _build.MMA_ROWS:
+        # the fewest row tiles: what the rule picks for K/V beyond L2 (these problems fit it)
+        yield "rows", {"BLOCK_H": _build.rows_block(problem)}
     if _build.tensor_cores_fit(problem) and problem.q_len * problem.group_size <= 16 and \
             (problem.group_size <= 4 or problem.head_dim <= 64):
         yield "cuda-cores", {"TENSOR_CORES": 0}
@@ -80,7 +84,7 @@ def _cases():
 
 @pytest.mark.parametrize("src,problem,config,fused", list(_cases()))
 def test_cupy_kernel_compiles_for_sm90(src, problem, config, fused, tmp_path):
-    defines = _build.pick_launch_config(problem, config)
+    defines = _build.pick_launch_config(problem, config, split=fused is not None)
     if fused is not None:  # the split kernels, with either merge (_build.split_merge)
         defines["FUSED_MERGE"] = fused
     code = tmp_path / src  # what NVRTC is given: the source as _build.source() composes it

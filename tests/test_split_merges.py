@@ -12,6 +12,7 @@ import pytest
 
 import impls  # noqa: F401  (first: CPU modes before any DSL import)
 from impls import registry
+from impls.cupy._build import MMA_ROWS, rows_block, tensor_cores_fit
 from specs.inputs import make_inputs
 from specs.problem import DecodeProblem
 from specs.reference import reference
@@ -30,16 +31,20 @@ PROBLEMS = {  # backend -> problems; CuPy's add two head blocks per KV head, oth
              DecodeProblem(8, 1, 128, (3000, 700), dtype="bfloat16", q_len=2),
              DecodeProblem(8, 1, 128, (2500, 9), dtype="float16", q_len=8)],
 }
-CASES = [(backend, p, layout) for backend, problems in PROBLEMS.items() for p in problems
+CASES = [(backend, p, layout, {}) for backend, problems in PROBLEMS.items() for p in problems
          for layout in ("dense", "paged")]
+# CuPy's CTAs of 2 and 4 row tiles, which its rule keeps for K/V beyond L2 (these fit: forced)
+CASES += [("cupy", p, layout, {"BLOCK_H": rows_block(p)}) for p in PROBLEMS["cupy"]
+          if tensor_cores_fit(p) and rows_block(p) > MMA_ROWS for layout in ("dense", "paged")]
 
 
 @pytest.mark.parametrize("merge", ["fused", "kernel"])
 @pytest.mark.parametrize("num_splits", [None, 3, 7])
-@pytest.mark.parametrize("backend,problem,layout", CASES,
-                         ids=[f"{b}-{p.label()}-{layout}" for b, p, layout in CASES])
-def test_split_merges_match_the_reference_on_every_launch(backend, problem, layout, num_splits,
-                                                          merge):
+@pytest.mark.parametrize("backend,problem,layout,config", CASES,
+                         ids=[f"{b}-{p.label()}-{layout}{''.join(f'-{k}{v}' for k, v in c.items())}"
+                              for b, p, layout, c in CASES])
+def test_split_merges_match_the_reference_on_every_launch(backend, problem, layout, config,
+                                                          num_splits, merge):
     impl = registry.get(f"{backend}/split-k")
     if impl.availability():
         pytest.skip(impl.availability())
@@ -49,7 +54,7 @@ def test_split_merges_match_the_reference_on_every_launch(backend, problem, layo
     ref = reference(inputs)
     out, lse = inputs.new_outputs()
     module = importlib.import_module(impl.module)
-    launch = module.prepare(inputs, out, lse, num_splits=num_splits, config={"MERGE": merge})
+    launch = module.prepare(inputs, out, lse, num_splits=num_splits, config={**config, "MERGE": merge})
     assert launch.config["merge"] == merge and launch.config["merges"] > 0
     for _ in range(3):
         out.fill_(float("nan"))
