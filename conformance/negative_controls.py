@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl, Launch
 from specs.problem import KV_DTYPES, MAX_Q_LEN
 
@@ -81,6 +82,14 @@ def plain_attention(inputs) -> tuple[torch.Tensor, torch.Tensor]:
     out, lse = inputs.new_outputs()
     _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b]).run()
     return out, lse
+
+
+def tuned_tile_drops_tail(inputs, out, lse, config=None) -> Launch:
+    """Right with its default launch; with a ``block_n`` from its search space (what a tuner
+    would pick), attends whole tiles of that many tokens only, dropping each sequence's tail."""
+    p = inputs.problem
+    tile = (config or {}).get("block_n", 1)
+    return _per_sequence(inputs, out, lse, lambda b: p.seq_lens[b] // tile * tile)
 
 
 def noop(inputs, out, lse) -> Launch:
@@ -322,9 +331,9 @@ class Control:
 
 
 def _control(name: str, entry: str, caught_by: tuple[str, ...], algorithm: str = "one-pass",
-             options=(), caps: Capabilities = _BOTH) -> Control:
+             options=(), caps: Capabilities = _BOTH, space: Space = Space()) -> Control:
     backend = Backend(name=f"control-{name}", summary="a deliberately wrong kernel",
-                      requires=("torch",), cpu_mode="torch")
+                      requires=("torch",), cpu_mode="torch", space=space)
     impl = Impl(backend, algorithm, __name__, caps, entry=entry, options=options,
                 summary=globals()[entry].__doc__.strip().splitlines()[0])
     return Control(name, impl, caught_by)
@@ -352,6 +361,8 @@ CONTROLS: list[Control] = [
     _control("plan-drops-last-chunk", "planned_split_dropping_last_chunk",
              ("matches_reference", "split_invariance"), algorithm="split-k",
              options=("num_splits",)),
+    _control("tuned-tile-drops-tail", "tuned_tile_drops_tail", ("every_config_conforms",),
+             options=("config",), space=Space(Knob("block_n", (32, 64)))),
     _control("memoised", "memoised", ("timed_calls_conform",)),
     _control("first-call-only", "first_call_only", ("timed_calls_conform",)),
     _control("copy-memoised", "copy_memoised", ("timed_calls_conform",)),

@@ -1,8 +1,9 @@
 """Property-based conformance tests: every available implementation, every property.
 
 Each test draws problems from the spec's axes (``strategies.problems``), fits them to the
-implementation's declared capabilities, and checks one property: 1 against the float64 oracle,
-2-7, 9, 10 and 11 by comparing runs that must agree (the tolerance of ``specs.tolerance`` for different
+implementation's declared capabilities, and checks one property: 1 and 12 (every launch
+configuration a backend's search space offers) against the float64 oracle, 2-7, 9, 10 and 11
+by comparing runs that must agree (the tolerance of ``specs.tolerance`` for different
 computations, bit equality where only unread memory differs), 8 through the harness's timing
 path (the timed calls compute what the checked call did). Negative controls (``negative_controls.py``) run
 through the same tests under a strict xfail: a property that stops catching the control it is
@@ -28,7 +29,7 @@ from harness.timing import CpuTimer, GpuTimer
 from impls import registry
 from impls.registry import Unsupported
 from specs.inputs import make_inputs, repeat_kv_heads
-from specs.problem import LAYOUTS, DecodeProblem
+from specs.problem import LAYOUTS, DecodeProblem, ProblemError
 from specs.reference import reference
 
 # Awkward cases every property tries first (then fit() to each implementation).
@@ -57,13 +58,16 @@ def pinned(predicate=lambda problem: True, **extra):
     return decorate
 
 
+AGAINST_ORACLE = ("matches_reference", "every_config_conforms")  # the rest compare two runs
+
+
 def cases(prop: str, where=lambda impl, layouts: True):
     """One case per variant of every registered implementation (skipped with the reason when
     unavailable here): the one-pass algorithm on each layout it serves (``<backend>/dense``,
     ``<backend>/paged``), split-k once, its problems drawn on either layout (layout None); then the
     negative controls that ``prop`` must reject (strict xfail). ``where(impl, layouts)`` selects
-    by the implementation and the layouts a case may draw. Property 1 rejects a control with a
-    ConformanceFailure (mismatch with the oracle); properties 2-7 must reject theirs with their
+    by the implementation and the layouts a case may draw. Properties 1 and 12 reject a control
+    with a ConformanceFailure (mismatch with the oracle); the others must reject theirs with their
     own assertion, a PropertyViolation (two runs that should agree do not)."""
     params = []
     for impl in registry.all_impls():
@@ -76,7 +80,7 @@ def cases(prop: str, where=lambda impl, layouts: True):
             if where(impl, layouts):
                 params.append(pytest.param(impl, layout, marks=marks,
                                            id=f"{impl.backend.name}/{variant}"))
-    raises = ConformanceFailure if prop == "matches_reference" else PropertyViolation
+    raises = ConformanceFailure if prop in AGAINST_ORACLE else PropertyViolation
     for control in CONTROLS:
         if prop in control.caught_by and where(control.impl, control.impl.layouts):
             params.append(pytest.param(control.impl, None, id=f"negative-control:{control.name}", marks=[
@@ -367,3 +371,28 @@ def test_far_cap_is_none(impl, layout, problem, seed):
     free = make_inputs(problem.replace(softcap=None), seed)
     assert_agree(impl, capped, run_impl(impl, capped), run_impl(impl, free), reference(capped),
                  f"softcap={FAR_CAP:g} differs from no cap", derived="the same inputs, no cap")
+
+
+# 12. every launch configuration of a backend's search space (what --tune may pick, --config may
+# name, the tuning cache may hold) computes what the oracle does, or is refused before any launch
+# with a ProblemError naming why (it does not fit the problem). A configuration is drawn; the
+# refused ones pass to the next in the space's order.
+@pytest.mark.parametrize(IMPL_LAYOUT, cases("every_config_conforms",
+                                             lambda i, layouts: "config" in i.options and
+                                             bool(i.backend.space.knobs)))
+@settings(max_examples=TIMED_EXAMPLES)
+@given(problem=problems(), seed=seeds, pick=st.integers(0, 2**16))
+@unsupported_rejected
+def test_every_config_conforms(impl, layout, problem, seed, pick):
+    problem = fit(problem, impl, layout)
+    configs = impl.backend.space.configs(impl.variant(problem.layout), problem.layout)
+    assume(configs)
+    inputs = make_inputs(problem, seed)
+    for n in range(len(configs)):
+        config = configs[(pick + n) % len(configs)]
+        try:
+            assert_conforms(impl, inputs, options={"config": config}, what=f"config {config}")
+            return
+        except ProblemError:  # refused before the launch: try the space's next one
+            continue
+    reject()  # no configuration of the space fits this problem
