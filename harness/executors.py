@@ -81,10 +81,7 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
     tasks = []
     backends = sorted(set(names.values()), key=lambda b: (order.get(b, 0), b))
     for slot in range(slots):
-        start = slot * len(backends) // slots  # GPUs of one machine then compile each backend's
-        # kernels at different times: the second to reach a backend loads them from the shared
-        # disk cache (in step, both compiled every kernel at once: the two-GPU run at 017fbe6)
-        for backend in backends[start:] + backends[:start]:
+        for backend in _from_own_point(backends, slot, slots):
             mine = [(c, p, name) for c, p, name, s in cells if s == slot and names[name] == backend]
             if mine:
                 tasks.append(Task(slot, backend, dataclasses.replace(
@@ -92,14 +89,20 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
     return tasks
 
 
+def _from_own_point(items: list, slot: int, slots: int) -> list:
+    """``items`` from slot s of n's own point on (s/n of the way in), wrapping round: GPUs of one
+    machine then meet a backend, and its kernel specialisations, at different times, so one GPU's
+    compile is the next one's load from the shared disk cache, not the same compile twice at once
+    (in step, both compiled every kernel at once: the two-GPU run at 017fbe6)."""
+    start = slot * len(items) // slots
+    return items[start:] + items[:start]
+
+
 def _staggered(cells: list[tuple[int, int, str]], slot: int, slots: int) -> list[tuple[int, int, str]]:
-    """A slot's cells from its own point of its problem order on (slot s of n starts s/n of the
-    way in and wraps), a problem's cells together and in their order: GPUs of one machine then
-    meet a backend's kernel specialisations at different times, so one GPU's compile is the
-    next one's load from the shared disk cache, not the same compile twice at once."""
-    problems = list(dict.fromkeys(p for _, p, _ in cells))
-    start = slot * len(problems) // slots
-    rank = {p: (i - start) % len(problems) for i, p in enumerate(problems)}
+    """A slot's cells in its problem order from its own point on (``_from_own_point``), a
+    problem's cells together and in their order."""
+    problems = _from_own_point(list(dict.fromkeys(p for _, p, _ in cells)), slot, slots)
+    rank = {p: i for i, p in enumerate(problems)}
     return sorted(cells, key=lambda c: rank[c[1]])
 
 

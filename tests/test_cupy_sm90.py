@@ -61,10 +61,9 @@ PROBLEMS += [DecodeProblem(32, 8, 128, (100,) * 16, layout="paged", q_len=8),
 
 def _loops(problem):
     """The launch configs to build: the default, a CTA of the KV head's fewest row tiles, and
-    the CUDA-core loop where tensor cores are
-    the default (up to GQA 4 and 16 query rows: a block of 8 heads at head_dim 128 spills on
-    CUDA cores, and so does a draft of 8 tokens x GQA 4, one reason they go to the tensor
-    cores)."""
+    the CUDA-core loop where tensor cores are the default (up to GQA 4 and 16 query rows: a
+    block of 8 heads at head_dim 128 spills on CUDA cores, and so does a draft of 8 tokens x
+    GQA 4, one reason they go to the tensor cores)."""
     yield "default", None
     if _build.tensor_cores_fit(problem) and _build.rows_block(problem) > _build.MMA_ROWS:
         # the fewest row tiles: what the rule picks for K/V beyond L2 (these problems fit it)

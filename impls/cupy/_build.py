@@ -121,10 +121,10 @@ def ring_shape(problem, num_sms: int, block_h: int) -> tuple[int, int]:
 def pick_launch_config(problem, config: dict | None = None, num_sms: int = NUM_SMS,
                        l2_bytes: int = L2_BYTES, split: bool = False) -> dict[str, int]:
     """-D values for ``problem`` on a GPU of ``num_sms`` SMs and ``l2_bytes`` of L2 (pure), for
-    split-K's kernel where ``split``; ``config`` overrides the
-    tunable ones (``TENSOR_CORES``, ``STAGES``, ``NUM_WARPS``, ``BLOCK_H``; the CUDA-core loop's ``TPR``,
-    ``UNROLL``, ``PREFETCH``), a ``ProblemError`` when they cannot work, ``Unsupported`` for a
-    problem no loop takes."""
+    split-K's kernel where ``split``; ``config`` overrides the tunable ones (``TENSOR_CORES``,
+    ``STAGES``, ``NUM_WARPS``, ``BLOCK_H``; the CUDA-core loop's ``TPR``, ``UNROLL``,
+    ``PREFETCH``), a ``ProblemError`` when they cannot work, ``Unsupported`` for a problem no loop
+    takes."""
     if "MERGE" in (config or {}):  # the launchers take it out first (split_merge)
         raise ProblemError("config: MERGE chooses how split-K merges its pieces, not a -D value")
     kv_dtype = problem.cache.storage_dtype(problem.query)
@@ -282,8 +282,7 @@ def launch_config(inputs, config: dict | None = None, split: bool = False) -> di
     num_sms = common.sm_count(inputs.device) if on_gpu else NUM_SMS
     l2_bytes = torch.cuda.get_device_properties(inputs.device).L2_cache_size if on_gpu else L2_BYTES
     defines = pick_launch_config(inputs.problem, config, num_sms, l2_bytes, split)
-    capability = torch.cuda.get_device_capability(inputs.device) \
-        if inputs.device.type == "cuda" else None
+    capability = torch.cuda.get_device_capability(inputs.device) if on_gpu else None
     if defines["TENSOR_CORES"] and capability and capability < (9, 0):
         raise Unsupported("the tensor-core loop is built for sm_90 and later (its shared-memory "
                           "rings): run with config TENSOR_CORES=0 on this GPU")
