@@ -31,6 +31,16 @@ def sm_count(device: torch.device) -> int:
     return 4
 
 
+L2_BYTES = 50 * 2**20  # H100 SXM's L2 (H200: 60 MiB): what the pure launch rules assume
+
+
+def l2_bytes(device: torch.device) -> int:
+    """L2 of the GPU (rules that ask whether a problem's K/V fit there); on the CPU, an H100's."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).L2_cache_size
+    return L2_BYTES
+
+
 # ---- split-K ------------------------------------------------------------------------------------
 def check_num_splits(num_splits) -> None:
     if isinstance(num_splits, bool) or not isinstance(num_splits, int) \

@@ -234,6 +234,31 @@ def test_triton_config_values_it_cannot_take_are_refused(config, message):
         pick_launch_config(problem, config)
 
 
+def test_triton_rows_beyond_the_q_tile_take_two_warpgroups_where_kv_is_beyond_l2():
+    """Query rows past the 16 KB q tile are more programs a KV head, each reading its K/V: from
+    L2 where they fit there, so the rule keeps them; beyond it, a program takes up to 128 rows
+    (64 at head dim 256) on 8 warps, its token tile narrowed to keep registers and shared memory
+    (fp8: a converted tile more) within sm_90's. 32-bit queries and a config's keys keep theirs."""
+    pytest.importorskip("triton")
+    from impls.triton._common import SMEM_BYTES, pick_launch_config
+
+    def launch(hq, hkv, d, q_len, l2=50 * 2**20, **kw):
+        c = pick_launch_config(DecodeProblem(hq, hkv, d, (4000,) * 64, q_len=q_len, **kw), l2_bytes=l2)
+        return c["BLOCK_H"], c["num_warps"], c["BLOCK_N"]
+
+    assert launch(128, 8, 128, 8) == (128, 8, 64)  # 128 rows, 1 GB of K/V: one program
+    assert launch(128, 8, 128, 8, l2=2**40) == (64, 4, 64)  # all in L2: two of 64 rows
+    assert launch(20, 2, 240, 8) == (64, 8, 64)  # 80 rows at head dim 256: two of 64, not three
+    assert launch(20, 2, 240, 8, kv_dtype="float8_e4m3fn")[:2] == (64, 8)
+    assert launch(8, 1, 128, 8) == (64, 4, 64)  # 64 rows fit the q tile: as before
+    assert launch(128, 8, 128, 8, dtype="float32")[:2] == (32, 4)  # the q tile of 32-bit rows
+    c = pick_launch_config(DecodeProblem(128, 8, 128, (4000,) * 64, q_len=8), {"num_warps": 4})
+    assert (c["BLOCK_H"], c["num_warps"], c["BLOCK_N"]) == (128, 4, 32)
+    fp8 = pick_launch_config(DecodeProblem(20, 2, 240, (4000,) * 64, q_len=8, kv_dtype="float8_e4m3fn"))
+    converted = fp8["BLOCK_N"] * 256 * 2
+    assert fp8["num_stages"] * fp8["BLOCK_N"] * 256 * 2 + (64 * 256 * 2 + converted) <= SMEM_BYTES
+
+
 def test_cupy_merge_values_it_cannot_take_are_refused():
     """CuPy's MERGE is checked before the plan or any kernel is built; -D values never carry it."""
     from impls.cupy._build import pick_launch_config, split_merge

@@ -47,7 +47,7 @@ MMA_DTYPES = ("float16", "bfloat16")  # fp32 stays on CUDA cores (tf32 would mis
 STAGES = 3
 MMA_WARPS = (8, 4, 2)
 NUM_SMS = 132  # H100 / H200 SXM: what the pure pick_launch_config assumes (launchers pass the GPU's)
-L2_BYTES = 50 * 2**20  # H100 SXM's L2, likewise (H200: 60 MiB)
+L2_BYTES = common.L2_BYTES  # likewise
 SMEM_PER_SM = 228 * 1024  # sm_90's shared memory per SM (what bounds the tensor-core CTAs)
 SMEM_PER_CTA = 227 * 1024  # the most dynamic shared memory one CTA may have on sm_90
 SMEM_RESERVED = 1024  # per CTA, taken by the system on sm_90
@@ -280,8 +280,7 @@ def launch_config(inputs, config: dict | None = None, split: bool = False) -> di
 
     on_gpu = inputs.device.type == "cuda"
     num_sms = common.sm_count(inputs.device) if on_gpu else NUM_SMS
-    l2_bytes = torch.cuda.get_device_properties(inputs.device).L2_cache_size if on_gpu else L2_BYTES
-    defines = pick_launch_config(inputs.problem, config, num_sms, l2_bytes, split)
+    defines = pick_launch_config(inputs.problem, config, num_sms, common.l2_bytes(inputs.device), split)
     capability = torch.cuda.get_device_capability(inputs.device) if on_gpu else None
     if defines["TENSOR_CORES"] and capability and capability < (9, 0):
         raise Unsupported("the tensor-core loop is built for sm_90 and later (its shared-memory "

@@ -26,7 +26,7 @@ import triton.language as tl
 from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
 from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
-from impls.common import fp8_to_bf16_ptx, with_overrides
+from impls.common import L2_BYTES, fp8_to_bf16_ptx, with_overrides
 from specs.problem import ProblemError
 
 LN2 = tl.constexpr(_LN2)
@@ -258,6 +258,12 @@ MIN_FITTED_BLOCK_N = 32
 # Tile and pipeline: the fastest configuration of scripts/sweep.py's cells on an H200
 # (results/nvidia-h200/sweeps/2026-11-21-triton.log).
 MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V at bf16 D=128
+# Beyond the q tile's rows, where the K/V do not fit in L2 (each further block of a KV head's rows
+# then reads them from HBM again): a program takes up to this many rows on two warpgroups, as far
+# as THREAD_FLOATS holds them (128 rows up to head dim 128, 64 at 256; 16-bit queries: wgmma)
+MAX_BLOCK_H = 128
+WIDE_WARPS = 8
+SMEM_BYTES = 227 * 1024  # shared memory one program may take on sm_90: K/V stages and the q tile
 TILE_PAIR_BYTES = 64 * 1024  # K + V tile of one pipeline stage: wider rows get fewer tokens
 NUM_WARPS = 4  # one warpgroup: enough to issue the tile loads of a memory-bound loop
 NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one is consumed
@@ -273,10 +279,11 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-def pick_launch_config(problem, config: dict | None = None) -> dict:
-    """Compile-time shape of the kernels for ``problem`` (no device query); ``config``
-    overrides the tunable ones (``BLOCK_N``, ``num_warps``, ``num_stages``, ``GATHER``,
-    ``MERGE``; ``FUSED_MERGE`` is the split kernel's alone)."""
+def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_BYTES) -> dict:
+    """Compile-time shape of the kernels for ``problem`` on a GPU of ``l2_bytes`` of L2 (no device
+    query; launchers pass their GPU's); ``config`` overrides the tunable ones (``BLOCK_N``,
+    ``num_warps``, ``num_stages``, ``GATHER``, ``MERGE``; ``FUSED_MERGE`` is the split kernel's
+    alone)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.kv_itemsize)  # tokens in one stage's K+V
     paged = problem.layout == "paged"
@@ -284,6 +291,13 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
     block_h = max(MIN_BLOCK_H, min(triton.next_power_of_2(rows), max(
         MAX_Q_TILE_BYTES // (head_dim_pad * problem.itemsize),
         triton.next_power_of_2(problem.group_size))))
+    num_warps = NUM_WARPS
+    if block_h < rows and problem.itemsize == 2 and problem.kv_bytes > l2_bytes:
+        wide = min(MAX_BLOCK_H, triton.next_power_of_2(rows))
+        while wide * (head_dim_pad + MIN_FITTED_BLOCK_N) > THREAD_FLOATS * 32 * WIDE_WARPS:
+            wide //= 2
+        if wide > block_h:
+            block_h, num_warps = wide, WIDE_WARPS
     # programs of the grid: (sequence, KV head, block of its query rows)
     many = paged and problem.batch * problem.num_kv_heads * -(-rows // block_h) >= MANY_PROGRAMS
     defaults = dict(
@@ -301,13 +315,20 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
         # the merge in a kernel of its own: measured faster at batch 1 than fused into the split
         # kernel's last program (results/nvidia-h100/2026-11-24-plan/), the same elsewhere
         MERGE="kernel",
-        num_warps=NUM_WARPS,
+        num_warps=num_warps,
         num_stages=NUM_STAGES - 1 if many else NUM_STAGES,
     )
     cfg = with_overrides(defaults, config)
-    if "BLOCK_N" not in (config or {}):  # the rows' registers within THREAD_FLOATS a thread
-        while cfg["BLOCK_N"] > MIN_FITTED_BLOCK_N and \
-                block_h * (head_dim_pad + cfg["BLOCK_N"]) > THREAD_FLOATS * 32 * cfg["num_warps"]:
+    if "BLOCK_N" not in (config or {}):  # the rows' registers within THREAD_FLOATS a thread,
+        # and the K/V stages, the q tile and (fp8) a converted tile within a program's shared
+        # memory (ptxas's count for sm_90, tests/triton_sm90.py)
+        def smem(block_n):
+            converted = block_n if problem.cache.quantised else 0
+            return ((cfg["num_stages"] * block_n * 2 * problem.kv_itemsize
+                     + (cfg["BLOCK_H"] + converted) * problem.itemsize) * head_dim_pad)
+        while cfg["BLOCK_N"] > MIN_FITTED_BLOCK_N and (
+                cfg["BLOCK_H"] * (head_dim_pad + cfg["BLOCK_N"]) > THREAD_FLOATS * 32 * cfg["num_warps"]
+                or smem(cfg["BLOCK_N"]) > SMEM_BYTES):
             cfg["BLOCK_N"] //= 2
     gather = cfg.pop("GATHER")  # a tunable, not a kernel parameter: it picks PAGE_SIZE
     if gather not in ("page", "token"):

@@ -15,7 +15,7 @@ pages add block-table reads and shorter contiguous runs.
 import triton
 import triton.language as tl
 
-from impls.common import (kv_scale_args, mask_args, query_args, require_e4m3_hardware,
+from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_e4m3_hardware,
                           tile_kernel_args)
 from impls.registry import Launch
 from impls.triton._common import REPORTED, attend, pick_launch_config, store_rows
@@ -52,7 +52,7 @@ def decode_kernel(
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     require_e4m3_hardware(inputs)
     p = inputs.problem
-    cfg = pick_launch_config(p, config)
+    cfg = pick_launch_config(p, config, l2_bytes(inputs.device))
     del cfg["FUSED_MERGE"]  # nothing to merge in one pass
     rows = query_args(p, cfg["BLOCK_H"])
     grid = (p.batch, p.num_kv_heads * rows["row_blocks"])

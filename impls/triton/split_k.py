@@ -27,7 +27,7 @@ import triton
 import triton.language as tl
 
 from impls import plan as planner
-from impls.common import (kv_scale_args, mask_args, query_args, require_e4m3_hardware,
+from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_e4m3_hardware,
                           tile_kernel_args)
 from impls.registry import Launch, Unsupported
 from impls.triton._common import (REPORTED, attend, interpreting, pick_launch_config,
@@ -199,7 +199,7 @@ def resident_programs(inputs, out, lse, cfg: dict, counters) -> int:
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     require_e4m3_hardware(inputs)
     p = inputs.problem
-    cfg = pick_launch_config(p, config)
+    cfg = pick_launch_config(p, config, l2_bytes(inputs.device))
     if cfg["FUSED_MERGE"] and p.window is not None:
         raise Unsupported("merge=fused with a window: the fused merge counts a sequence's pieces "
                           "from its first token, and the plan starts them at the window's")
