@@ -71,5 +71,5 @@ def test_the_launch_rule_picks_tiles_that_do_not_spill(backend):
     lines = [line for line in res.stdout.splitlines() if line.startswith("decode_kernel")]
     assert len(lines) >= 4 and any("'BLOCK_H': 32" in line for line in lines)
     if backend == "triton":  # rows past the q tile on two warpgroups
-        assert any("'BLOCK_H': 128" in line and "'num_warps': 8" in line for line in lines)
+        assert any("'BLOCK_H': 64" in line and "'num_warps': 8" in line for line in lines)
     assert all(line.endswith(" spills=0") for line in lines), "\n".join(lines)

@@ -260,8 +260,10 @@ MIN_FITTED_BLOCK_N = 32
 MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V at bf16 D=128
 # Beyond the q tile's rows, where the K/V do not fit in L2 (each further block of a KV head's rows
 # then reads them from HBM again): a program takes up to this many rows on two warpgroups, as far
-# as THREAD_FLOATS holds them (128 rows up to head dim 128, 64 at 256; 16-bit queries: wgmma)
-MAX_BLOCK_H = 128
+# as THREAD_FLOATS holds them (16-bit queries: 64 rows at head dims 144-256, where the q tile
+# holds 32 and those spill on 4 warps). 128-row programs were slower than two of 64 at head dim
+# 128 (results/nvidia-h200/2026-11-26-spec-decode)
+MAX_BLOCK_H = 64
 WIDE_WARPS = 8
 SMEM_BYTES = 227 * 1024  # shared memory one program may take on sm_90: K/V stages and the q tile
 TILE_PAIR_BYTES = 64 * 1024  # K + V tile of one pipeline stage: wider rows get fewer tokens
