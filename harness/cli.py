@@ -290,7 +290,9 @@ def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) ->
     # the order the user named them in (a plugin named first is not the first cut by a time
     # limit; on several GPUs, the first GPU's order), else alphabetical
     order = {name: n for n, name in enumerate(args.backends or ())}
-    tasks = executors.plan(spec, problems, all_cells, order, executor.slots)
+    # timing on GPUs: two problems measured twice on each, the run's repeatability (ranks, ties)
+    remeasure = spec.timing and (torch.cuda.is_available() or executor.slots > 1) and not args.quick
+    tasks = executors.plan(spec, problems, all_cells, order, executor.slots, remeasure)
     total = sum(len(t.spec.cells) for t in tasks)
     where = f" on {executor.slots} GPUs" if executor.slots > 1 else ""
     print(f"{len(problems)} problem(s), {total} cell(s){where}; rows -> {rows_path}")

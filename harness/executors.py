@@ -55,16 +55,17 @@ class Task:
 
 
 def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int, str]],
-         order: dict[str, int], slots: int = 1) -> list[Task]:
+         order: dict[str, int], slots: int = 1, remeasure: bool = False) -> list[Task]:
     """The run's tasks. ``impls_of``: (problem index, implementation name) per cell, in run
-    order; cell ids are their positions, and a problem measured again on another slot (the
-    spread) gets ids after them. One slot: a task per backend, in ``order``. Several: each
-    problem to one slot (the longest first to the least loaded, by bytes moved per cell), each
-    slot a task per backend, slot s of n from s/n of the way into ``order`` (and round); the
-    largest and the smallest problems on every slot."""
+    order; cell ids are their positions, and a problem measured again (the spread, the
+    repeatability) gets ids after them. One slot: a task per backend, in ``order``. Several:
+    each problem to one slot (the longest first to the least loaded, by bytes moved per cell),
+    each slot a task per backend, slot s of n from s/n of the way into ``order`` (and round);
+    the largest and the smallest problems on every slot. ``remeasure`` (timing on GPUs): those
+    two also measured a second time on their own slot, as the last cells of each backend's task,
+    for the run's repeatability (``results.repeatability``)."""
     names = {name: registry.get(name).backend.name for _, name in impls_of}
     home = {index: 0 for index in range(len(problems))}
-    extra: list[tuple[int, str, int]] = []  # (problem, implementation, slot): the repeats
     if slots > 1:
         cost = {i: (problems[i].bytes_moved + (1 << 20)) * sum(p == i for p, _ in impls_of)
                 for i in home}
@@ -72,9 +73,11 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
         for i in sorted(cost, key=cost.get, reverse=True):
             home[i] = load.index(min(load))
             load[home[i]] += cost[i]
+    extra: list[tuple[int, str, int]] = []  # (problem, implementation, slot): the repeats
+    if slots > 1 or remeasure:
         by_size = sorted(home, key=lambda i: problems[i].bytes_moved)
         for i in dict.fromkeys((by_size[-1], by_size[0])[:SPREAD_PROBLEMS]):
-            extra += [(i, name, s) for s in range(slots) if s != home[i]
+            extra += [(i, name, s) for s in range(slots) if s != home[i] or remeasure
                       for p, name in impls_of if p == i]
     cells = [(cell, p, name, home[p]) for cell, (p, name) in enumerate(impls_of)]
     cells += [(len(impls_of) + n, p, name, s) for n, (p, name, s) in enumerate(extra)]
@@ -84,8 +87,9 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
         for backend in _from_own_point(backends, slot, slots):
             mine = [(c, p, name) for c, p, name, s in cells if s == slot and names[name] == backend]
             if mine:
+                again = [c for c in mine if c[0] >= len(impls_of) and home[c[1]] == slot]
                 tasks.append(Task(slot, backend, dataclasses.replace(
-                    spec, cells=_staggered(mine, slot, slots))))
+                    spec, cells=_staggered([c for c in mine if c not in again], slot, slots) + again)))
     return tasks
 
 
@@ -225,7 +229,6 @@ class RayExecutor:
         running: dict[int, object] = {}
         failures: list[BaseException] = []
         stopped = False  # the run was stopped: nothing more is submitted or written
-        base_cells = prov.get("cells_base")
         lost = (self.ray.exceptions.WorkerCrashedError, self.ray.exceptions.NodeDiedError,
                 self.ray.exceptions.ObjectLostError, self.ray.exceptions.ActorDiedError)
 
@@ -266,8 +269,6 @@ class RayExecutor:
                             row = item["row"]
                             if row["cell"] in written:  # a retried shard's row already here
                                 continue
-                            if base_cells is not None and row["cell"] >= base_cells:
-                                row["spread_repeat"] = True  # measured again for the spread
                             written.add(row["cell"])
                             results.append_row(rows_path, row)
                             progress.line(progress_text(row), slot=slot)

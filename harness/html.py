@@ -158,7 +158,7 @@ def render(prov: dict, rows: list[dict], plots: Path | None = None, inline: bool
     for model, mine in results.by_gpu_model(rows):
         header, body = results.side_by_side(mine)
         if len(header) > 2:
-            parts += [f"<h2>Side by side{_e(model)}</h2>", f'<p class="note">{_e(results.SIDE_NOTE)}</p>',
+            parts += [f"<h2>Side by side{_e(model)}</h2>", f'<p class="note">{_e(results.side_note(rows))}</p>',
                       table(header, body)]
     header, body = results.gpu_spread(rows)
     if body:
@@ -186,6 +186,10 @@ def render(prov: dict, rows: list[dict], plots: Path | None = None, inline: bool
             header, body, keep = results._backend_table(group)
             content = table(*results._subset(header, body, keep))
         parts.append(f"<details><summary>{_e(backend)}</summary>{content}</details>")
+    header, body = results.time_spent(rows)
+    if body:
+        parts += ["<h2>Where the time went</h2>", f'<p class="note">{_e(results.TIME_NOTE)}</p>',
+                  table(header, body)]
     if images := _plots(plots, inline):
         parts += ["<h2>Plots</h2>", *images]
     return page(f"decode-bench: {prov.get('command', 'run')}", parts)

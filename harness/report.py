@@ -368,16 +368,19 @@ def classify(old: dict, new: dict, threshold: float = THRESHOLD) -> str:
     return "same"
 
 
-def _order(a: dict, b: dict) -> int:
-    """1: a faster beyond doubt, -1: b faster beyond doubt, 0: no order (intervals overlap)."""
-    ia, ib = results.interval(a), results.interval(b)
+def _order(a: dict, b: dict, noise: float | None = None) -> int:
+    """1: a faster beyond doubt, -1: b faster beyond doubt, 0: no order (their
+    ``results.ordering_interval``s, with the run's repeatability ``noise``, overlap)."""
+    ia, ib = results.ordering_interval(a, noise), results.ordering_interval(b, noise)
     return stats.below(ia, ib) - stats.below(ib, ia)
 
 
 def ranking_flips(old_rows: list[dict], new_rows: list[dict]) -> tuple[int, list[tuple[str, float]]]:
-    """Pairs of rows on one problem that one run orders beyond doubt (intervals apart) and the
-    other orders the opposite way beyond doubt: (pairs ordered in both runs, the flips, each
-    with the larger of its two relative gaps)."""
+    """Pairs of rows on one problem that one run orders beyond doubt (intervals apart, each
+    widened by its run's repeatability where the run measured it) and the other orders the
+    opposite way beyond doubt: (pairs ordered in both runs, the flips, each with the larger of
+    its two relative gaps)."""
+    noises = [results.repeatability(rows)[0] for rows in (old_rows, new_rows)]
     old, new = ({(r["impl"], results.problem_key(r)): r for r in results.summarised(rows) if r.get("rank")}
                 for rows in (old_rows, new_rows))
     by_problem = defaultdict(list)
@@ -387,7 +390,8 @@ def ranking_flips(old_rows: list[dict], new_rows: list[dict]) -> tuple[int, list
     for problem, names in by_problem.items():
         for i, a in enumerate(sorted(names)):
             for b in sorted(names)[i + 1:]:
-                before, after = (_order(run[(a, problem)], run[(b, problem)]) for run in (old, new))
+                before, after = (_order(run[(a, problem)], run[(b, problem)], noise)
+                                 for run, noise in zip((old, new), noises))
                 if before and after:
                     ordered += 1
                     if before != after:
@@ -398,6 +402,14 @@ def ranking_flips(old_rows: list[dict], new_rows: list[dict]) -> tuple[int, list
 
 
 FLIP_GAP = 0.02  # near ties: one run's interval does not hold the drift between two runs
+
+
+def repeat_text(rows: list[dict]) -> str:
+    """A run's repeatability as the ranking uses it, or that the run did not measure it."""
+    noise, n = results.repeatability(rows)
+    if noise is None:
+        return "95 % intervals alone: no repeatability measured" + (f" ({n} cells remeasured)" if n else "")
+    return f"intervals widened by a repeatability of {100 * noise:.1f} % ({n} cells measured twice)"
 
 
 def _with_interval(row: dict) -> str:
@@ -459,7 +471,8 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
     results.add_ranks(old_rows)
     results.add_ranks(new_rows)
     ordered, flips = ranking_flips(old_rows, new_rows)
-    ranking = (f"ranking: {ordered} pairs of rows ordered beyond doubt in both runs, "
+    ranking = (f"ranking: {ordered} pairs of rows ordered beyond doubt in both runs "
+               f"({repeat_text(old_rows)} old, {repeat_text(new_rows)} new), "
                f"{len(flips)} in opposite orders"
                + (f" ({sum(gap > FLIP_GAP for _, gap in flips)} of them more than "
                   f"{100 * FLIP_GAP:.0f} % apart in one run)" if flips else ""))

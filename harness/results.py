@@ -13,6 +13,7 @@ import io
 import json
 import shutil
 import statistics
+import time
 from pathlib import Path
 from typing import Iterable
 
@@ -35,6 +36,7 @@ CSV_FIELDS = ("backend", "variant", "algorithm", "problem", "workload", "status"
 
 
 def append_row(path: Path, row: dict) -> None:
+    row.setdefault("written_s", round(time.time(), 1))  # when it was measured: the run's timeline
     with open(path, "a") as f:
         f.write(json.dumps(row) + "\n")
         f.flush()
@@ -49,6 +51,36 @@ def read_rows(path: Path) -> list[dict]:
 def interval(row: dict) -> tuple[float, float]:
     """The primary figure's 95 % interval (the median alone when a row has none)."""
     return row.get("ci_lo_us", row["median_us"]), row.get("ci_hi_us", row["median_us"])
+
+
+REPEAT_QUANTILE = 0.9  # the run's repeatability: this share of its remeasured cells within it
+MIN_REPEATS = 5  # fewer cells measured twice on one GPU say nothing of it
+
+
+def repeatability(rows: Iterable[dict]) -> tuple[float | None, int]:
+    """How far apart two measurements of one cell on one GPU come, from the cells the run
+    measured twice there (``executors.plan``'s ``remeasure``: the largest and the smallest
+    problem, again at the end of each backend's cells): the REPEAT_QUANTILE quantile of
+    slower / faster - 1, and how many cells it is over; (None, n) below MIN_REPEATS. A median's
+    95 % interval holds the noise of one measurement; this holds what moves between two (the
+    GPU's state minutes apart), which two runs of one GPU also differ by."""
+    timed: dict[tuple, list[float]] = {}
+    for r in rows:
+        if r["status"] == "PASS" and r.get("median_us") and not str(r.get("timing", "")).startswith("cpu"):
+            timed.setdefault((r["impl"], measured_key(r)), []).append(r["median_us"])
+    spreads = sorted(max(t) / min(t) - 1 for t in timed.values() if len(t) > 1)
+    if len(spreads) < MIN_REPEATS:
+        return None, len(spreads)
+    return spreads[min(len(spreads) - 1, int(REPEAT_QUANTILE * len(spreads)))], len(spreads)
+
+
+def ordering_interval(row: dict, noise: float | None) -> tuple[float, float]:
+    """The interval an order between two rows of one run is judged by: the 95 % interval,
+    widened by half the run's repeatability each way (``repeatability``), so two rows are
+    ordered only when they are further apart than a remeasurement moves a row."""
+    lo, hi = interval(row)
+    half = (noise or 0.0) / 2
+    return lo * (1 - half), hi * (1 + half)
 
 
 def rank_text(row: dict) -> str:
@@ -79,6 +111,14 @@ def device_labels(rows: list[dict]) -> dict[str | None, str]:
     hosts = len({r.get("host") for r in devices.values()}) > 1
     return {d: f"{r.get('host')}:{r.get('gpu_index')}" if hosts else _fmt(r.get("gpu_index"))
             for d, r in devices.items()}
+
+
+def first_measurements(rows: Iterable[dict]) -> list[dict]:
+    """``rows`` less the second measurement of a cell on its own GPU (the repeatability's): the
+    tables, ranks and ratios show each cell on each GPU once (the spread's, on other GPUs, stay)."""
+    rows = list(rows)
+    first = {(r["impl"], measured_key(r)) for r in rows if not r.get("spread_repeat")}
+    return [r for r in rows if not (r.get("spread_repeat") and (r["impl"], measured_key(r)) in first)]
 
 
 def summarised(rows: Iterable[dict]) -> list[dict]:
@@ -127,16 +167,19 @@ def annotate(rows: list[dict]) -> None:
 
 def add_ranks(rows: list[dict]) -> None:
     """``rank`` on each problem among its timed PASS rows: 1 + the rows faster beyond doubt
-    (their primary figure's 95 % interval wholly below this row's); ``tied`` when another row
-    shares the rank (intervals that overlap: no order between them)."""
-    groups: dict[str, list[dict]] = {}
+    (their ``ordering_interval``, the 95 % interval widened by the run's repeatability, wholly
+    below this row's); ``tied`` when another row shares the rank (no order between them). A
+    cell measured a second time on its own GPU (the repeatability) is not ranked again."""
+    noise, _ = repeatability(rows)
     for r in rows:
         r.pop("rank", None), r.pop("tied", None)
+    groups: dict[str, list[dict]] = {}
+    for r in first_measurements(rows):
         gpu_figure = not str(r.get("timing", "")).startswith("cpu")  # interpreters: no ranking
         if r["status"] == "PASS" and r.get("ci_lo_us") is not None and gpu_figure:
             groups.setdefault(measured_key(r), []).append(r)
     for group in groups.values():
-        for r, rank in zip(group, stats.ranks([interval(r) for r in group])):
+        for r, rank in zip(group, stats.ranks([ordering_interval(r, noise) for r in group])):
             r["rank"] = rank
         for r in group:
             r["tied"] = sum(o["rank"] == r["rank"] for o in group) > 1
@@ -147,7 +190,7 @@ def add_vendor_ratios(rows: list[dict]) -> None:
     lengths, layout, page size and dtype) over this row's, so > 1 means faster than every vendor
     kernel timed on it; ``vendor_best`` names that kernel and ``vendor_best_us`` gives its time.
     Only PASS rows of vendor backends count (a wrong answer is no baseline)."""
-    best = fastest_by_problem((r for r in rows if r.get("vendor")), measured_key)
+    best = fastest_by_problem((r for r in first_measurements(rows) if r.get("vendor")), measured_key)
     for r in rows:
         b = best.get(measured_key(r))
         r["vendor_best"], r["vendor_best_us"] = (b["impl"], b["median_us"]) if b else (None, None)
@@ -342,13 +385,13 @@ VARIANT_ORDER = {"dense": 0, "paged": 1, "split-k": 2}
 
 
 def by_backend(rows: list[dict]) -> dict[str, list[dict]]:
-    """Rows the tables show (those of a kernel that exists), per backend, in problem order then
-    variant order."""
+    """Rows the tables show (those of a kernel that exists, each cell once a GPU), per backend,
+    in problem order then variant order."""
     order = {}
     for r in rows:
         order.setdefault(r["problem"], len(order))
     groups: dict[str, list[dict]] = {}
-    for r in rows:
+    for r in first_measurements(rows):
         if not r.get("no_kernel"):
             groups.setdefault(r["backend"], []).append(r)
     for group in groups.values():
@@ -415,6 +458,17 @@ SIDE_NOTE = ("Side by side: each backend's fastest passing variant per problem: 
              "[d]ense / [p]aged / [s]plit-k, % of measured bandwidth, the fastest vendor "
              "kernel's time over this one (> 1: faster than every vendor kernel on the problem) "
              "and its rank among all rows on the problem (#2= : tied, intervals overlap).")
+
+
+def side_note(rows: list[dict]) -> str:
+    """SIDE_NOTE, with what the ties were judged by where the run measured its repeatability."""
+    noise, n = repeatability(rows)
+    if noise is None:
+        return SIDE_NOTE
+    return (SIDE_NOTE + f" The intervals are widened by the run's repeatability, {100 * noise:.1f} % "
+            f"(of {n} cells measured twice on one GPU, the {100 * REPEAT_QUANTILE:.0f}th percentile "
+            "of how far apart their two medians came): rows closer than a remeasurement moves one "
+            "are not ordered.")
 
 
 def side_by_side(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
@@ -501,6 +555,35 @@ def vendor_summary(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
             "KV >= 256 MB", "median there", "% read there"], body
 
 
+TIME_NOTE = ("Where the time went: per GPU and backend, its rows, when its first and last row "
+             "were written (s from the run's first row) and its first calls (set-up, compile and "
+             "first launch, summed): a backend's first row comes after its worker started and its "
+             "first kernel compiled.")
+
+
+def time_spent(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Per (GPU, backend), in the order each began: rows, first and last row written (s from the
+    run's first row), their first calls summed (s); empty for rows written before they carried
+    ``written_s``."""
+    timed = [r for r in rows if r.get("written_s") is not None]
+    if not timed:
+        return [], []
+    start = min(r["written_s"] for r in timed)
+    labels = device_labels(rows)
+    spans: dict[tuple, list[dict]] = {}
+    for r in sorted(timed, key=lambda r: r["written_s"]):
+        spans.setdefault((labels.get(device_id(r), ""), r["backend"]), []).append(r)
+    body = []
+    for (gpu, backend), group in spans.items():
+        first_calls = sum(r.get("first_call_ms") or 0 for r in group) / 1e3
+        body.append(([gpu] if labels else []) + [
+            backend, str(len(group)), f"{group[0]['written_s'] - start:.0f}",
+            f"{group[-1]['written_s'] - start:.0f}", f"{first_calls:.1f}"])
+    header = (["GPU"] if labels else []) + ["backend", "rows", "first row (s)", "last row (s)",
+                                            "first calls (s)"]
+    return header, sorted(body, key=lambda b: b[0]) if labels else body
+
+
 SPREAD_NOTE = ("Spread between GPUs: the problems measured on every GPU of the run (the largest and "
                "the smallest): per implementation, the slowest GPU's median over the fastest's. Ranks "
                "and vendor ratios compare rows of one GPU only.")
@@ -512,7 +595,7 @@ def gpu_spread(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     timed: dict[tuple[str, str], dict[str, dict]] = {}
     for r in rows:
         if r["status"] == "PASS" and r.get("median_us") and device_id(r) is not None:
-            timed.setdefault((r["impl"], problem_key(r)), {})[device_id(r)] = r
+            timed.setdefault((r["impl"], problem_key(r)), {}).setdefault(device_id(r), r)  # its first
     labels = device_labels(rows)
     body = []
     for (impl, _), per_device in timed.items():
@@ -555,7 +638,7 @@ def render_markdown(prov: dict, rows: list[dict]) -> str:
     for model, mine in by_gpu_model(rows):
         header, body = side_by_side(mine)
         if len(header) > 2:
-            parts += [f"## Side by side{model}", "", SIDE_NOTE, "", markdown(header, body), ""]
+            parts += [f"## Side by side{model}", "", side_note(rows), "", markdown(header, body), ""]
     header, body = gpu_spread(rows)
     if body:
         parts += ["## Spread between GPUs", "", SPREAD_NOTE, "", markdown(header, body), ""]
@@ -564,6 +647,9 @@ def render_markdown(prov: dict, rows: list[dict]) -> str:
         table = f"unavailable: {why}" if why else markdown_table(group)
         notes = [n for n in (_timing_note(group), *backend_notes(prov, rows, backend, group)) if n]
         parts += [f"## {backend}", "", *[n + "\n" for n in notes], table, ""]
+    header, body = time_spent(rows)
+    if body:
+        parts += ["## Where the time went", "", TIME_NOTE, "", markdown(header, body), ""]
     return "\n".join(parts)
 
 
@@ -622,7 +708,7 @@ def render_text(prov: dict, rows: list[dict], width: int | None = None) -> str:
     for model, mine in by_gpu_model(rows):
         header, body = side_by_side(mine)
         if len(header) > 2:
-            parts += [f"\n== side by side{model} ==\n{SIDE_NOTE}", *fit_columns(header, body, width)]
+            parts += [f"\n== side by side{model} ==\n{side_note(rows)}", *fit_columns(header, body, width)]
     header, body = vendor_summary(rows)
     if body:
         parts += [f"\n== against the vendors ==\n{VENDOR_NOTE}", columns(header, body)]

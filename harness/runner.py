@@ -84,7 +84,9 @@ def _base_row(cell: int, impl: Impl, problem: DecodeProblem, prov: dict) -> dict
             "problem": problem.label(), "spec": problem.to_dict(),
             "no_kernel": no_kernel is not None,  # the backend has no such variant at all
             "vendor": impl.backend.vendor, "compiles": impl.backend.compiles,
-            **{k: prov.get(k) for k in results.ROW_PROVENANCE}}
+            **{k: prov.get(k) for k in results.ROW_PROVENANCE},
+            # a problem measured again (on another GPU: the spread; on its own: repeatability)
+            **({"spread_repeat": True} if cell >= prov.get("cells_base", cell + 1) else {})}
 
 
 def extra_input_sets(problem: DecodeProblem, seed: int, first) -> list[InputSet]:

@@ -47,6 +47,9 @@ def test_run_writes_rows_files_and_replayable_cases(tmp_path):
     assert {"gpu", "driver", "commit", "timestamp"} <= set(csv_rows[0])
     assert "## triton" in (tmp_path / "run" / "results.md").read_text()
     assert "not performance figures" in res.stdout
+    # each row says when it was written: the run's timeline, per GPU and backend
+    assert all(r["written_s"] > 0 for r in data["rows"])
+    assert "## Where the time went" in (tmp_path / "run" / "results.md").read_text()
 
     # anyone can re-check a saved result with their own reference: here, numpy in float64
     (folder,) = (tmp_path / "cases").iterdir()

@@ -76,6 +76,31 @@ def test_the_plan_shards_by_problem_and_repeats_the_largest_and_smallest_everywh
         sum(len(t.spec.cells) for t in one) == len(impls)
 
 
+def test_the_plan_remeasures_the_largest_and_smallest_on_their_own_gpu_last():
+    """Timing on GPUs, the largest and the smallest problem are measured a second time on their
+    own slot, as the last cells of each backend's task (another moment, fresh inputs): the
+    run's repeatability. One slot included; the spread's repeats on the other slots stay."""
+    problems = [DecodeProblem.from_dict(p) for p in PROBLEMS]
+    impls = [(i, name) for i in range(len(problems)) for name in ("numba/dense", "triton/dense")]
+    spec = RunSpec([p.to_dict() for p in problems], [], 0, {}, True, False, "rows.jsonl", None)
+    by_size = sorted(range(len(problems)), key=lambda i: problems[i].bytes_moved)
+    for slots in (1, 2):
+        tasks = executors.plan(spec, problems, impls, {}, slots=slots, remeasure=True)
+        cells = [(c, p, name, t.slot) for t in tasks for c, p, name in t.spec.cells]
+        assert sorted(c for c, *_ in cells) == list(range(len(cells)))
+        home = {p: slot for c, p, _, slot in cells if c < len(impls)}
+        again = [(p, name, slot) for c, p, name, slot in cells if c >= len(impls) and slot == home[p]]
+        assert sorted(again) == sorted((p, name, home[p]) for p in (by_size[0], by_size[-1])
+                                       for q, name in impls if q == p)
+        for t in tasks:  # after every first measurement of the task
+            ids = [c for c, *_ in t.spec.cells]
+            later = [i for i, c in enumerate(ids) if c >= len(impls) and home[t.spec.cells[i][1]] == t.slot]
+            assert later == list(range(len(ids) - len(later), len(ids)))
+        assert len(cells) == len(impls) + (slots * 2 * 2)  # (2 own + (slots - 1) others) x 2 problems
+    plain = executors.plan(spec, problems, impls, {}, slots=1)
+    assert sum(len(t.spec.cells) for t in plain) == len(impls)
+
+
 # ---- refusals before any work ---------------------------------------------------------------
 def test_gpus_beyond_the_machine_are_refused_before_any_work(tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed (pip install -e .[ray])")

@@ -162,6 +162,73 @@ def test_compare_reports_a_ranking_flip(tmp_path):
     assert f"({flips(res.stdout)} of them more than 2 % apart in one run)" in res.stdout
 
 
+def with_repeats(folder: Path, drift: float, rng_seed: int = 0) -> Path:
+    """Each row of the largest and the smallest problem measured a second time on the same GPU
+    (as ``executors.plan``'s ``remeasure`` does), its median moved by up to ``drift``."""
+    data = json.loads((folder / "results.json").read_text())
+    rng = np.random.default_rng(rng_seed)
+    sizes = sorted({r["spec"]["seq_lens"].__len__() * sum(r["spec"]["seq_lens"]): r["problem"]
+                    for r in data["rows"]}.items())
+    again = {sizes[0][1], sizes[-1][1]}
+    base = len(data["rows"])
+    for r in list(data["rows"]):
+        if r["problem"] in again and r.get("median_us"):
+            k = 1 + drift * rng.uniform(-1, 1)
+            data["rows"].append(dict(r, cell=base + len(data["rows"]), spread_repeat=True,
+                                     median_us=r["median_us"] * k, ci_lo_us=r["ci_lo_us"] * k,
+                                     ci_hi_us=r["ci_hi_us"] * k))
+    (folder / "results.json").write_text(json.dumps(data))
+    return folder
+
+
+def test_repeatability_is_what_a_second_measurement_moves_and_ties_rows_closer_than_it():
+    """Cells measured twice on one GPU give the run's repeatability (the 90th percentile of how
+    far apart the two came); the ranks widen each interval by it, so rows closer than that tie,
+    and the repeats are neither ranked nor shown again."""
+    rows = []
+    for k in range(10):  # 10 cells measured twice, 0-9 % apart
+        one = {"impl": f"x{k}/dense", "backend": f"x{k}", "variant": "dense", "status": "PASS",
+               "median_us": 100.0, "spec": {"k": k},
+               "problem": "p", "ci_lo_us": 99.9, "ci_hi_us": 100.1}
+        rows += [one, dict(one, median_us=100.0 * (1 + k / 100), spread_repeat=True)]
+    assert results.repeatability(rows) == (pytest.approx(0.09), 10)
+    assert results.repeatability(rows[:8]) == (None, 4)  # too few to say
+    assert results.repeatability([dict(r, timing="cpu wall clock") for r in rows]) == (None, 0)
+    a, b = ({"impl": name, "status": "PASS", "median_us": us, "ci_lo_us": us - 0.1, "ci_hi_us": us + 0.1,
+             "spec": {"n": 1}, "problem": "q"} for name, us in (("a/dense", 100.0), ("b/dense", 103.0)))
+    results.add_ranks([a, b])  # no repeatability measured: the 95 % intervals alone order them
+    assert (a["rank"], b["rank"], a["tied"]) == (1, 2, False)
+    results.add_ranks([a, b] + rows)  # 3 % apart, a remeasurement moves a row up to 9 %: tied
+    assert (a["rank"], b["rank"], a["tied"]) == (1, 1, True)
+    assert not any(r.get("rank") for r in rows if r.get("spread_repeat"))
+    assert [r["impl"] for r in results.by_backend(rows)["x3"]] == ["x3/dense"]  # shown once
+
+
+def test_where_the_time_went_is_each_gpus_backends_in_the_order_they_began():
+    rows = [{"backend": b, "written_s": t, "first_call_ms": fc, "gpu_index": g, "host": "h"}
+            for b, t, fc, g in (("helion", 130.0, 9000, "1"), ("cupy", 100.0, 2000, "0"),
+                                ("cupy", 112.0, None, "0"), ("helion", 101.0, 400, "1"),
+                                ("triton", 120.0, 0, "0"))]
+    header, body = results.time_spent(rows)
+    assert header[:2] == ["GPU", "backend"]
+    assert body == [["0", "cupy", "2", "0", "12", "2.0"], ["0", "triton", "1", "20", "20", "0.0"],
+                    ["1", "helion", "2", "1", "30", "9.4"]]
+    assert results.time_spent([{"backend": "x"}]) == ([], [])  # rows from before written_s
+
+
+def test_compare_counts_no_flip_between_rows_closer_than_both_runs_repeatability(tmp_path):
+    """The same near tie that flips beyond the 95 % intervals (cudnn 2.6 % ahead, then triton
+    3.3 %) is no flip when each run measured that a second measurement moves a row by more."""
+    base = with_repeats(fake_run(tmp_path / "a"), drift=0.08)
+    flipped = with_repeats(fake_run(tmp_path / "b", slow={"torch-cudnn/dense": 1.06}), drift=0.08, rng_seed=1)
+    res = harness("compare", str(base), str(flipped))
+    assert flips(res.stdout) == 0, res.stdout
+    assert "intervals widened by a repeatability of" in res.stdout
+    steady = with_repeats(fake_run(tmp_path / "c"), drift=0.004)
+    steady_flipped = with_repeats(fake_run(tmp_path / "d", slow={"torch-cudnn/dense": 1.06}), drift=0.004)
+    assert flips(harness("compare", str(steady), str(steady_flipped)).stdout) > 0
+
+
 @pytest.mark.parametrize("period", [1, 2, 4, 8])
 @pytest.mark.parametrize("own_launches", range(8))
 def test_launch_phase_cycling_visits_every_phase_equally(period, own_launches):
