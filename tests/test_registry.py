@@ -254,6 +254,14 @@ def test_triton_rows_beyond_the_q_tile_take_two_warpgroups_where_kv_is_beyond_l2
     assert launch(20, 2, 240, 8, dtype="float32")[:2] == (16, 4)  # the q tile of 32-bit rows
     c = pick_launch_config(DecodeProblem(20, 2, 240, (4000,) * 64, q_len=8), {"num_warps": 4})
     assert (c["BLOCK_H"], c["num_warps"], c["BLOCK_N"]) == (64, 4, 32)
+    # block_h is a knob (impls.launch): the old rule's 32 rows on request, no more than the rows
+    c = pick_launch_config(DecodeProblem(20, 2, 240, (4000,) * 64, q_len=8), {"BLOCK_H": 32, "num_warps": 4})
+    assert (c["BLOCK_H"], c["num_warps"], c["BLOCK_N"]) == (32, 4, 64)
+    for bad in (48, 8, 256):
+        with pytest.raises(ProblemError, match=f"BLOCK_H={bad}: must be a power of two from 16"):
+            pick_launch_config(DecodeProblem(20, 2, 240, (4000,) * 64, q_len=8), {"BLOCK_H": bad})
+    with pytest.raises(ProblemError, match=r"BLOCK_H=32: .* to 16 \(the 4 query rows"):
+        pick_launch_config(DecodeProblem(32, 8, 128, (300,)), {"BLOCK_H": 32})
     fp8 = pick_launch_config(DecodeProblem(20, 2, 240, (4000,) * 64, q_len=8, kv_dtype="float8_e4m3fn"))
     converted = fp8["BLOCK_N"] * 256 * 2
     assert fp8["num_stages"] * fp8["BLOCK_N"] * 256 * 2 + (64 * 256 * 2 + converted) <= SMEM_BYTES

@@ -321,6 +321,13 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
         num_stages=NUM_STAGES - 1 if many else NUM_STAGES,
     )
     cfg = with_overrides(defaults, config)
+    if "BLOCK_H" in (config or {}):  # rows a program: a tl.dot tile, no more than the rows need
+        need = max(MIN_BLOCK_H, triton.next_power_of_2(rows))
+        b = cfg["BLOCK_H"]
+        if not isinstance(b, int) or b < MIN_BLOCK_H or b & (b - 1) or b > need:
+            raise ProblemError(f"config: BLOCK_H={b!r}: must be a power of two from {MIN_BLOCK_H} "
+                               f"(tl.dot's rows) to {need} (the {rows} query rows of a KV head, "
+                               "padded)")
     if "BLOCK_N" not in (config or {}):  # the rows' registers within THREAD_FLOATS a thread,
         # and the K/V stages, the q tile and (fp8) a converted tile within a program's shared
         # memory (ptxas's count for sm_90, tests/triton_sm90.py)
