@@ -290,15 +290,17 @@ def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) ->
     # the order the user named them in (a plugin named first is not the first cut by a time
     # limit; on several GPUs, the first GPU's order), else alphabetical
     order = {name: n for n, name in enumerate(args.backends or ())}
-    # timing on GPUs: two problems measured twice on each, the run's repeatability (ranks, ties)
-    remeasure = spec.timing and (torch.cuda.is_available() or executor.slots > 1) and not args.quick
+    # timing on GPUs: two problems measured twice on each, the run's repeatability (ranks, ties);
+    # not in --quick runs, nor with --tune (a second search would be tuning, not remeasuring)
+    remeasure = spec.timing and (torch.cuda.is_available() or executor.slots > 1) and not args.quick \
+        and not args.tune
     tasks = executors.plan(spec, problems, all_cells, order, executor.slots, remeasure)
     total = sum(len(t.spec.cells) for t in tasks)
     where = f" on {executor.slots} GPUs" if executor.slots > 1 else ""
     print(f"{len(problems)} problem(s), {total} cell(s){where}; rows -> {rows_path}")
     prov["workloads_of"] = results.workloads_of((p.label(), origin[p]) for p in problems)
     prov["cells_total"] = total  # a run is complete when it has them all (report, compare)
-    prov["cells_base"] = len(all_cells)  # cells past these measure a problem again (the spread)
+    prov["cells_base"] = len(all_cells)  # cells past these measure a problem again (spread, repeatability)
     prov["code"] = scorecard.code_facts(dict.fromkeys(i.backend.name for i in impls))  # as it ran
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
     progress = Progress(total, rows_path)

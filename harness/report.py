@@ -213,6 +213,7 @@ def plot(rows: list[dict], folder: Path) -> tuple[list[Path], list[str]]:
     import matplotlib.pyplot as plt
 
     folder.mkdir(parents=True, exist_ok=True)
+    rows = results.first_measurements(rows)  # each cell once a GPU
     written, plotted = [], set()
     for (shape, dtype, layout), group in sorted(_series(rows).items()):
         for along in ("seq_len", "batch"):
@@ -352,8 +353,9 @@ def report(path: Path, out: Path | None, plots: bool = True, page: bool = False)
 
 
 # ---- compare ----------------------------------------------------------------------------------
-def classify(old: dict, new: dict, threshold: float = THRESHOLD) -> str:
-    """regression / slower / faster / same / not timed, for one matched pair of rows."""
+def classify(old: dict, new: dict, threshold: float = THRESHOLD, noise: tuple = (None, None)) -> str:
+    """regression / slower / faster / same / not timed, for one matched pair of rows; ``noise``:
+    the two runs' repeatability, which widens each row's interval (``results.ordering_interval``)."""
     if old["status"] == "PASS" and new["status"] in ("FAIL", "ERROR"):
         return f"regression ({old['status']} -> {new['status']})"
     if not (old.get("median_us") and new.get("median_us")):
@@ -361,9 +363,10 @@ def classify(old: dict, new: dict, threshold: float = THRESHOLD) -> str:
     if any(str(r.get("timing", "")).startswith("cpu") for r in (old, new)):
         return "not compared (CPU interpreter timing)"
     change = new["median_us"] / old["median_us"] - 1
-    if stats.below(results.interval(old), results.interval(new)) and change > threshold:
+    before, after = results.ordering_interval(old, noise[0]), results.ordering_interval(new, noise[1])
+    if stats.below(before, after) and change > threshold:
         return "slower"
-    if stats.below(results.interval(new), results.interval(old)) and change < -threshold:
+    if stats.below(after, before) and change < -threshold:
         return "faster"
     return "same"
 
@@ -432,6 +435,7 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
     key = lambda r: (r["impl"], results.problem_key(r))  # noqa: E731
     # a problem measured again on every GPU (the spread) matches once, on its own GPU
     old = {key(r): r for r in results.summarised(old_rows)}
+    noises = (results.repeatability(old_rows)[0], results.repeatability(new_rows)[0])
     body, counts, verdicts = [], defaultdict(int), []
     for r in results.summarised(new_rows):
         o = old.get(key(r))
@@ -440,7 +444,7 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
             continue
         if o["status"] != r["status"]:
             verdicts.append(f"{r['impl']} on {r['problem']}: {o['status']} -> {r['status']}")
-        verdict = classify(o, r, threshold)
+        verdict = classify(o, r, threshold, noises)
         counts[verdict.split(" (")[0]] += 1
         if o.get("median_us") and r.get("median_us"):
             change = f"{100 * (r['median_us'] / o['median_us'] - 1):+.1f}%"
@@ -458,8 +462,9 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
         return (f"{label}: {path} ({prov.get('gpu') or 'no GPU'}, commit {prov.get('commit')})"
                 + (f"; {mark}" if mark else ""))
     runs = [run_line("old", old_path, old_prov, old_rows), run_line("new", new_path, new_prov, new_rows)]
-    rule = (f"slower/faster: 95 % intervals apart and a change beyond {100 * threshold:.0f} %; "
-            "else same (within the noise)")
+    rule = (f"slower/faster: 95 % intervals (widened by each run's repeatability, where it "
+            f"measured one) apart and a change beyond {100 * threshold:.0f} %; else same (within "
+            "the noise)")
     verdict_line = (f"verdicts: {len(old.keys() & new_keys)} rows in both runs, "
                     f"{len(verdicts)} with another status" + "".join(f"\n  {v}" for v in verdicts))
     walls = [p.get("wall_s") for p in (old_prov, new_prov)]

@@ -11,6 +11,7 @@ import csv
 import functools
 import io
 import json
+import math
 import shutil
 import statistics
 import time
@@ -25,8 +26,8 @@ STATUSES = ("PASS", "FAIL", "UNSUPPORTED", "UNAVAILABLE", "ERROR")
 # what every row carries of the run's (or, over several GPUs, its device's) provenance: the GPU
 # that measured it by name, index, UUID and host
 ROW_PROVENANCE = ("gpu", "driver", "commit", "timestamp", "gpu_index", "gpu_uuid", "host")
-CSV_FIELDS = ("backend", "variant", "algorithm", "problem", "workload", "status", "reason", "out_max_err",
-              "out_err_ratio", "lse_max_err", "lse_err_ratio", "median_us", "ci_lo_us", "ci_hi_us",
+CSV_FIELDS = ("backend", "variant", "algorithm", "problem", "workload", "spread_repeat", "status", "reason",
+              "out_max_err", "out_err_ratio", "lse_max_err", "lse_err_ratio", "median_us", "ci_lo_us", "ci_hi_us",
               "p20_us", "p80_us", "reps", "cold_stop", "cold_note", "graph_us", "graph_ci_us", "graph_note",
               "wall_us", "wall_ci_us", "launch_us", "launch_ci_us", "launch_note", "plan_us", "rank", "tied",
               "bytes", "kv_bytes", "input_bytes", "peak_mem_bytes", "gbps", "pct_peak_bw",
@@ -71,7 +72,7 @@ def repeatability(rows: Iterable[dict]) -> tuple[float | None, int]:
     spreads = sorted(max(t) / min(t) - 1 for t in timed.values() if len(t) > 1)
     if len(spreads) < MIN_REPEATS:
         return None, len(spreads)
-    return spreads[min(len(spreads) - 1, int(REPEAT_QUANTILE * len(spreads)))], len(spreads)
+    return spreads[math.ceil(REPEAT_QUANTILE * len(spreads)) - 1], len(spreads)  # nearest rank
 
 
 def ordering_interval(row: dict, noise: float | None) -> tuple[float, float]:
@@ -114,11 +115,13 @@ def device_labels(rows: list[dict]) -> dict[str | None, str]:
 
 
 def first_measurements(rows: Iterable[dict]) -> list[dict]:
-    """``rows`` less the second measurement of a cell on its own GPU (the repeatability's): the
-    tables, ranks and ratios show each cell on each GPU once (the spread's, on other GPUs, stay)."""
+    """``rows`` less the passing second measurement of a cell on its own GPU (the
+    repeatability's): the tables, ranks, ratios and plots show each cell on each GPU once (the
+    spread's, on other GPUs, stay); a second measurement that did not pass is shown."""
     rows = list(rows)
     first = {(r["impl"], measured_key(r)) for r in rows if not r.get("spread_repeat")}
-    return [r for r in rows if not (r.get("spread_repeat") and (r["impl"], measured_key(r)) in first)]
+    return [r for r in rows if not (r.get("spread_repeat") and r["status"] == "PASS"
+                                    and (r["impl"], measured_key(r)) in first)]
 
 
 def summarised(rows: Iterable[dict]) -> list[dict]:
@@ -581,7 +584,7 @@ def time_spent(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
             f"{group[-1]['written_s'] - start:.0f}", f"{first_calls:.1f}"])
     header = (["GPU"] if labels else []) + ["backend", "rows", "first row (s)", "last row (s)",
                                             "first calls (s)"]
-    return header, sorted(body, key=lambda b: b[0]) if labels else body
+    return header, sorted(body, key=lambda b: (len(b[0]), b[0])) if labels else body  # GPU 2 before 10
 
 
 SPREAD_NOTE = ("Spread between GPUs: the problems measured on every GPU of the run (the largest and "

@@ -22,7 +22,7 @@ def main(dirs):
     for folder in dirs:
         prov, found = report.load(folder)
         gpus.add(prov.get("gpu"))
-        rows += found
+        rows += results.first_measurements(found)  # each cell once (not its remeasurement)
     if len(gpus) > 1:
         sys.exit(f"rows from several GPUs ({sorted(map(str, gpus))}): compare within one")
     pairs = {}  # the spec without its cache dtype -> {kv_dtype: {backend: row}}

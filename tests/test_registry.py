@@ -262,6 +262,13 @@ def test_triton_rows_beyond_the_q_tile_take_two_warpgroups_where_kv_is_beyond_l2
             pick_launch_config(DecodeProblem(20, 2, 240, (4000,) * 64, q_len=8), {"BLOCK_H": bad})
     with pytest.raises(ProblemError, match=r"BLOCK_H=32: .* to 16 \(the 4 query rows"):
         pick_launch_config(DecodeProblem(32, 8, 128, (300,)), {"BLOCK_H": 32})
+    # the stages follow the grid of the rows asked for (paged, 200 x 2 x 3 programs: one less)
+    many = pick_launch_config(DecodeProblem(20, 2, 240, (4000,) * 200, q_len=8, layout="paged"),
+                              {"BLOCK_H": 32, "num_warps": 4})
+    assert many["num_stages"] == 2
+    with pytest.raises(ProblemError, match=r"262144 B of shared memory, more than a program has"):
+        pick_launch_config(DecodeProblem(16, 1, 256, (4000,) * 4, q_len=8), {"BLOCK_H": 128, "BLOCK_N": 64})
+    assert launch(64, 1, 256, 2)[:2] == (64, 8)  # a group of 64 at head dim 256: 8 warps hold it
     fp8 = pick_launch_config(DecodeProblem(20, 2, 240, (4000,) * 64, q_len=8, kv_dtype="float8_e4m3fn"))
     converted = fp8["BLOCK_N"] * 256 * 2
     assert fp8["num_stages"] * fp8["BLOCK_N"] * 256 * 2 + (64 * 256 * 2 + converted) <= SMEM_BYTES

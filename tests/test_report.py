@@ -191,7 +191,7 @@ def test_repeatability_is_what_a_second_measurement_moves_and_ties_rows_closer_t
                "median_us": 100.0, "spec": {"k": k},
                "problem": "p", "ci_lo_us": 99.9, "ci_hi_us": 100.1}
         rows += [one, dict(one, median_us=100.0 * (1 + k / 100), spread_repeat=True)]
-    assert results.repeatability(rows) == (pytest.approx(0.09), 10)
+    assert results.repeatability(rows) == (pytest.approx(0.08), 10)  # the 9th of 10 (nearest rank)
     assert results.repeatability(rows[:8]) == (None, 4)  # too few to say
     assert results.repeatability([dict(r, timing="cpu wall clock") for r in rows]) == (None, 0)
     a, b = ({"impl": name, "status": "PASS", "median_us": us, "ci_lo_us": us - 0.1, "ci_hi_us": us + 0.1,
@@ -202,6 +202,11 @@ def test_repeatability_is_what_a_second_measurement_moves_and_ties_rows_closer_t
     assert (a["rank"], b["rank"], a["tied"]) == (1, 1, True)
     assert not any(r.get("rank") for r in rows if r.get("spread_repeat"))
     assert [r["impl"] for r in results.by_backend(rows)["x3"]] == ["x3/dense"]  # shown once
+    failed = dict(rows[6], status="FAIL", median_us=None)  # a second measurement that failed: shown
+    assert [r["status"] for r in results.by_backend(rows + [failed])["x3"]] == ["PASS", "FAIL"]
+    # compare's verdicts widen the intervals too: 3 % slower is "same" against 8 % of noise
+    assert report.classify(a, b) == "slower"
+    assert report.classify(a, b, noise=(0.08, 0.08)) == "same"
 
 
 def test_where_the_time_went_is_each_gpus_backends_in_the_order_they_began():

@@ -260,9 +260,9 @@ MIN_FITTED_BLOCK_N = 32
 MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V at bf16 D=128
 # Beyond the q tile's rows, where the K/V do not fit in L2 (each further block of a KV head's rows
 # then reads them from HBM again): a program takes up to this many rows on two warpgroups, as far
-# as THREAD_FLOATS holds them (16-bit queries: 64 rows at head dims 144-256, where the q tile
-# holds 32 and those spill on 4 warps). 128-row programs were slower than two of 64 at head dim
-# 128 (results/nvidia-h200/2026-11-26-spec-decode)
+# as THREAD_FLOATS holds them (16-bit queries: 64 rows at head dims 129-256, where the q tile
+# holds 32 and those spill on 4 warps; a group of 64 there takes the 8 warps too). 128-row
+# programs were slower than two of 64 at head dim 128 (results/nvidia-h200/2026-11-26-spec-decode)
 MAX_BLOCK_H = 64
 WIDE_WARPS = 8
 SMEM_BYTES = 227 * 1024  # shared memory one program may take on sm_90: K/V stages and the q tile
@@ -294,14 +294,16 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
         MAX_Q_TILE_BYTES // (head_dim_pad * problem.itemsize),
         triton.next_power_of_2(problem.group_size))))
     num_warps = NUM_WARPS
-    if block_h < rows and problem.itemsize == 2 and problem.kv_bytes > l2_bytes:
-        wide = min(MAX_BLOCK_H, triton.next_power_of_2(rows))
-        while wide * (head_dim_pad + MIN_FITTED_BLOCK_N) > THREAD_FLOATS * 32 * WIDE_WARPS:
-            wide //= 2
-        if wide > block_h:
-            block_h, num_warps = wide, WIDE_WARPS
-    # programs of the grid: (sequence, KV head, block of its query rows)
-    many = paged and problem.batch * problem.num_kv_heads * -(-rows // block_h) >= MANY_PROGRAMS
+    if problem.itemsize == 2:  # 16-bit queries: two warpgroups where one cannot hold the rows
+        def holds(b, warps):
+            return b * (head_dim_pad + MIN_FITTED_BLOCK_N) <= THREAD_FLOATS * 32 * warps
+        wide = block_h
+        if block_h < rows and problem.kv_bytes > l2_bytes:
+            wide = min(MAX_BLOCK_H, triton.next_power_of_2(rows))
+            while not holds(wide, WIDE_WARPS):
+                wide //= 2
+        if wide > block_h or not holds(block_h, NUM_WARPS):  # (a group of 64 at head dim 256)
+            block_h, num_warps = max(wide, block_h), WIDE_WARPS
     defaults = dict(
         HEAD_DIM=problem.head_dim,
         HEAD_DIM_PAD=head_dim_pad,
@@ -318,7 +320,7 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
         # kernel's last program (results/nvidia-h100/2026-11-24-plan/), the same elsewhere
         MERGE="kernel",
         num_warps=num_warps,
-        num_stages=NUM_STAGES - 1 if many else NUM_STAGES,
+        num_stages=NUM_STAGES,  # one less on a grid of many programs: below
     )
     cfg = with_overrides(defaults, config)
     if "BLOCK_H" in (config or {}):  # rows a program: a tl.dot tile, no more than the rows need
@@ -328,17 +330,23 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
             raise ProblemError(f"config: BLOCK_H={b!r}: must be a power of two from {MIN_BLOCK_H} "
                                f"(tl.dot's rows) to {need} (the {rows} query rows of a KV head, "
                                "padded)")
+    if "num_stages" not in (config or {}):  # by the grid of the rows a program takes
+        programs = problem.batch * problem.num_kv_heads * -(-rows // cfg["BLOCK_H"])
+        cfg["num_stages"] = NUM_STAGES - 1 if paged and programs >= MANY_PROGRAMS else NUM_STAGES
+
+    def smem(block_n):  # K/V stages, the q tile and (fp8) a converted tile: ptxas's count for
+        converted = block_n if problem.cache.quantised else 0  # sm_90 (tests/triton_sm90.py)
+        return ((cfg["num_stages"] * block_n * 2 * problem.kv_itemsize
+                 + (cfg["BLOCK_H"] + converted) * problem.itemsize) * head_dim_pad)
     if "BLOCK_N" not in (config or {}):  # the rows' registers within THREAD_FLOATS a thread,
-        # and the K/V stages, the q tile and (fp8) a converted tile within a program's shared
-        # memory (ptxas's count for sm_90, tests/triton_sm90.py)
-        def smem(block_n):
-            converted = block_n if problem.cache.quantised else 0
-            return ((cfg["num_stages"] * block_n * 2 * problem.kv_itemsize
-                     + (cfg["BLOCK_H"] + converted) * problem.itemsize) * head_dim_pad)
-        while cfg["BLOCK_N"] > MIN_FITTED_BLOCK_N and (
+        while cfg["BLOCK_N"] > MIN_FITTED_BLOCK_N and (  # and that within shared memory
                 cfg["BLOCK_H"] * (head_dim_pad + cfg["BLOCK_N"]) > THREAD_FLOATS * 32 * cfg["num_warps"]
                 or smem(cfg["BLOCK_N"]) > SMEM_BYTES):
             cfg["BLOCK_N"] //= 2
+    if problem.itemsize == 2 and smem(cfg["BLOCK_N"]) > SMEM_BYTES:  # (32-bit: over-counted)
+        raise ProblemError(f"config: BLOCK_H={cfg['BLOCK_H']}, BLOCK_N={cfg['BLOCK_N']}, num_stages="
+                           f"{cfg['num_stages']}: {smem(cfg['BLOCK_N'])} B of shared memory, more "
+                           f"than a program has on sm_90 ({SMEM_BYTES} B)")
     gather = cfg.pop("GATHER")  # a tunable, not a kernel parameter: it picks PAGE_SIZE
     if gather not in ("page", "token"):
         raise ProblemError(f"config: GATHER={gather!r}: must be 'page' or 'token'")
