@@ -378,12 +378,13 @@ def _order(a: dict, b: dict, noise: float | None = None) -> int:
     return stats.below(ia, ib) - stats.below(ib, ia)
 
 
-def ranking_flips(old_rows: list[dict], new_rows: list[dict]) -> tuple[int, list[tuple[str, float]]]:
+def ranking_flips(old_rows: list[dict], new_rows: list[dict],
+                  widened: bool = True) -> tuple[int, list[tuple[str, float]]]:
     """Pairs of rows on one problem that one run orders beyond doubt (intervals apart, each
-    widened by its run's repeatability where the run measured it) and the other orders the
-    opposite way beyond doubt: (pairs ordered in both runs, the flips, each with the larger of
-    its two relative gaps)."""
-    noises = [results.repeatability(rows)[0] for rows in (old_rows, new_rows)]
+    widened by its run's repeatability where the run measured it, unless not ``widened``) and
+    the other orders the opposite way beyond doubt: (pairs ordered in both runs, the flips, each
+    with the larger of its two relative gaps)."""
+    noises = [results.repeatability(rows)[0] if widened else None for rows in (old_rows, new_rows)]
     old, new = ({(r["impl"], results.problem_key(r)): r for r in results.summarised(rows) if r.get("rank")}
                 for rows in (old_rows, new_rows))
     by_problem = defaultdict(list)
@@ -481,6 +482,10 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
                f"{len(flips)} in opposite orders"
                + (f" ({sum(gap > FLIP_GAP for _, gap in flips)} of them more than "
                   f"{100 * FLIP_GAP:.0f} % apart in one run)" if flips else ""))
+    if any(results.repeatability(rows)[0] is not None for rows in (old_rows, new_rows)):
+        bare_ordered, bare = ranking_flips(old_rows, new_rows, widened=False)  # both counts, said
+        ranking += (f"; by the 95 % intervals alone: {bare_ordered} pairs ordered, {len(bare)} in "
+                    "opposite orders")
     flipped = [f"{pair} ({100 * gap:.1f} % apart at most)" for pair, gap in flips]
     text += f"\n{ranking}" + "".join(f"\n  flipped: {f}" for f in flipped)
     regressed = counts["regression"] + counts["slower"] > 0

@@ -229,6 +229,8 @@ def test_compare_counts_no_flip_between_rows_closer_than_both_runs_repeatability
     res = harness("compare", str(base), str(flipped))
     assert flips(res.stdout) == 0, res.stdout
     assert "intervals widened by a repeatability of" in res.stdout
+    bare = re.search(r"by the 95 % intervals alone: \d+ pairs ordered, (\d+) in opposite orders", res.stdout)
+    assert bare and int(bare.group(1)) > 0  # the same flips, still said
     steady = with_repeats(fake_run(tmp_path / "c"), drift=0.004)
     steady_flipped = with_repeats(fake_run(tmp_path / "d", slow={"torch-cudnn/dense": 1.06}), drift=0.004)
     assert flips(harness("compare", str(steady), str(steady_flipped)).stdout) > 0
