@@ -379,12 +379,11 @@ def _order(a: dict, b: dict, noise: float | None = None) -> int:
 
 
 def ranking_flips(old_rows: list[dict], new_rows: list[dict],
-                  widened: bool = True) -> tuple[int, list[tuple[str, float]]]:
+                  noises: tuple = (None, None)) -> tuple[int, list[tuple[str, float]]]:
     """Pairs of rows on one problem that one run orders beyond doubt (intervals apart, each
-    widened by its run's repeatability where the run measured it, unless not ``widened``) and
-    the other orders the opposite way beyond doubt: (pairs ordered in both runs, the flips, each
-    with the larger of its two relative gaps)."""
-    noises = [results.repeatability(rows)[0] if widened else None for rows in (old_rows, new_rows)]
+    widened by its run's repeatability ``noises``, where given) and the other orders the
+    opposite way beyond doubt: (pairs ordered in both runs, the flips, each with the larger of
+    its two relative gaps)."""
     old, new = ({(r["impl"], results.problem_key(r)): r for r in results.summarised(rows) if r.get("rank")}
                 for rows in (old_rows, new_rows))
     by_problem = defaultdict(list)
@@ -408,9 +407,9 @@ def ranking_flips(old_rows: list[dict], new_rows: list[dict],
 FLIP_GAP = 0.02  # near ties: one run's interval does not hold the drift between two runs
 
 
-def repeat_text(rows: list[dict]) -> str:
-    """A run's repeatability as the ranking uses it, or that the run did not measure it."""
-    noise, n = results.repeatability(rows)
+def repeat_text(noise: float | None, n: int) -> str:
+    """A run's repeatability (``results.repeatability``) as the ranking uses it, or that the run
+    did not measure it."""
     if noise is None:
         return "95 % intervals alone: no repeatability measured" + (f" ({n} cells remeasured)" if n else "")
     return f"intervals widened by a repeatability of {100 * noise:.1f} % ({n} cells measured twice)"
@@ -436,7 +435,8 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
     key = lambda r: (r["impl"], results.problem_key(r))  # noqa: E731
     # a problem measured again on every GPU (the spread) matches once, on its own GPU
     old = {key(r): r for r in results.summarised(old_rows)}
-    noises = (results.repeatability(old_rows)[0], results.repeatability(new_rows)[0])
+    repeats = [results.repeatability(rows) for rows in (old_rows, new_rows)]  # (noise, cells)
+    noises = tuple(noise for noise, _ in repeats)
     body, counts, verdicts = [], defaultdict(int), []
     for r in results.summarised(new_rows):
         o = old.get(key(r))
@@ -476,14 +476,14 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
             + f"\n{verdict_line}")
     results.add_ranks(old_rows)
     results.add_ranks(new_rows)
-    ordered, flips = ranking_flips(old_rows, new_rows)
+    ordered, flips = ranking_flips(old_rows, new_rows, noises)
     ranking = (f"ranking: {ordered} pairs of rows ordered beyond doubt in both runs "
-               f"({repeat_text(old_rows)} old, {repeat_text(new_rows)} new), "
+               f"({repeat_text(*repeats[0])} old, {repeat_text(*repeats[1])} new), "
                f"{len(flips)} in opposite orders"
                + (f" ({sum(gap > FLIP_GAP for _, gap in flips)} of them more than "
                   f"{100 * FLIP_GAP:.0f} % apart in one run)" if flips else ""))
-    if any(results.repeatability(rows)[0] is not None for rows in (old_rows, new_rows)):
-        bare_ordered, bare = ranking_flips(old_rows, new_rows, widened=False)  # both counts, said
+    if any(noise is not None for noise in noises):
+        bare_ordered, bare = ranking_flips(old_rows, new_rows)  # both counts, said
         ranking += (f"; by the 95 % intervals alone: {bare_ordered} pairs ordered, {len(bare)} in "
                     "opposite orders")
     flipped = [f"{pair} ({100 * gap:.1f} % apart at most)" for pair, gap in flips]

@@ -47,7 +47,6 @@ MMA_DTYPES = ("float16", "bfloat16")  # fp32 stays on CUDA cores (tf32 would mis
 STAGES = 3
 MMA_WARPS = (8, 4, 2)
 NUM_SMS = 132  # H100 / H200 SXM: what the pure pick_launch_config assumes (launchers pass the GPU's)
-L2_BYTES = common.L2_BYTES  # likewise
 SMEM_PER_SM = 228 * 1024  # sm_90's shared memory per SM (what bounds the tensor-core CTAs)
 SMEM_PER_CTA = 227 * 1024  # the most dynamic shared memory one CTA may have on sm_90
 SMEM_RESERVED = 1024  # per CTA, taken by the system on sm_90
@@ -71,7 +70,7 @@ def rows_block(problem) -> int:
     return next((b for b in MMA_BLOCK_H if rows <= b), MMA_BLOCK_H[-1])
 
 
-def mma_block_h(problem, num_sms: int = NUM_SMS, l2_bytes: int = L2_BYTES,
+def mma_block_h(problem, num_sms: int = NUM_SMS, l2_bytes: int = common.L2_BYTES,
                 split: bool = False) -> int:
     """The tensor-core loop's default BLOCK_H. The fewest row tiles (``rows_block``) read each
     K/V tile from HBM once for all the rows, where a CTA per tile would read it once per tile
@@ -119,7 +118,7 @@ def ring_shape(problem, num_sms: int, block_h: int) -> tuple[int, int]:
 
 
 def pick_launch_config(problem, config: dict | None = None, num_sms: int = NUM_SMS,
-                       l2_bytes: int = L2_BYTES, split: bool = False) -> dict[str, int]:
+                       l2_bytes: int = common.L2_BYTES, split: bool = False) -> dict[str, int]:
     """-D values for ``problem`` on a GPU of ``num_sms`` SMs and ``l2_bytes`` of L2 (pure), for
     split-K's kernel where ``split``; ``config`` overrides the tunable ones (``TENSOR_CORES``,
     ``STAGES``, ``NUM_WARPS``, ``BLOCK_H``; the CUDA-core loop's ``TPR``, ``UNROLL``,

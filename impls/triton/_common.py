@@ -293,16 +293,18 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
     block_h = max(MIN_BLOCK_H, min(triton.next_power_of_2(rows), max(
         MAX_Q_TILE_BYTES // (head_dim_pad * problem.itemsize),
         triton.next_power_of_2(problem.group_size))))
+
+    def holds(b, block_n, warps):  # the rows' accumulator and scores within THREAD_FLOATS a thread
+        return b * (head_dim_pad + block_n) <= THREAD_FLOATS * 32 * warps
     num_warps = NUM_WARPS
     if problem.itemsize == 2:  # 16-bit queries: two warpgroups where one cannot hold the rows
-        def holds(b, warps):
-            return b * (head_dim_pad + MIN_FITTED_BLOCK_N) <= THREAD_FLOATS * 32 * warps
         wide = block_h
         if block_h < rows and problem.kv_bytes > l2_bytes:
             wide = min(MAX_BLOCK_H, triton.next_power_of_2(rows))
-            while not holds(wide, WIDE_WARPS):
+            while not holds(wide, MIN_FITTED_BLOCK_N, WIDE_WARPS):
                 wide //= 2
-        if wide > block_h or not holds(block_h, NUM_WARPS):  # (a group of 64 at head dim 256)
+        # (the rule's own rows may not fit 4 warps either: a group of 64 at head dim 256)
+        if wide > block_h or not holds(block_h, MIN_FITTED_BLOCK_N, NUM_WARPS):
             block_h, num_warps = max(wide, block_h), WIDE_WARPS
     defaults = dict(
         HEAD_DIM=problem.head_dim,
@@ -338,9 +340,9 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
         converted = block_n if problem.cache.quantised else 0  # sm_90 (tests/triton_sm90.py)
         return ((cfg["num_stages"] * block_n * 2 * problem.kv_itemsize
                  + (cfg["BLOCK_H"] + converted) * problem.itemsize) * head_dim_pad)
-    if "BLOCK_N" not in (config or {}):  # the rows' registers within THREAD_FLOATS a thread,
-        while cfg["BLOCK_N"] > MIN_FITTED_BLOCK_N and (  # and that within shared memory
-                cfg["BLOCK_H"] * (head_dim_pad + cfg["BLOCK_N"]) > THREAD_FLOATS * 32 * cfg["num_warps"]
+    if "BLOCK_N" not in (config or {}):  # narrower while the registers or shared memory overflow
+        while cfg["BLOCK_N"] > MIN_FITTED_BLOCK_N and (
+                not holds(cfg["BLOCK_H"], cfg["BLOCK_N"], cfg["num_warps"])
                 or smem(cfg["BLOCK_N"]) > SMEM_BYTES):
             cfg["BLOCK_N"] //= 2
     if problem.itemsize == 2 and smem(cfg["BLOCK_N"]) > SMEM_BYTES:  # (32-bit: over-counted)
