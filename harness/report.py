@@ -412,7 +412,8 @@ def repeat_text(noise: float | None, n: int) -> str:
     did not measure it."""
     if noise is None:
         return "95 % intervals alone: no repeatability measured" + (f" ({n} cells remeasured)" if n else "")
-    return f"intervals widened by a repeatability of {100 * noise:.1f} % ({n} cells measured twice)"
+    return (f"intervals stretched to p20-p80 and widened by a repeatability of {100 * noise:.1f} % "
+            f"({n} cells measured twice)")
 
 
 def _with_interval(row: dict) -> str:
@@ -463,8 +464,8 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
         return (f"{label}: {path} ({prov.get('gpu') or 'no GPU'}, commit {prov.get('commit')})"
                 + (f"; {mark}" if mark else ""))
     runs = [run_line("old", old_path, old_prov, old_rows), run_line("new", new_path, new_prov, new_rows)]
-    rule = (f"slower/faster: 95 % intervals (widened by each run's repeatability, where it "
-            f"measured one) apart and a change beyond {100 * threshold:.0f} %; else same (within "
+    rule = (f"slower/faster: 95 % intervals (where the run measured its repeatability, stretched "
+            f"to p20-p80 and widened by it) apart and a change beyond {100 * threshold:.0f} %; else same (within "
             "the noise)")
     verdict_line = (f"verdicts: {len(old.keys() & new_keys)} rows in both runs, "
                     f"{len(verdicts)} with another status" + "".join(f"\n  {v}" for v in verdicts))

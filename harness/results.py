@@ -76,12 +76,17 @@ def repeatability(rows: Iterable[dict]) -> tuple[float | None, int]:
 
 
 def ordering_interval(row: dict, noise: float | None) -> tuple[float, float]:
-    """The interval an order between two rows of one run is judged by: the 95 % interval,
-    widened by half the run's repeatability each way (``repeatability``), so two rows are
-    ordered only when they are further apart than a remeasurement moves a row."""
+    """The interval an order between two rows of one run is judged by: the 95 % interval alone
+    where the run measured no repeatability (``noise`` None); else that interval stretched to
+    the row's middle 60 % of calls (p20-p80) and widened by half the repeatability each way, so
+    two rows are ordered only when they are further apart than a remeasurement moves a row. The
+    p20-p80 span matters where a cell's calls split between two levels: its median then lands
+    on either from run to run while its bootstrap interval stays tight."""
     lo, hi = interval(row)
-    half = (noise or 0.0) / 2
-    return lo * (1 - half), hi * (1 + half)
+    if noise is None:
+        return lo, hi
+    lo, hi = min(lo, row.get("p20_us") or lo), max(hi, row.get("p80_us") or hi)
+    return lo * (1 - noise / 2), hi * (1 + noise / 2)
 
 
 def rank_text(row: dict) -> str:
@@ -170,9 +175,10 @@ def annotate(rows: list[dict]) -> None:
 
 def add_ranks(rows: list[dict]) -> None:
     """``rank`` on each problem among its timed PASS rows: 1 + the rows faster beyond doubt
-    (their ``ordering_interval``, the 95 % interval widened by the run's repeatability, wholly
-    below this row's); ``tied`` when another row shares the rank (no order between them). A
-    cell measured a second time on its own GPU (the repeatability) is not ranked again."""
+    (their ``ordering_interval`` wholly below this row's: the 95 % interval, or with the run's
+    repeatability the middle of the calls widened by it); ``tied`` when another row shares the
+    rank (no order between them). A cell measured a second time on its own GPU (the
+    repeatability) is not ranked again."""
     noise, _ = repeatability(rows)
     for r in rows:
         r.pop("rank", None), r.pop("tied", None)

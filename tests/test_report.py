@@ -209,6 +209,21 @@ def test_repeatability_is_what_a_second_measurement_moves_and_ties_rows_closer_t
     assert report.classify(a, b, noise=(0.08, 0.08)) == "same"
 
 
+def test_with_a_repeatability_an_order_needs_the_middle_of_both_rows_calls_apart():
+    """A cell whose calls split between two levels has a tight interval around its median: with
+    the run's repeatability measured, the order is judged by the middle 60 % of its calls."""
+    a = {"impl": "a/dense", "status": "PASS", "median_us": 100.0, "ci_lo_us": 99.9, "ci_hi_us": 100.1,
+         "p20_us": 99.8, "p80_us": 100.2, "spec": {"n": 1}, "problem": "q"}
+    b = dict(a, impl="b/dense", median_us=110.0, ci_lo_us=109.8, ci_hi_us=110.2, p20_us=100.5, p80_us=110.4)
+    assert results.ordering_interval(b, None) == (109.8, 110.2)  # no repeatability: as before
+    assert results.ordering_interval(b, 0.01) == pytest.approx((100.5 * 0.995, 110.4 * 1.005))
+    assert report._order(a, b) == 1 and report._order(a, b, 0.001) == 1  # a's calls all below b's
+    b_low = dict(b, p20_us=99.9)  # a fifth of b's calls as fast as a's: no order
+    assert report._order(a, b_low) == 1 and report._order(a, b_low, 0.001) == 0
+    assert report.classify(a, b_low, noise=(0.001, 0.001)) == "same"
+    assert report.classify(a, b_low) == "slower"
+
+
 def test_where_the_time_went_is_each_gpus_backends_in_the_order_they_began():
     rows = [{"backend": b, "written_s": t, "first_call_ms": fc, "gpu_index": g, "host": "h"}
             for b, t, fc, g in (("helion", 130.0, 9000, "1"), ("cupy", 100.0, 2000, "0"),
@@ -228,7 +243,7 @@ def test_compare_counts_no_flip_between_rows_closer_than_both_runs_repeatability
     flipped = with_repeats(fake_run(tmp_path / "b", slow={"torch-cudnn/dense": 1.06}), drift=0.08, rng_seed=1)
     res = harness("compare", str(base), str(flipped))
     assert flips(res.stdout) == 0, res.stdout
-    assert "intervals widened by a repeatability of" in res.stdout
+    assert "widened by a repeatability of" in res.stdout
     bare = re.search(r"by the 95 % intervals alone: \d+ pairs ordered, (\d+) in opposite orders", res.stdout)
     assert bare and int(bare.group(1)) > 0  # the same flips, still said
     steady = with_repeats(fake_run(tmp_path / "c"), drift=0.004)
