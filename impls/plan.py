@@ -53,6 +53,8 @@ OVERHEAD_TOKENS = 128  # an item's fixed cost (start, partial write, merge), in 
 MIN_CHUNK = 256  # the planner's smallest chunk (below it the merge outweighs the parallelism)
 WAVES_COUNTED = 8  # even cuts are tried up to this many waves of items (a wave: 1/8 or less)
 ITEM_FIELDS = 4  # a work item: (sequence, first token, end token, partial slot or -1)
+COMBINE_SLOTS = 32  # partials a combine step merges at most (any split count works)
+COMBINE_TILE = 8192  # floats of partials a combine step loads (64 a thread on 4 warps)
 
 
 @dataclass(frozen=True)
@@ -375,6 +377,22 @@ def residency(regs_per_thread: int, smem_bytes: int, num_warps: int,
     by_regs = (limits.regs // 4 // max(regs_per_warp, 1)) * 4 // num_warps
     by_smem = limits.smem // (smem_bytes + limits.reserved_smem)
     return max(1, min(by_regs, by_smem, limits.threads // (32 * num_warps), limits.programs))
+
+
+def combine_blocks(num_merges: int, num_rows: int, max_slots: int, head_dim_pad: int,
+                   sms: int) -> tuple[int, int]:
+    """(slots, rows) of a combine program's step, for the split-K launchers whose combine merges
+    [slots, rows, dims] tiles: up to COMBINE_SLOTS slots, and as many of a sequence's
+    ``num_rows`` (q_len x query heads) as keep the tile within COMBINE_TILE floats, fewer while
+    the grid (``num_merges`` x row blocks) leaves some of the ``sms`` idle (one long sequence:
+    many slots, few rows, a row a program). A program a row leaves a multi-token query's
+    hundreds of rows each a program too small to cover its launch."""
+    block_s = min(COMBINE_SLOTS, 1 << (max(max_slots, 1) - 1).bit_length())
+    rows_pow2 = 1 << (max(num_rows, 1) - 1).bit_length()
+    block_r = max(1, min(rows_pow2, COMBINE_TILE // (block_s * head_dim_pad)))
+    while block_r > 1 and num_merges * -(-num_rows // block_r) < sms:
+        block_r //= 2
+    return block_s, block_r
 
 
 def host_lengths(inputs) -> np.ndarray:

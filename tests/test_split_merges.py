@@ -79,3 +79,41 @@ def test_cupy_fuses_the_merge_only_where_a_warp_a_row_is_about_as_fast():
     assert pick_merge(plan(FUSED_EXTRA_SLOTS + 1), rows=16, num_warps=8) == "kernel"
     assert pick_merge(plan(4, chunk=2 * FUSED_MAX_TOKENS), rows=4, num_warps=8) == "kernel"
     assert pick_merge(plan(1, merges=0), rows=4, num_warps=8) == "kernel"  # nothing to merge
+
+
+# Triton's combine merges blocks of rows: a multi-token query's q_len x Hq rows, a block's last
+# one partial (100 rows), head dims short of the padded tile; merges the kernel's alone (fused
+# takes one query token's group)
+TRITON_DRAFTS = [DecodeProblem(25, 5, 96, (3000, 700, 5), dtype="bfloat16", q_len=4),
+                 DecodeProblem(8, 1, 256, (2500, 9), dtype="float16", q_len=8)]
+
+
+@pytest.mark.parametrize("num_splits", [None, 5])
+@pytest.mark.parametrize("layout", ["dense", "paged"])
+@pytest.mark.parametrize("problem", TRITON_DRAFTS, ids=[p.label() for p in TRITON_DRAFTS])
+def test_triton_combine_merges_blocks_of_rows_as_the_reference(problem, layout, num_splits):
+    from impls.triton import split_k
+
+    impl = registry.get("triton/split-k")
+    if impl.availability():
+        pytest.skip(impl.availability())
+    device = "cpu" if impl.backend.mode() != "gpu" else "cuda"
+    problem = problem.replace(layout=layout)
+    inputs = make_inputs(problem, seed=5, device=device)
+    out, lse = inputs.new_outputs()
+    launch = split_k.prepare(inputs, out, lse, num_splits=num_splits)
+    assert launch.config["merges"] > 0
+    launch.run()
+    result = compare(problem, out, lse, reference(inputs))
+    assert result.passed, result.summary()
+
+
+def test_the_combine_takes_blocks_of_rows_until_the_grid_would_leave_sms_idle():
+    from impls.plan import COMBINE_SLOTS, COMBINE_TILE, combine_blocks
+
+    # five drafts of 8 tokens x 104 heads, 4 slots each, head dim 256: 8 rows a program
+    assert combine_blocks(5, 832, 4, 256, sms=132) == (4, COMBINE_TILE // (4 * 256))
+    # one long sequence in 132 pieces, 32 heads: a row a program (32 programs on 132 SMs)
+    assert combine_blocks(1, 32, 132, 128, sms=132) == (COMBINE_SLOTS, 1)
+    # 64 merges of 32 heads: 16 rows a program fit the tile but leave 128 programs on 132 SMs
+    assert combine_blocks(64, 32, 3, 128, sms=132) == (4, 8)

@@ -7,8 +7,8 @@ runs ``_common.attend`` (a TMA ring for dense tiles, cp.async gathers for paged 
 over its range for its GQA group (a multi-token query's tokens x the group, in blocks of
 ``BLOCK_H`` rows); an item that is a whole sequence writes the final ``out`` and
 ``lse``, a piece of a split one its normalised partial output (float32) and LSE to its
-workspace slot. Stage 2, grid (num_merges, q_len x num_q_heads), only when something was split: a Gluon
-combine kernel merges each split sequence over its own slots,
+workspace slot. Stage 2, grid (num_merges, blocks of the q_len x num_q_heads rows), only when
+something was split: a Gluon combine kernel merges each split sequence over its own slots,
 out = sum_s exp(lse_s - lse) * out_s with lse = log(sum_s exp(lse_s)), in blocks of ``BLOCK_S``
 slots so any count works.
 Why: at batch 1 the one-pass grid has num_kv_heads programs for 100+ SMs, and in a ragged batch
@@ -17,7 +17,6 @@ Expected bottleneck: HBM bandwidth once the items cover the SMs; launch and merg
 short sequences.
 """
 
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
@@ -28,7 +27,7 @@ from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, REPORTED, attend, kv_d
                                  pick_launch_config, resident_programs, store_rows)
 from impls.registry import Launch
 
-COMBINE_BLOCK_S = 32  # partials merged per step of the combine loop (any split count works)
+COMBINE_WARPS = 4  # the combine's tiles are planner.COMBINE_TILE floats at most
 
 
 # runtime ints that vary per problem are not specialised (fewer recompiles, same code)
@@ -76,49 +75,64 @@ def split_kernel(
                    HEAD_DIM_PAD)
 
 
-@gluon.jit(do_not_specialize=["q_len", "num_q_heads"])
+@gluon.jit(do_not_specialize=["q_len", "num_q_heads", "num_rows"])
 def combine_kernel(
     part_out_ptr, part_lse_ptr, merge_seqs_ptr, merge_indptr_ptr, out_ptr, lse_ptr,
     stride_pos, stride_poh, stride_pls, stride_ob, stride_oh, stride_lb, q_len, num_q_heads,
-    HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_S: gl.constexpr,
+    num_rows, HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_S: gl.constexpr,
+    BLOCK_R: gl.constexpr,
 ):
-    # slots down the warps, a row's dims across the lanes: the sum over slots is one reduction
-    LAYOUT: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [gl.num_warps(), 1], [1, 0])
+    """Rows ``[pid_r x BLOCK_R, +BLOCK_R)`` of merge ``pid_m`` (partial row t x Hq + h: query
+    token t, head h; ``num_rows`` = q_len x Hq) merged over the sequence's slots as
+    [BLOCK_S slots, BLOCK_R rows, dims] tiles (``planner.combine_blocks``)."""
+    # slots in registers, rows down the warps, a row's dims across the lanes
+    L3: gl.constexpr = gl.BlockedLayout([1, 1, 4], [1, 1, 32], [1, gl.num_warps(), 1], [2, 1, 0])
+    SR: gl.constexpr = gl.SliceLayout(2, L3)  # [slots, rows]
+    RD: gl.constexpr = gl.SliceLayout(0, L3)  # [rows, dims]
     pid_m = gl.program_id(0)
-    pid_h = gl.program_id(1)  # partial row t x Hq + h: query token t, head h
+    row0 = gl.program_id(1) * BLOCK_R
     pid_b = gl.load(merge_seqs_ptr + pid_m)
     first = gl.load(merge_indptr_ptr + pid_m)
     last = gl.load(merge_indptr_ptr + pid_m + 1)  # this sequence's slots: [first, last)
-    offs_s = gl.arange(0, BLOCK_S, gl.SliceLayout(1, LAYOUT))
-    offs_d = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, LAYOUT))
-    mask_d = offs_d < HEAD_DIM
-    lse_base = part_lse_ptr + pid_h
-    out_base = part_out_ptr + pid_h * stride_poh
-    # pass 1: the largest partial LSE (finite: every query row sees a token of some item; a
-    # partial of a row that saw none of its item's tokens is -inf and weighs 0)
-    lse_max = gl.full([BLOCK_S], float("-inf"), gl.float32, gl.SliceLayout(1, LAYOUT))
+    offs_s = gl.arange(0, BLOCK_S, gl.SliceLayout(1, SR))
+    rows = row0 + gl.arange(0, BLOCK_R, gl.SliceLayout(0, SR))
+    offs_d = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, gl.SliceLayout(1, L3)))
+    mask_r = rows < num_rows
+    # pass 1: each row's largest partial LSE (finite for a real row: every query row sees a
+    # token of some item; a partial of a row that saw none of its item's tokens is -inf)
+    lse_max = gl.full([BLOCK_S, BLOCK_R], float("-inf"), gl.float32, SR)
     for s0 in range(first, last, BLOCK_S):
         slots = s0 + offs_s
-        lse_s = gl.load(lse_base + slots * stride_pls, mask=slots < last, other=float("-inf"))
+        lse_s = gl.load(part_lse_ptr + slots[:, None] * stride_pls + rows[None, :],
+                        mask=(slots < last)[:, None] & mask_r[None, :], other=float("-inf"))
         lse_max = gl.maximum(lse_max, lse_s)
-    m = gl.max(lse_max, 0)
+    m = gl.where(mask_r, gl.max(lse_max, 0), 0.0)  # padding rows: no -inf - -inf
     # pass 2: weights exp(lse_s - m), weighted sum of the partials
-    acc = gl.zeros([HEAD_DIM_PAD], gl.float32, gl.SliceLayout(0, LAYOUT))
-    w_sum = gl.zeros([BLOCK_S], gl.float32, gl.SliceLayout(1, LAYOUT))
+    acc = gl.zeros([BLOCK_R, HEAD_DIM_PAD], gl.float32, RD)
+    w_sum = gl.zeros([BLOCK_S, BLOCK_R], gl.float32, SR)
     for s0 in range(first, last, BLOCK_S):
         slots = s0 + offs_s
-        mask_s = slots < last
-        w = gl.exp(gl.load(lse_base + slots * stride_pls, mask=mask_s, other=float("-inf")) - m)
-        part = gl.load(out_base + slots[:, None] * stride_pos + offs_d[None, :],
-                       mask=mask_s[:, None] & mask_d[None, :], other=0.0)
-        acc += gl.sum(part * w[:, None], 0)
+        mask_sr = (slots < last)[:, None] & mask_r[None, :]
+        w = gl.exp(gl.load(part_lse_ptr + slots[:, None] * stride_pls + rows[None, :],
+                           mask=mask_sr, other=float("-inf")) - m[None, :])
+        part = gl.load(part_out_ptr + slots[:, None, None] * stride_pos
+                       + rows[None, :, None] * stride_poh + offs_d[None, None, :],
+                       mask=mask_sr[:, :, None] & (offs_d < HEAD_DIM)[None, None, :], other=0.0)
+        acc += gl.sum(part * w[:, :, None], 0)
         w_sum += w
-    total = gl.sum(w_sum, 0)
-    token = pid_b * q_len + pid_h // num_q_heads
-    head = pid_h % num_q_heads
-    gl.store(out_ptr + token * stride_ob + head * stride_oh + offs_d,
-             (acc / total).to(out_ptr.dtype.element_ty), mask=mask_d)
-    gl.store(lse_ptr + token * stride_lb + head, m + gl.log(total))
+    total = gl.where(mask_r, gl.sum(w_sum, 0), 1.0)
+    token = pid_b * q_len + rows // num_q_heads
+    head = rows % num_q_heads
+    gl.store(lse_ptr + token * stride_lb + head, m + gl.log(total), mask=mask_r)
+    # the output tile's own layout for its addresses
+    rows_o = row0 + gl.arange(0, BLOCK_R, gl.SliceLayout(1, RD))
+    offs_do = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, RD))
+    token_o = pid_b * q_len + rows_o // num_q_heads
+    head_o = rows_o % num_q_heads
+    out = acc / gl.convert_layout(total, gl.SliceLayout(1, RD))[:, None]
+    gl.store(out_ptr + (token_o * stride_ob + head_o * stride_oh)[:, None] + offs_do[None, :],
+             out.to(out_ptr.dtype.element_ty),
+             mask=(rows_o < num_rows)[:, None] & (offs_do < HEAD_DIM)[None, :])
 
 
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
@@ -137,7 +151,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                                                     split.part_out, split.part_lse)
         return (*split_args, *kv_descriptors(inputs, cfg), *kv_scale_args(inputs).values(),
                 *mask_args(p).values(), *query_args(p, cfg["BLOCK_H"]).values(), inputs.seq_lens,
-                p.num_kv_heads), (*combine_args, p.q_len, p.num_q_heads)
+                p.num_kv_heads), (*combine_args, p.q_len, p.num_q_heads, p.q_len * p.num_q_heads)
 
     # compiled for a cfg on a stand-in plan (the same argument types) to read its residency
     stand_in = planner.SplitLaunch.of(planner.whole_sequences(p.seq_lens), inputs)
@@ -166,10 +180,12 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     split = planner.SplitLaunch.of(split_plan, inputs, lambda: plan_for(cfg, resident))
     split_args, combine_args = kernel_args(cfg, split)
     split_grid = (p.num_kv_heads * query_args(p, cfg["BLOCK_H"])["row_blocks"], split_plan.num_items)
-    combine_grid = (split_plan.num_merges, p.q_len * p.num_q_heads)
+    num_rows = p.q_len * p.num_q_heads
+    block_s, block_r = planner.combine_blocks(split_plan.num_merges, num_rows, split_plan.max_items_per_seq,
+                                              cfg["HEAD_DIM_PAD"], sm_count(inputs.device))
+    combine_grid = (split_plan.num_merges, -(-num_rows // block_r))
     combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=cfg["HEAD_DIM_PAD"],
-                       BLOCK_S=min(COMBINE_BLOCK_S, triton.next_power_of_2(split_plan.max_items_per_seq)),
-                       num_warps=cfg["num_warps"])
+                       BLOCK_S=block_s, BLOCK_R=block_r, num_warps=COMBINE_WARPS)
 
     def run():
         split_kernel[split_grid](*split_args, **cfg)

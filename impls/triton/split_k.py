@@ -7,8 +7,8 @@ num_items): the program of item ``pid_i`` attends over its range for its GQA gro
 multi-token query's tokens x the group, in blocks of ``BLOCK_H`` rows); an item that is a whole
 sequence writes the final ``out`` and ``lse``, a piece of a split one writes its normalised
 partial output (float32) and its LSE to its slot of the workspace. The combine kernel, grid
-(num_merges, q_len x num_q_heads), merges each split sequence over its own slots, out = sum_s
-exp(lse_s - lse) * out_s with lse = log(sum_s exp(lse_s)), in blocks of slots. ``MERGE=fused``
+(num_merges, blocks of the q_len x num_q_heads rows), merges each split sequence over its own
+slots, out = sum_s exp(lse_s - lse) * out_s with lse = log(sum_s exp(lse_s)), in blocks of slots. ``MERGE=fused``
 merges in the split kernel instead: each piece counts itself done on its (sequence, KV head)'s
 counter and the program that finishes last merges (one launch, but the merge of a group then
 runs in one program).
@@ -28,7 +28,7 @@ import triton.language as tl
 
 from impls import plan as planner
 from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_e4m3_hardware,
-                          tile_kernel_args)
+                          sm_count, tile_kernel_args)
 from impls.registry import Launch, Unsupported
 from impls.triton._common import (REPORTED, attend, interpreting, pick_launch_config,
                                   store_rows)
@@ -36,7 +36,7 @@ from impls.triton._common import (REPORTED, attend, interpreting, pick_launch_co
 # Programs of the split kernel resident per SM in the CPU interpreter (nothing compiled to ask);
 # on a GPU the compiled kernel's registers and shared memory say (planner.residency)
 RESIDENT_PROGRAMS = 1
-COMBINE_BLOCK_S = 32  # partials merged per step of the combine loop (any split count works)
+COMBINE_WARPS = 4  # the combine's tiles are planner.COMBINE_TILE floats at most
 
 
 # runtime ints that vary per problem are not specialised (fewer recompiles, same code)
@@ -150,25 +150,56 @@ def merge_slots(part_out_ptr, part_lse_ptr, first, last, stride_pos, stride_pls,
     return acc / total, m + tl.log(total)
 
 
-@triton.jit(do_not_specialize=["q_len", "num_q_heads"])
+@triton.jit(do_not_specialize=["q_len", "num_q_heads", "num_rows"])
 def combine_kernel(
     part_out_ptr, part_lse_ptr, merge_seqs_ptr, merge_indptr_ptr, out_ptr, lse_ptr,
     stride_pos, stride_poh, stride_pls, stride_ob, stride_oh, stride_lb, q_len, num_q_heads,
-    HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_S: tl.constexpr,
+    num_rows, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_S: tl.constexpr,
+    BLOCK_R: tl.constexpr,
 ):
+    """Rows ``[pid_r x BLOCK_R, +BLOCK_R)`` of merge ``pid_m`` (partial row t x Hq + h: query
+    token t, head h; ``num_rows`` = q_len x Hq) merged over the sequence's slots as
+    ``merge_slots`` does one row, as [BLOCK_S slots, BLOCK_R rows, dims] tiles
+    (``planner.combine_blocks``)."""
     pid_m = tl.program_id(0)
-    pid_r = tl.program_id(1)  # partial row t x Hq + h: query token t, head h
+    rows = tl.program_id(1) * BLOCK_R + tl.arange(0, BLOCK_R)
     pid_b = tl.load(merge_seqs_ptr + pid_m)
     first = tl.load(merge_indptr_ptr + pid_m)
     last = tl.load(merge_indptr_ptr + pid_m + 1)  # this sequence's slots: [first, last)
-    out, lse = merge_slots(part_out_ptr + pid_r * stride_poh, part_lse_ptr + pid_r, first, last,
-                           stride_pos, stride_pls, HEAD_DIM, HEAD_DIM_PAD, BLOCK_S)
-    token = pid_b * q_len + pid_r // num_q_heads
-    head = pid_r % num_q_heads
+    offs_s = tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM_PAD)
-    tl.store(out_ptr + token * stride_ob + head * stride_oh + offs_d,
-             out.to(out_ptr.dtype.element_ty), mask=offs_d < HEAD_DIM)
-    tl.store(lse_ptr + token * stride_lb + head, lse)
+    mask_r = rows < num_rows
+    # pass 1: each row's largest partial LSE (finite for a real row: every query row sees a
+    # token of some item; a partial of a row that saw none of its item's tokens is -inf)
+    lse_max = tl.full([BLOCK_S, BLOCK_R], float("-inf"), tl.float32)
+    for s0 in range(first, last, BLOCK_S):
+        slots = s0 + offs_s
+        lse_s = tl.load(part_lse_ptr + slots[:, None] * stride_pls + rows[None, :],
+                        mask=(slots < last)[:, None] & mask_r[None, :], other=float("-inf"))
+        lse_max = tl.maximum(lse_max, lse_s)
+    m = tl.max(lse_max, 0)
+    m = tl.where(mask_r, m, 0.0)  # padding rows: no -inf - -inf
+    # pass 2: weights exp(lse_s - m), weighted sum of the partials
+    acc = tl.zeros([BLOCK_R, HEAD_DIM_PAD], tl.float32)
+    w_sum = tl.zeros([BLOCK_S, BLOCK_R], tl.float32)
+    for s0 in range(first, last, BLOCK_S):
+        slots = s0 + offs_s
+        mask_sr = (slots < last)[:, None] & mask_r[None, :]
+        w = tl.exp(tl.load(part_lse_ptr + slots[:, None] * stride_pls + rows[None, :],
+                           mask=mask_sr, other=float("-inf")) - m[None, :])
+        part = tl.load(part_out_ptr + slots[:, None, None] * stride_pos
+                       + rows[None, :, None] * stride_poh + offs_d[None, None, :],
+                       mask=mask_sr[:, :, None] & (offs_d < HEAD_DIM)[None, None, :], other=0.0)
+        acc += tl.sum(part * w[:, :, None], 0)
+        w_sum += w
+    total = tl.sum(w_sum, 0)
+    total = tl.where(mask_r, total, 1.0)
+    token = pid_b * q_len + rows // num_q_heads
+    head = rows % num_q_heads
+    tl.store(out_ptr + (token * stride_ob + head * stride_oh)[:, None] + offs_d[None, :],
+             (acc / total[:, None]).to(out_ptr.dtype.element_ty),
+             mask=mask_r[:, None] & (offs_d < HEAD_DIM)[None, :])
+    tl.store(lse_ptr + token * stride_lb + head, m + tl.log(total), mask=mask_r)
 
 
 def split_args_for(inputs, out, lse, split: planner.SplitLaunch, counters, cfg: dict):
@@ -180,7 +211,7 @@ def split_args_for(inputs, out, lse, split: planner.SplitLaunch, counters, cfg: 
     return ((*split_args, inputs.seq_lens, counters, split.plan.chunk, p.num_kv_heads,
              scales["k_scale_ptr"], scales["v_scale_ptr"], scales["scale_stride"],
              mask["window"], mask["softcap"], rows["q_len"], rows["row_blocks"]),
-            (*combine_args, p.q_len, p.num_q_heads))
+            (*combine_args, p.q_len, p.num_q_heads, p.q_len * p.num_q_heads))
 
 
 def resident_programs(inputs, out, lse, cfg: dict, counters) -> int:
@@ -190,7 +221,7 @@ def resident_programs(inputs, out, lse, cfg: dict, counters) -> int:
         return RESIDENT_PROGRAMS
     stand_in = planner.SplitLaunch.of(planner.whole_sequences(inputs.problem.seq_lens), inputs)
     args, _ = split_args_for(inputs, out, lse, stand_in, counters, cfg)
-    kernel = split_kernel.warmup(*args, grid=(1,), **cfg, BLOCK_S=COMBINE_BLOCK_S)
+    kernel = split_kernel.warmup(*args, grid=(1,), **cfg, BLOCK_S=planner.COMBINE_SLOTS)
     kernel._init_handles()  # loads the binary: n_regs is known from then on
     return planner.residency(kernel.n_regs, kernel.metadata.shared, cfg["num_warps"],
                              planner.sm_limits(inputs.device))
@@ -216,12 +247,14 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     split_args, combine_args = split_args_for(inputs, out, lse, split, counters, cfg)
     separate_merge = split_plan.num_merges and not cfg["FUSED_MERGE"]
     split_grid = (p.num_kv_heads * row_blocks, split_plan.num_items)
-    combine_grid = (split_plan.num_merges, p.q_len * p.num_q_heads)
-    block_s = min(COMBINE_BLOCK_S, triton.next_power_of_2(split_plan.max_items_per_seq))
+    num_rows = p.q_len * p.num_q_heads
+    block_s, block_r = planner.combine_blocks(split_plan.num_merges, num_rows, split_plan.max_items_per_seq,
+                                      cfg["HEAD_DIM_PAD"], sm_count(inputs.device))
+    combine_grid = (split_plan.num_merges, -(-num_rows // block_r))
     # the split kernel reads BLOCK_S only to merge fused: else the binary residency was read from
-    split_block_s = block_s if cfg["FUSED_MERGE"] else COMBINE_BLOCK_S
+    split_block_s = block_s if cfg["FUSED_MERGE"] else planner.COMBINE_SLOTS
     combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=cfg["HEAD_DIM_PAD"],
-                       BLOCK_S=block_s, num_warps=cfg["num_warps"])
+                       BLOCK_S=block_s, BLOCK_R=block_r, num_warps=COMBINE_WARPS)
 
     def run():
         split_kernel[split_grid](*split_args, **cfg, BLOCK_S=split_block_s)
