@@ -80,13 +80,15 @@ def combine_kernel(
     part_out_ptr, part_lse_ptr, merge_seqs_ptr, merge_indptr_ptr, out_ptr, lse_ptr,
     stride_pos, stride_poh, stride_pls, stride_ob, stride_oh, stride_lb, q_len, num_q_heads,
     num_rows, HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_S: gl.constexpr,
-    BLOCK_R: gl.constexpr,
+    BLOCK_R: gl.constexpr, WARPS_R: gl.constexpr,
 ):
     """Rows ``[pid_r x BLOCK_R, +BLOCK_R)`` of merge ``pid_m`` (partial row t x Hq + h: query
     token t, head h; ``num_rows`` = q_len x Hq) merged over the sequence's slots as
     [BLOCK_S slots, BLOCK_R rows, dims] tiles (``planner.combine_blocks``)."""
-    # slots in registers, rows down the warps, a row's dims across the lanes
-    L3: gl.constexpr = gl.BlockedLayout([1, 1, 4], [1, 1, 32], [1, gl.num_warps(), 1], [2, 1, 0])
+    # a row's dims across the lanes; WARPS_R warps down the rows, the rest down the slots (one
+    # long sequence: a row a program, its many slots on every warp)
+    L3: gl.constexpr = gl.BlockedLayout([1, 1, 4], [1, 1, 32], [gl.num_warps() // WARPS_R, WARPS_R, 1],
+                                        [2, 1, 0])
     SR: gl.constexpr = gl.SliceLayout(2, L3)  # [slots, rows]
     RD: gl.constexpr = gl.SliceLayout(0, L3)  # [rows, dims]
     pid_m = gl.program_id(0)
@@ -185,7 +187,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                                               cfg["HEAD_DIM_PAD"], sm_count(inputs.device))
     combine_grid = (split_plan.num_merges, -(-num_rows // block_r))
     combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=cfg["HEAD_DIM_PAD"],
-                       BLOCK_S=block_s, BLOCK_R=block_r, num_warps=COMBINE_WARPS)
+                       BLOCK_S=block_s, BLOCK_R=block_r, WARPS_R=min(block_r, COMBINE_WARPS),
+                       num_warps=COMBINE_WARPS)
 
     def run():
         split_kernel[split_grid](*split_args, **cfg)
