@@ -41,7 +41,7 @@ from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
 from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
 from impls import plan as planner
-from impls.common import fp8_to_bf16_ptx, with_overrides
+from impls.common import L2_BYTES, fp8_to_bf16_ptx, with_overrides
 from specs.problem import ProblemError
 
 LN2 = gl.constexpr(_LN2)
@@ -388,16 +388,22 @@ SM_SLOT_BYTES = 64 * 1024
 MAX_SHARERS = 4  # programs per SM the slot size is divided among (a 16 KB slot at most 4 ways)
 NUM_STAGES = 2  # ring slots: one tile in flight while one is consumed (deeper rings measured slower)
 NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faster
+# Where a KV head's rows outnumber what one warpgroup holds and its K/V exceed L2, each further
+# program of the head reads them from HBM again: two warpgroups hold twice the rows (as Triton's
+# rule does), where the score tile still gives each warp an mma's 8 columns (a 16-token tile on 8
+# warps, 2 columns a warp, measured 1.6-1.8x slower: results/nvidia-h200/2026-11-26-combine/warps)
+WIDE_WARPS = 8
+MMA_N = 8
 REPORTED = ("BLOCK_N", "BLOCK_H", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA", "num_warps")  # Launch.config
 
 
 def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_SHARERS,
-                       tma: bool = False) -> dict:
-    """Compile-time shape of the kernels for ``problem`` (no device query), dense tiles by TMA
-    or not (``tma``: the launcher's choice, measured per variant), with ``sharers``
-    programs per SM (the one-pass grid's waves; the split planner fills SMs with the most);
-    ``config`` overrides the tunable ones (``BLOCK_N``, ``NUM_STAGES``, ``DENSE_TMA``,
-    ``num_warps``)."""
+                       tma: bool = False, l2_bytes: int = L2_BYTES) -> dict:
+    """Compile-time shape of the kernels for ``problem`` (no device query) on a GPU of
+    ``l2_bytes`` of L2, dense tiles by TMA or not (``tma``: the launcher's choice, measured per
+    variant), with ``sharers`` programs per SM (the one-pass grid's waves; the split planner
+    fills SMs with the most); ``config`` overrides the tunable ones (``BLOCK_N``,
+    ``NUM_STAGES``, ``DENSE_TMA``, ``num_warps``)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     sharers = min(max(1, sharers), MAX_SHARERS)
     slot = SM_SLOT_BYTES // sharers
@@ -416,14 +422,24 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
     )
     cfg = with_overrides(defaults, config)
     rows = triton.next_power_of_2(problem.q_len * problem.group_size)
-    budget = THREAD_FLOATS * 32 * cfg["num_warps"]  # floats of a program's rows x (dims + tile)
 
-    def held(block_n):  # the query rows one program takes with this tile
-        fit = budget // (head_dim_pad + block_n)
-        return min(max(MIN_BLOCK_H, rows), 1 << (fit.bit_length() - 1))
-    if "BLOCK_N" not in (config or {}):  # narrower while that lets a program take more rows
-        while cfg["BLOCK_N"] > MIN_FITTED_BLOCK_N and held(cfg["BLOCK_N"] // 2) > held(cfg["BLOCK_N"]):
-            cfg["BLOCK_N"] //= 2
+    def fitted(num_warps):  # (tile, rows a program holds) on num_warps
+        budget = THREAD_FLOATS * 32 * num_warps  # floats of a program's rows x (dims + tile)
+
+        def held(block_n):  # the query rows one program takes with this tile
+            fit = budget // (head_dim_pad + block_n)
+            return min(max(MIN_BLOCK_H, rows), 1 << (fit.bit_length() - 1))
+        block_n = cfg["BLOCK_N"]
+        if "BLOCK_N" not in (config or {}):  # narrower while that lets a program take more rows
+            while block_n > MIN_FITTED_BLOCK_N and held(block_n // 2) > held(block_n):
+                block_n //= 2
+        return block_n, held(block_n)
+    if "num_warps" not in (config or {}) and problem.itemsize == 2 and problem.kv_bytes > l2_bytes:
+        narrow, wide = fitted(NUM_WARPS), fitted(WIDE_WARPS)
+        if narrow[1] < rows and wide[1] > narrow[1] and wide[0] >= MMA_N * WIDE_WARPS:
+            cfg["num_warps"] = WIDE_WARPS
+    cfg["BLOCK_N"] = fitted(cfg["num_warps"])[0]
+    budget = THREAD_FLOATS * 32 * cfg["num_warps"]
     fit_rows = budget // (head_dim_pad + cfg["BLOCK_N"])
     cfg["BLOCK_H"] = max(MIN_BLOCK_H, min(rows, max(1 << (fit_rows.bit_length() - 1),
                                                     triton.next_power_of_2(problem.group_size))))

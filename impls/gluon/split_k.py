@@ -21,8 +21,8 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 from impls import plan as planner
-from impls.common import (kv_scale_args, mask_args, query_args, require_alignment, sm_count,
-                          tile_kernel_args)
+from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_alignment,
+                          sm_count, tile_kernel_args)
 from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, REPORTED, attend, kv_descriptors,
                                  pick_launch_config, resident_programs, store_rows)
 from impls.registry import Launch
@@ -142,6 +142,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     require_alignment(inputs, COPY_BYTES)
 
     lens = planner.host_lengths(inputs)
+    l2 = l2_bytes(inputs.device)
 
     def plan_for(cfg, programs_per_sm):  # the batch's plan from the host lengths (every step)
         return planner.for_launch(inputs, programs_per_sm, cfg["BLOCK_N"], num_splits,
@@ -167,15 +168,15 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     # with the items of one resident program each. The cp.async ring wants several programs per
     # SM to hide each other's softmax: small slots, or larger ones where the plan for them leaves
     # fewer programs per SM (a short batch).
-    cfg = pick_launch_config(p, config, sharers=1, tma=True)
+    cfg = pick_launch_config(p, config, sharers=1, tma=True, l2_bytes=l2)
     if not cfg["DENSE_TMA"]:  # paged, or DENSE_TMA=0 asked for
-        cfg = pick_launch_config(p, config)
+        cfg = pick_launch_config(p, config, l2_bytes=l2)
     resident = compiled_residency(cfg)
     split_plan = plan_for(cfg, resident)
     if not cfg["DENSE_TMA"]:
         sharers = -(-split_plan.num_items * p.num_kv_heads // sm_count(inputs.device))
         if sharers < MAX_SHARERS:
-            cfg = pick_launch_config(p, config, sharers=sharers)
+            cfg = pick_launch_config(p, config, sharers=sharers, l2_bytes=l2)
             resident = compiled_residency(cfg)
             split_plan = plan_for(cfg, resident)
 
