@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import impls  # noqa: F401  (first: CPU modes before any DSL import)
+from specs.problem import DecodeProblem
 
 pytest.importorskip("triton")
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,3 +74,23 @@ def test_the_launch_rule_picks_tiles_that_do_not_spill(backend):
     if backend == "triton":  # rows past the q tile on two warpgroups
         assert any("'BLOCK_H': 64" in line and "'num_warps': 8" in line for line in lines)
     assert all(line.endswith(" spills=0") for line in lines), "\n".join(lines)
+
+
+def test_gluon_split_k_takes_two_warpgroups_where_one_holds_16_rows_of_a_head_beyond_l2():
+    """Gluon's split kernel takes 8 warps (32 rows a program) where 4 hold only a 16-row tile of
+    a KV head's rows, its K/V exceed L2 and the tile keeps an mma's 8 columns a warp; not in
+    one-pass, not where L2 holds the K/V, not at head dim 128, not on a 16-token tile, not over a
+    config's num_warps (results/nvidia-h200/2026-11-26-combine)."""
+    from impls.gluon._common import pick_launch_config
+
+    l2 = 60 * 2**20
+    draft = DecodeProblem(20, 2, 240, (30001,) * 8, layout="paged", q_len=8)  # 80 rows, 490 MB
+    cfg = pick_launch_config(draft, sharers=1, l2_bytes=l2, split=True)
+    assert (cfg["num_warps"], cfg["BLOCK_H"], cfg["BLOCK_N"]) == (8, 32, 64)
+    assert pick_launch_config(draft, sharers=1, l2_bytes=l2)["num_warps"] == 4  # one-pass
+    assert pick_launch_config(draft, sharers=1, l2_bytes=draft.kv_bytes, split=True)["num_warps"] == 4
+    assert pick_launch_config(draft, sharers=4, l2_bytes=l2, split=True)["BLOCK_N"] == 16
+    assert pick_launch_config(draft, sharers=4, l2_bytes=l2, split=True)["num_warps"] == 4
+    assert pick_launch_config(draft, {"num_warps": 4}, sharers=1, l2_bytes=l2, split=True)["num_warps"] == 4
+    d128 = draft.replace(num_q_heads=16, num_kv_heads=2, head_dim=128)  # 64 rows; 4 warps hold 32
+    assert pick_launch_config(d128, sharers=1, l2_bytes=0, split=True)["num_warps"] == 4

@@ -388,22 +388,24 @@ SM_SLOT_BYTES = 64 * 1024
 MAX_SHARERS = 4  # programs per SM the slot size is divided among (a 16 KB slot at most 4 ways)
 NUM_STAGES = 2  # ring slots: one tile in flight while one is consumed (deeper rings measured slower)
 NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faster
-# Where a KV head's rows outnumber what one warpgroup holds and its K/V exceed L2, each further
-# program of the head reads them from HBM again: two warpgroups hold twice the rows (as Triton's
-# rule does), where the score tile still gives each warp an mma's 8 columns (a 16-token tile on 8
-# warps, 2 columns a warp, measured 1.6-1.8x slower: results/nvidia-h200/2026-11-26-combine/warps)
+# Split-K, where one warpgroup holds only a 16-row tile of a KV head's rows (head dims over 128)
+# and its K/V exceed L2, each further program of the head reads them from HBM again: two
+# warpgroups take 32 rows (64 B of spill stores on sm_90, measured 1.1-1.7x faster on 24 of 26
+# held-out cells, the same on 2), with the score tile still an mma's 8 columns a warp (16 tokens
+# on 8 warps measured 1.6-1.8x slower). Not at head dim 128 (64 rows: slower on 4 of 4) nor in
+# one-pass, whose grid then has half the programs (results/nvidia-h200/2026-11-26-combine)
 WIDE_WARPS = 8
 MMA_N = 8
 REPORTED = ("BLOCK_N", "BLOCK_H", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA", "num_warps")  # Launch.config
 
 
 def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_SHARERS,
-                       tma: bool = False, l2_bytes: int = L2_BYTES) -> dict:
+                       tma: bool = False, l2_bytes: int = L2_BYTES, split: bool = False) -> dict:
     """Compile-time shape of the kernels for ``problem`` (no device query) on a GPU of
     ``l2_bytes`` of L2, dense tiles by TMA or not (``tma``: the launcher's choice, measured per
     variant), with ``sharers`` programs per SM (the one-pass grid's waves; the split planner
-    fills SMs with the most); ``config`` overrides the tunable ones (``BLOCK_N``,
-    ``NUM_STAGES``, ``DENSE_TMA``, ``num_warps``)."""
+    fills SMs with the most), for the split kernel or not (``split``); ``config`` overrides the
+    tunable ones (``BLOCK_N``, ``NUM_STAGES``, ``DENSE_TMA``, ``num_warps``)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     sharers = min(max(1, sharers), MAX_SHARERS)
     slot = SM_SLOT_BYTES // sharers
@@ -434,9 +436,10 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
             while block_n > MIN_FITTED_BLOCK_N and held(block_n // 2) > held(block_n):
                 block_n //= 2
         return block_n, held(block_n)
-    if "num_warps" not in (config or {}) and problem.itemsize == 2 and problem.kv_bytes > l2_bytes:
+    if split and "num_warps" not in (config or {}) and problem.itemsize == 2 and \
+            problem.kv_bytes > l2_bytes:
         narrow, wide = fitted(NUM_WARPS), fitted(WIDE_WARPS)
-        if narrow[1] < rows and wide[1] > narrow[1] and wide[0] >= MMA_N * WIDE_WARPS:
+        if narrow[1] == MIN_BLOCK_H < rows and wide[1] > narrow[1] and wide[0] >= MMA_N * WIDE_WARPS:
             cfg["num_warps"] = WIDE_WARPS
     cfg["BLOCK_N"] = fitted(cfg["num_warps"])[0]
     budget = THREAD_FLOATS * 32 * cfg["num_warps"]

@@ -13,8 +13,8 @@ grid is too small (8 programs at batch 1 for Llama-3-8B) and split-K is the answ
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_alignment,
-                          sm_count, tile_kernel_args)
+from impls.common import (kv_scale_args, mask_args, query_args, require_alignment, sm_count,
+                          tile_kernel_args)
 from impls.gluon._common import COPY_BYTES, REPORTED, attend, kv_descriptors, pick_launch_config, store_rows
 from impls.registry import Launch
 
@@ -53,7 +53,7 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     waves = -(-p.batch * p.num_kv_heads // sm_count(inputs.device))  # programs per SM
     # dense tiles by cp.async: for whole sequences TMA measured no faster on most cells (the
     # results README of the TMA run)
-    cfg = pick_launch_config(p, config, sharers=waves, tma=False, l2_bytes=l2_bytes(inputs.device))
+    cfg = pick_launch_config(p, config, sharers=waves, tma=False)
     require_alignment(inputs, COPY_BYTES)
     rows = query_args(p, cfg["BLOCK_H"])
     grid = (p.batch, p.num_kv_heads * rows["row_blocks"])

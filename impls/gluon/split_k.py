@@ -168,15 +168,15 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     # with the items of one resident program each. The cp.async ring wants several programs per
     # SM to hide each other's softmax: small slots, or larger ones where the plan for them leaves
     # fewer programs per SM (a short batch).
-    cfg = pick_launch_config(p, config, sharers=1, tma=True, l2_bytes=l2)
+    cfg = pick_launch_config(p, config, sharers=1, tma=True, l2_bytes=l2, split=True)
     if not cfg["DENSE_TMA"]:  # paged, or DENSE_TMA=0 asked for
-        cfg = pick_launch_config(p, config, l2_bytes=l2)
+        cfg = pick_launch_config(p, config, l2_bytes=l2, split=True)
     resident = compiled_residency(cfg)
     split_plan = plan_for(cfg, resident)
     if not cfg["DENSE_TMA"]:
         sharers = -(-split_plan.num_items * p.num_kv_heads // sm_count(inputs.device))
         if sharers < MAX_SHARERS:
-            cfg = pick_launch_config(p, config, sharers=sharers, l2_bytes=l2)
+            cfg = pick_launch_config(p, config, sharers=sharers, l2_bytes=l2, split=True)
             resident = compiled_residency(cfg)
             split_plan = plan_for(cfg, resident)
 
