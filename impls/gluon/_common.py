@@ -388,12 +388,10 @@ SM_SLOT_BYTES = 64 * 1024
 MAX_SHARERS = 4  # programs per SM the slot size is divided among (a 16 KB slot at most 4 ways)
 NUM_STAGES = 2  # ring slots: one tile in flight while one is consumed (deeper rings measured slower)
 NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faster
-# Split-K, where one warpgroup holds only a 16-row tile of a KV head's rows (head dims over 128)
-# and its K/V exceed L2, each further program of the head reads them from HBM again: two
-# warpgroups take 32 rows (64 B of spill stores on sm_90, measured 1.1-1.7x faster on 24 of 26
-# held-out cells, the same on 2), with the score tile still an mma's 8 columns a warp (16 tokens
-# on 8 warps measured 1.6-1.8x slower). Not at head dim 128 (64 rows: slower on 4 of 4) nor in
-# one-pass, whose grid then has half the programs (results/nvidia-h200/2026-11-26-combine)
+# Split-K where one warpgroup holds only a 16-row tile of a KV head's rows (head dims over 128)
+# and its K/V exceed L2: each further program of the head re-reads them from HBM, so two
+# warpgroups take 32 rows (despite 64 B of spills), the score tile still an mma's 8 columns a
+# warp. Not at head dim 128 nor in one-pass: slower there (results/nvidia-h200/2026-11-26-combine)
 WIDE_WARPS = 8
 MMA_N = 8
 REPORTED = ("BLOCK_N", "BLOCK_H", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA", "num_warps")  # Launch.config
