@@ -71,6 +71,7 @@ def ptxas_spills(ptx: str) -> int:
 def compile_all(problems, backend: str = "triton", configs=(None,), algorithms=None,
                 spills: bool = False) -> list[str]:
     JITFunction.run = _record
+    captured.clear()
     for problem in problems:
         inputs = make_inputs(problem, seed=0, device="cpu")
         for impl in registry.all_impls():
@@ -132,6 +133,10 @@ def spill_check() -> None:
                                kv_dtype="float8_e4m3fn")]
     for line in compile_all(problems, sys.argv[2], algorithms=("one-pass",), spills=True):
         print(line)
+    if sys.argv[2] == "gluon":  # split-K's two warpgroups where one holds 16 rows (head dim 240)
+        wide = [DecodeProblem(20, 2, 240, (300, 70), layout=layout, q_len=8) for layout in ("dense", "paged")]
+        for line in compile_all(wide, "gluon", algorithms=("split-k",), spills=True):
+            print(line)
 
 
 def main() -> None:

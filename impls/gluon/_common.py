@@ -390,7 +390,7 @@ NUM_STAGES = 2  # ring slots: one tile in flight while one is consumed (deeper r
 NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faster
 # Split-K where one warpgroup holds only a 16-row tile of a KV head's rows (head dims over 128)
 # and its K/V exceed L2: each further program of the head re-reads them from HBM, so two
-# warpgroups take 32 rows (despite 64 B of spills), the score tile still an mma's 8 columns a
+# warpgroups take 32 rows (up to 64 B of spills: paged), the score tile still an mma's 8 columns a
 # warp. Not at head dim 128 nor in one-pass: slower there (results/nvidia-h200/2026-11-26-combine)
 WIDE_WARPS = 8
 MMA_N = 8
