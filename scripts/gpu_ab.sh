@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Old code against new on one GPU, one after the other: the A/B every rule or kernel change is
+# measured by. Two steps:
+#   here:    bash scripts/gpu_ab.sh old REV   the tracked files that differ from REV (impls,
+#            specs, harness, scripts), as REV has them, into ab-old/ (untracked: it travels with
+#            the tree to the device machine), and the ones REV lacks listed in ab-old/.absent
+#   device:  RUNS="name|seconds|options; ..." W=<folder> bash scripts/gpu_ab.sh run
+#            a copy of the tree with ab-old/ laid over it runs RUNS (scripts/gpu_pipeline.sh) into
+#            W/old, then this tree into W/new, then `harness compare` per run: W/compare-NAME.txt
+# The old code runs from a copy outside the tree: a device call made while the pipeline runs
+# copies the working tree again, which would swap the code under a running A/B. Only RUNS runs
+# twice (leave CONFORMANCE and NCU unset); do not commit ab-old/.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PARTS=(impls specs harness scripts)
+case "${1:-}" in
+old)
+  rev=${2:?which revision is the old code}
+  git rev-parse --verify -q "$rev^{commit}" >/dev/null || { echo "old: no commit $rev" >&2; exit 2; }
+  rm -rf ab-old && mkdir -p ab-old
+  : > ab-old/.absent
+  git diff --name-status --no-renames "$rev" -- "${PARTS[@]}" | while read -r status path; do
+    if [ "$status" = A ]; then echo "$path" >> ab-old/.absent; continue; fi
+    mkdir -p "ab-old/$(dirname "$path")" && git show "$rev:$path" > "ab-old/$path"
+  done
+  git rev-parse "$rev" > ab-old/.rev
+  echo "ab-old/: $(find ab-old -type f ! -name '.*' | wc -l) files as $(cut -c1-7 ab-old/.rev) has them," \
+       "$(wc -l < ab-old/.absent) it lacks" ;;
+run)
+  W=${W:?set W: the folder for the runs and comparisons}
+  [ -f ab-old/.rev ] || { echo "run: no ab-old/ (bash scripts/gpu_ab.sh old REV first)" >&2; exit 2; }
+  here=$(pwd) old=$(mktemp -d)
+  cp -r "${PARTS[@]}" conformance pyproject.toml "$old"/
+  (cd ab-old && find . -type f ! -name '.*' -exec cp --parents {} "$old"/ \;)
+  while read -r path; do [ -n "$path" ] && rm -f "$old/$path"; done < ab-old/.absent
+  mkdir -p "$W"
+  echo "old: $(cat ab-old/.rev)" > "$W/ab.txt"
+  (cd "$old" && DECODE_BENCH_COMMIT=$(cat "$here/ab-old/.rev") W="$W/old" bash scripts/gpu_pipeline.sh)
+  W="$W/new" bash scripts/gpu_pipeline.sh
+  IFS=';' read -ra runs <<< "${RUNS-}"
+  for entry in "${runs[@]}"; do
+    name=${entry%%|*}; name=${name// }
+    [ -n "$name" ] || continue
+    "${PY:-python3}" -m harness compare "$W/old/$name" "$W/new/$name" > "$W/compare-$name.txt" 2>&1
+    echo "$name: $(grep -E '^summary' "$W/compare-$name.txt")"
+  done
+  rm -rf "$old" ;;
+*) echo "usage: gpu_ab.sh old REV | RUNS=... W=... gpu_ab.sh run" >&2; exit 2 ;;
+esac
