@@ -387,7 +387,7 @@ MAX_BLOCK_N = 128  # tokens per K/V tile at most
 SM_SLOT_BYTES = 64 * 1024
 MAX_SHARERS = 4  # programs per SM the slot size is divided among (a 16 KB slot at most 4 ways)
 NUM_STAGES = 2  # ring slots: one tile in flight while one is consumed (deeper rings measured slower)
-NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faster
+NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faster, but for WIDE_WARPS
 # Split-K where one warpgroup holds only a 16-row tile of a KV head's rows (head dims over 128)
 # and its K/V exceed L2: each further program of the head re-reads them from HBM, so two
 # warpgroups take 32 rows (up to 64 B of spills: paged), the score tile still an mma's 8 columns a
