@@ -40,6 +40,8 @@ KNOBS: dict[str, str] = {
     "unroll": "K/V rows per thread in flight per loop step (CUDA-core loops)",
     "prefetch": "the next step's K/V rows loaded before this step's math (CUDA-core loops)",
     "min_blocks": "programs per SM the launch bounds ask the register allocator for (0: none)",
+    "dim_split": "a head dim that is not a power of two in two tiles, the largest power of two "
+                 "below it and the rest's (1), or in one padded to the next power of two (0)",
 }
 
 

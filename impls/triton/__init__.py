@@ -21,10 +21,12 @@ BACKEND = Backend(
                 Knob("num_warps", (4, 8)),
                 Knob("num_stages", (2, 3, 4)),
                 Knob("gather", ("page", "token"), param="GATHER", layouts=("paged",)),
-                Knob("merge", ("kernel", "fused"), param="MERGE", variants=("split-k",))),
+                Knob("merge", ("kernel", "fused"), param="MERGE", variants=("split-k",)),
+                Knob("dim_split", (0, 1), param="DIM_SPLIT")),
 )
 
-# Head dims are padded to a power of two inside the kernels (masked), up to 256.
+# Head dims are padded to a power of two inside the kernels (masked), up to 256, or (dim_split)
+# cut in two tiles of powers of two.
 # fp8 caches: converted to the query's dtype as tiles land, the scales folded into the score
 # scale and the output
 # Windows: tokens before the window's start masked, ranges cut to start at its tile (split-K:

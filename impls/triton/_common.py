@@ -96,9 +96,10 @@ def tanh(x):
 
 
 @triton.jit
-def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
-                 first, row_first, row_end, stride_kp, stride_kt, stride_kh, stride_btb,
-                 page_size, qk_scale, softcap, offs_d, HEAD_DIM: tl.constexpr,
+def attend_range(q, q_hi, m_i, l_i, acc, acc_hi, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh,
+                 start, end, first, row_first, row_end, stride_kp, stride_kt, stride_kh,
+                 stride_btb, page_size, qk_scale, softcap, offs_d, offs_d_hi,
+                 HEAD_DIM: tl.constexpr, D_HI: tl.constexpr,
                  BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
                  UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, SOFTCAP: tl.constexpr,
                  ROW_SPANS: tl.constexpr):
@@ -117,8 +118,12 @@ def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh
     value is a bf16 and an fp16 value); their scales are applied by ``attend``.
     ``SOFTCAP``: each score s (log2 units) becomes softcap * tanh(s / softcap), ``softcap`` in
     log2 units too (the spec's cap times log2(e): the same tanh of the same ratio).
+    ``D_HI`` > 0 (a head dim split in two tiles, ``pick_launch_config``): the dims ``offs_d_hi``
+    past ``offs_d``'s are a second tile (``q_hi``, ``acc_hi``, their own K/V loads), the scores
+    the sum of the two products; 0: ``q_hi`` and ``acc_hi`` are unused stand-ins.
     """
     mask_d = offs_d < HEAD_DIM
+    mask_d_hi = offs_d_hi < HEAD_DIM
     # the block-table entries of the next tile are loaded a tile ahead and carried in the loop:
     # K/V addresses that do not wait on a load of their own iteration let Triton's pipeliner
     # multi-buffer the paged K/V loads as it does the dense ones (else one stage, no overlap)
@@ -136,18 +141,18 @@ def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh
                                         IS_PAGED, PAGE_SIZE)
         kv_off = page * stride_kp + row * stride_kt + pid_kvh * stride_kh
         mask = mask_n[:, None] & mask_d[None, :]
-        k = tl.load(k_ptr + kv_off[:, None] + offs_d[None, :], mask=mask, other=0.0)
-        v = tl.load(v_ptr + kv_off[:, None] + offs_d[None, :], mask=mask, other=0.0)
-        if KV_SCALED and q.dtype == tl.bfloat16 and not UPCAST_DOT:  # a GPU build, bf16
-            k = fp8_to_bf16(k)
-            v = fp8_to_bf16(v)
-        elif KV_SCALED:  # fp16 (one cvt per pair), or the interpreter (it runs no PTX)
-            k = k.to(q.dtype)
-            v = v.to(q.dtype)
-        if UPCAST_DOT:
-            s = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)), input_precision="ieee")
-        else:
-            s = tl.dot(q, tl.trans(k), input_precision="ieee")
+        k = as_query_dtype(tl.load(k_ptr + kv_off[:, None] + offs_d[None, :], mask=mask, other=0.0),
+                           q, UPCAST_DOT, KV_SCALED)
+        v = as_query_dtype(tl.load(v_ptr + kv_off[:, None] + offs_d[None, :], mask=mask, other=0.0),
+                           q, UPCAST_DOT, KV_SCALED)
+        s = dot(q, tl.trans(k), UPCAST_DOT)
+        if D_HI > 0:
+            mask_hi = mask_n[:, None] & mask_d_hi[None, :]
+            k_hi = as_query_dtype(tl.load(k_ptr + kv_off[:, None] + offs_d_hi[None, :], mask=mask_hi,
+                                          other=0.0), q, UPCAST_DOT, KV_SCALED)
+            v_hi = as_query_dtype(tl.load(v_ptr + kv_off[:, None] + offs_d_hi[None, :], mask=mask_hi,
+                                          other=0.0), q, UPCAST_DOT, KV_SCALED)
+            s += dot(q_hi, tl.trans(k_hi), UPCAST_DOT)
         s = s * qk_scale
         if SOFTCAP:
             s = softcap * tanh(s / softcap)
@@ -163,13 +168,29 @@ def attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
         p = p.to(v.dtype)  # P.V on the tensor cores in the input dtype, float32 accumulation
-        if UPCAST_DOT:
-            pv = tl.dot(p.to(tl.float32), v.to(tl.float32), input_precision="ieee")
-        else:
-            pv = tl.dot(p, v, input_precision="ieee")
-        acc = acc * alpha[:, None] + pv
+        acc = acc * alpha[:, None] + dot(p, v, UPCAST_DOT)
+        if D_HI > 0:
+            acc_hi = acc_hi * alpha[:, None] + dot(p, v_hi, UPCAST_DOT)
         m_i = m_new
-    return m_i, l_i, acc
+    return m_i, l_i, acc, acc_hi
+
+
+@triton.jit
+def as_query_dtype(x, q, UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr):
+    """A loaded K/V tile in the query's dtype: an fp8 one converted (exact either way)."""
+    if KV_SCALED and q.dtype == tl.bfloat16 and not UPCAST_DOT:  # a GPU build, bf16
+        x = fp8_to_bf16(x)
+    elif KV_SCALED:  # fp16 (one cvt per pair), or the interpreter (it runs no PTX)
+        x = x.to(q.dtype)
+    return x
+
+
+@triton.jit
+def dot(a, b, UPCAST_DOT: tl.constexpr):
+    """a @ b on the tensor cores, float32 accumulation (float32 copies in the interpreter)."""
+    if UPCAST_DOT:
+        a, b = a.to(tl.float32), b.to(tl.float32)
+    return tl.dot(a, b, input_precision="ieee")
 
 
 @triton.jit
@@ -185,10 +206,10 @@ def finish(m_i, l_i, acc):
 def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, group_size,
            stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, page_size, qk_scale,
            k_scale_ptr, v_scale_ptr, scale_stride, seq_len, window, softcap, q_len, row0,
-           HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
-           BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
-           UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, SOFTCAP: tl.constexpr,
-           ROW_SPANS: tl.constexpr):
+           HEAD_DIM: tl.constexpr, D_LO: tl.constexpr, D_HI: tl.constexpr,
+           BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr,
+           PAGE_SIZE: tl.constexpr, UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr,
+           SOFTCAP: tl.constexpr, ROW_SPANS: tl.constexpr):
     """Attention of KV head ``pid_kvh``'s query rows ``row0 + [0, BLOCK_H)`` (row r: query
     token r // group_size, head r % group_size; rows past q_len x group_size are padding) over
     tokens [start, end) of a sequence of ``seq_len``: query token i sees tokens below
@@ -198,14 +219,25 @@ def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, gro
     lse natural-log (an empty row: 0 and -inf).
     An fp8 cache (``KV_SCALED``): K's scale folds into the score scale and V's into the output,
     one float32 product each, never a rounded dequantised tile (``scale_stride`` 1: a scale per
-    KV head; 0: one for all)."""
+    KV head; 0: one for all). The head dim's tiles: [0, D_LO) and, where ``D_HI`` > 0, [D_LO,
+    D_LO + D_HI) (``attend_range``): (out, out of the second tile's dims, lse); else the second
+    is a stand-in."""
     offs_h = tl.arange(0, BLOCK_H)
-    offs_d = tl.arange(0, HEAD_DIM_PAD)
+    offs_d = tl.arange(0, D_LO)
     q = load_q_rows(q_ptr, pid_b, pid_kvh, group_size, q_len, row0, stride_qb, stride_qh, offs_h,
                     offs_d, HEAD_DIM)
+    if D_HI > 0:
+        offs_d_hi = D_LO + tl.arange(0, D_HI)
+        q_hi = load_q_rows(q_ptr, pid_b, pid_kvh, group_size, q_len, row0, stride_qb, stride_qh,
+                           offs_h, offs_d_hi, HEAD_DIM)
+        acc_hi = tl.zeros([BLOCK_H, D_HI], tl.float32)
+    else:  # stand-ins the compiler drops
+        offs_d_hi = D_LO + tl.arange(0, 16)
+        q_hi = tl.zeros([BLOCK_H, 16], q.dtype)
+        acc_hi = tl.zeros([BLOCK_H, 16], tl.float32)
     m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_H], tl.float32)
-    acc = tl.zeros([BLOCK_H, HEAD_DIM_PAD], tl.float32)
+    acc = tl.zeros([BLOCK_H, D_LO], tl.float32)
     if KV_SCALED:
         qk_scale = qk_scale * tl.load(k_scale_ptr + pid_kvh * scale_stride)
     # each row's span; the block's first row sees from the earliest token, its last to the latest
@@ -215,30 +247,40 @@ def attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end, gro
     first = tl.maximum(seq_len - q_len + 1 + row0 // group_size - window, 0)
     end = tl.minimum(end, seq_len - q_len + 1 + last_row // group_size)
     start = tl.maximum(start, first - first % BLOCK_N)  # no tile wholly before the window
-    m_i, l_i, acc = attend_range(q, m_i, l_i, acc, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh,
-                                 start, end, first, row_first, row_end, stride_kp, stride_kt,
-                                 stride_kh, stride_btb, page_size, qk_scale, softcap, offs_d,
-                                 HEAD_DIM, BLOCK_N, IS_PAGED, PAGE_SIZE, UPCAST_DOT, KV_SCALED,
-                                 SOFTCAP, ROW_SPANS)
+    m_i, l_i, acc, acc_hi = attend_range(q, q_hi, m_i, l_i, acc, acc_hi, k_ptr, v_ptr,
+                                         block_table_ptr, pid_b, pid_kvh, start, end, first,
+                                         row_first, row_end, stride_kp, stride_kt, stride_kh,
+                                         stride_btb, page_size, qk_scale, softcap, offs_d,
+                                         offs_d_hi, HEAD_DIM, D_HI, BLOCK_N, IS_PAGED, PAGE_SIZE,
+                                         UPCAST_DOT, KV_SCALED, SOFTCAP, ROW_SPANS)
     if KV_SCALED:
-        acc = acc * tl.load(v_scale_ptr + pid_kvh * scale_stride)
-    return finish(m_i, l_i, acc)
+        v_scale = tl.load(v_scale_ptr + pid_kvh * scale_stride)
+        acc = acc * v_scale
+        acc_hi = acc_hi * v_scale
+    out, lse = finish(m_i, l_i, acc)
+    out_hi, _ = finish(m_i, l_i, acc_hi)
+    return out, out_hi, lse
 
 
 @triton.jit
-def store_rows(out_ptr, lse_ptr, out, lse, stride_ot, stride_oh, stride_lt, stride_lh,
+def store_rows(out_ptr, lse_ptr, out, out_hi, lse, stride_ot, stride_oh, stride_lt, stride_lh,
                group_size, q_len, row0, BLOCK_H: tl.constexpr, HEAD_DIM: tl.constexpr,
-               HEAD_DIM_PAD: tl.constexpr):
+               D_LO: tl.constexpr, D_HI: tl.constexpr):
     """Store the block's valid rows: row r (query token t = r // group_size, head g of the
     group) of out at ``out_ptr + t * stride_ot + g * stride_oh``, its lse at ``lse_ptr +
     t * stride_lt + g * stride_lh`` (both pointers at the sequence's first token and the group's
-    first head)."""
+    first head); ``out_hi`` the dims from D_LO on where ``D_HI`` > 0 (``attend``)."""
     rows = row0 + tl.arange(0, BLOCK_H)
-    offs_d = tl.arange(0, HEAD_DIM_PAD)
     mask_h = rows < q_len * group_size
     token, head = rows // group_size, rows % group_size
-    tl.store(out_ptr + (token * stride_ot + head * stride_oh)[:, None] + offs_d[None, :],
-             out.to(out_ptr.dtype.element_ty), mask=mask_h[:, None] & (offs_d < HEAD_DIM)[None, :])
+    row_ptr = out_ptr + (token * stride_ot + head * stride_oh)[:, None]
+    offs_d = tl.arange(0, D_LO)
+    tl.store(row_ptr + offs_d[None, :], out.to(out_ptr.dtype.element_ty),
+             mask=mask_h[:, None] & (offs_d < HEAD_DIM)[None, :])
+    if D_HI > 0:
+        offs_d_hi = D_LO + tl.arange(0, D_HI)
+        tl.store(row_ptr + offs_d_hi[None, :], out_hi.to(out_ptr.dtype.element_ty),
+                 mask=mask_h[:, None] & (offs_d_hi < HEAD_DIM)[None, :])
     tl.store(lse_ptr + token * stride_lt + head * stride_lh, lse, mask=mask_h)
 
 
@@ -273,7 +315,22 @@ NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one i
 # one stage less: the buffers then let three programs share an SM, which hides the gathered loads
 # at least as well as a deeper pipeline for one (sweep in results/nvidia-h100/2026-11-24-plan/)
 MANY_PROGRAMS = 1024
-REPORTED = ("BLOCK_N", "BLOCK_H", "PAGE_SIZE", "num_warps", "num_stages")  # Launch.config
+# Head dims that are not a power of two: two tiles (dim_split 1) or one padded (0, the rule's
+# pick until a GPU run says which is faster)
+DIM_SPLIT = 0
+REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "num_warps", "num_stages")  # Launch.config
+
+
+def head_dim_tiles(head_dim: int, dim_split: int) -> tuple[int, int]:
+    """(D_LO, D_HI): the head dim in one tile padded to a power of two (D_HI 0), or, with
+    ``dim_split`` where that saves dims, in two: the largest power of two below it and the rest's
+    (at least 16, tl.dot's step): 144 = 128 + 16, 192 = 128 + 64, 80 = 64 + 16; 240 stays 256."""
+    pad = triton.next_power_of_2(head_dim)
+    low = pad // 2
+    if not dim_split or pad == head_dim or head_dim <= 16:
+        return pad, 0
+    high = max(16, triton.next_power_of_2(head_dim - low))
+    return (low, high) if low + high < pad else (pad, 0)
 
 
 def interpreting() -> bool:
@@ -287,15 +344,20 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
     ``num_warps``, ``num_stages``, ``GATHER``, ``MERGE``; ``FUSED_MERGE`` is the split kernel's
     alone)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
-    fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.kv_itemsize)  # tokens in one stage's K+V
+    dim_split = (config or {}).get("DIM_SPLIT", DIM_SPLIT)
+    if dim_split not in (0, 1):
+        raise ProblemError(f"config: DIM_SPLIT={dim_split!r}: must be 0 or 1")
+    d_lo, d_hi = head_dim_tiles(problem.head_dim, dim_split)
+    dims = d_lo + d_hi  # the tiles' dims: what registers and shared memory hold
+    fit = TILE_PAIR_BYTES // (2 * dims * problem.kv_itemsize)  # tokens in one stage's K+V
     paged = problem.layout == "paged"
     rows = problem.q_len * problem.group_size
     block_h = max(MIN_BLOCK_H, min(triton.next_power_of_2(rows), max(
-        MAX_Q_TILE_BYTES // (head_dim_pad * problem.itemsize),
+        MAX_Q_TILE_BYTES // (dims * problem.itemsize),
         triton.next_power_of_2(problem.group_size))))
 
     def holds(b, block_n, warps):  # the rows' accumulator and scores within THREAD_FLOATS a thread
-        return b * (head_dim_pad + block_n) <= THREAD_FLOATS * 32 * warps
+        return b * (dims + block_n) <= THREAD_FLOATS * 32 * warps
     num_warps = NUM_WARPS
     if problem.itemsize == 2:  # 16-bit queries: two warpgroups where one cannot hold the rows
         wide = block_h
@@ -308,7 +370,10 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
             block_h, num_warps = max(wide, block_h), WIDE_WARPS
     defaults = dict(
         HEAD_DIM=problem.head_dim,
-        HEAD_DIM_PAD=head_dim_pad,
+        HEAD_DIM_PAD=head_dim_pad,  # the merges' row
+        D_LO=d_lo,
+        D_HI=d_hi,
+        DIM_SPLIT=dim_split,
         BLOCK_H=block_h,
         BLOCK_N=min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1)),
         # the CPU interpreter multiplies bf16 bit patterns in tl.dot (see attend_range)
@@ -339,7 +404,7 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
     def smem(block_n):  # K/V stages, the q tile and (fp8) a converted tile: ptxas's count for
         converted = block_n if problem.cache.quantised else 0  # sm_90 (tests/triton_sm90.py)
         return ((cfg["num_stages"] * block_n * 2 * problem.kv_itemsize
-                 + (cfg["BLOCK_H"] + converted) * problem.itemsize) * head_dim_pad)
+                 + (cfg["BLOCK_H"] + converted) * problem.itemsize) * dims)
     if "BLOCK_N" not in (config or {}):  # narrower while the registers or shared memory overflow
         while cfg["BLOCK_N"] > MIN_FITTED_BLOCK_N and (
                 not holds(cfg["BLOCK_H"], cfg["BLOCK_N"], cfg["num_warps"])
@@ -349,6 +414,7 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
         raise ProblemError(f"config: BLOCK_H={cfg['BLOCK_H']}, BLOCK_N={cfg['BLOCK_N']}, num_stages="
                            f"{cfg['num_stages']}: {smem(cfg['BLOCK_N'])} B of shared memory, more "
                            f"than a program has on sm_90 ({SMEM_BYTES} B)")
+    del cfg["DIM_SPLIT"]  # a tunable, not a kernel parameter: it picks D_LO and D_HI
     gather = cfg.pop("GATHER")  # a tunable, not a kernel parameter: it picks PAGE_SIZE
     if gather not in ("page", "token"):
         raise ProblemError(f"config: GATHER={gather!r}: must be 'page' or 'token'")

@@ -28,8 +28,8 @@ def decode_kernel(
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
     stride_lb, page_size, group_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
     window, softcap, q_len, row_blocks,
-    HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
-    BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
+    HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, D_LO: tl.constexpr, D_HI: tl.constexpr,
+    BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
     UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, SOFTCAP: tl.constexpr,
     ROW_SPANS: tl.constexpr,
 ):
@@ -37,16 +37,17 @@ def decode_kernel(
     pid_kvh = tl.program_id(1) // row_blocks
     row0 = tl.program_id(1) % row_blocks * BLOCK_H  # the block of the KV head's query rows
     seq_len = tl.load(seq_lens_ptr + pid_b)
-    out, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, 0, seq_len,
-                      group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
-                      stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
-                      seq_len, window, softcap, q_len, row0, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H,
-                      BLOCK_N, IS_PAGED, PAGE_SIZE, UPCAST_DOT, KV_SCALED, SOFTCAP, ROW_SPANS)
+    out, out_hi, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, 0, seq_len,
+                              group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
+                              stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr,
+                              scale_stride, seq_len, window, softcap, q_len, row0, HEAD_DIM, D_LO,
+                              D_HI, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE, UPCAST_DOT, KV_SCALED,
+                              SOFTCAP, ROW_SPANS)
     head0 = pid_kvh * group_size
     token0 = pid_b * q_len
     store_rows(out_ptr + token0 * stride_ob + head0 * stride_oh, lse_ptr + token0 * stride_lb + head0,
-               out, lse, stride_ob, stride_oh, stride_lb, 1, group_size, q_len, row0, BLOCK_H,
-               HEAD_DIM, HEAD_DIM_PAD)
+               out, out_hi, lse, stride_ob, stride_oh, stride_lb, 1, group_size, q_len, row0,
+               BLOCK_H, HEAD_DIM, D_LO, D_HI)
 
 
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:

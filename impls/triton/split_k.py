@@ -48,8 +48,8 @@ def split_kernel(
     stride_lb, stride_pos, stride_poh, stride_pls, page_size, group_size, qk_scale,
     seq_lens_ptr, counters_ptr, chunk, num_kv_heads, k_scale_ptr, v_scale_ptr, scale_stride,
     window, softcap, q_len, row_blocks,
-    HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
-    BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
+    HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, D_LO: tl.constexpr, D_HI: tl.constexpr,
+    BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
     UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, SOFTCAP: tl.constexpr,
     ROW_SPANS: tl.constexpr, FUSED_MERGE: tl.constexpr, BLOCK_S: tl.constexpr,
 ):
@@ -65,24 +65,24 @@ def split_kernel(
     slot = tl.load(item + 3)
     # the plan starts a windowed sequence's pieces at the tile or page holding its first query
     # token's window start: attend masks the tokens of the first piece before it
-    out, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
-                      group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
-                      stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
-                      tl.load(seq_lens_ptr + pid_b), window, softcap, q_len, row0, HEAD_DIM,
-                      HEAD_DIM_PAD, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE, UPCAST_DOT, KV_SCALED,
-                      SOFTCAP, ROW_SPANS)
+    out, out_hi, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, start, end,
+                              group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
+                              stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr,
+                              scale_stride, tl.load(seq_lens_ptr + pid_b), window, softcap, q_len,
+                              row0, HEAD_DIM, D_LO, D_HI, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE,
+                              UPCAST_DOT, KV_SCALED, SOFTCAP, ROW_SPANS)
     head0 = pid_kvh * group_size
     if slot < 0:  # a whole sequence: the final result
         token0 = pid_b * q_len
         store_rows(out_ptr + token0 * stride_ob + head0 * stride_oh,
-                   lse_ptr + token0 * stride_lb + head0, out, lse, stride_ob, stride_oh,
-                   stride_lb, 1, group_size, q_len, row0, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
+                   lse_ptr + token0 * stride_lb + head0, out, out_hi, lse, stride_ob, stride_oh,
+                   stride_lb, 1, group_size, q_len, row0, BLOCK_H, HEAD_DIM, D_LO, D_HI)
     else:  # a partial: query token t's head h in row t x Hq + h of the slot
         num_q_heads = num_kv_heads * group_size
         store_rows(part_out_ptr + slot * stride_pos + head0 * stride_poh,
-                   part_lse_ptr + slot * stride_pls + head0, out, lse, num_q_heads * stride_poh,
-                   stride_poh, num_q_heads, 1, group_size, q_len, row0, BLOCK_H, HEAD_DIM,
-                   HEAD_DIM_PAD)
+                   part_lse_ptr + slot * stride_pls + head0, out, out_hi, lse,
+                   num_q_heads * stride_poh, stride_poh, num_q_heads, 1, group_size, q_len, row0,
+                   BLOCK_H, HEAD_DIM, D_LO, D_HI)
         if FUSED_MERGE:  # the sequence's pieces are cut at ``chunk``: its slots follow from that
             pieces = tl.cdiv(tl.load(seq_lens_ptr + pid_b), chunk)
             merge_if_last(part_out_ptr + head0 * stride_poh, part_lse_ptr + head0,
