@@ -8,10 +8,10 @@ multi-token query's tokens x the group, in blocks of ``BLOCK_H`` rows); an item 
 sequence writes the final ``out`` and ``lse``, a piece of a split one writes its normalised
 partial output (float32) and its LSE to its slot of the workspace. The combine kernel, grid
 (num_merges, blocks of the q_len x num_q_heads rows), merges each split sequence over its own
-slots, out = sum_s exp(lse_s - lse) * out_s with lse = log(sum_s exp(lse_s)), in blocks of slots. ``MERGE=fused``
-merges in the split kernel instead: each piece counts itself done on its (sequence, KV head)'s
-counter and the program that finishes last merges (one launch, but the merge of a group then
-runs in one program).
+slots, out = sum_s exp(lse_s - lse) * out_s with lse = log(sum_s exp(lse_s)), in blocks of
+slots. ``MERGE=fused`` merges in the split kernel instead: each piece counts itself done on its
+(sequence, KV head)'s counter and the program that finishes last merges (one launch, but the
+merge of a group then runs in one program).
 The plan is made in ``prepare`` from the host lengths (outside the timed call; the launch's
 ``plan`` callable redoes it into the same workspace, for the harness to time).
 Why: at batch 1 the one-pass grid has num_kv_heads programs for 100+ SMs, and in a ragged batch
@@ -101,53 +101,60 @@ def merge_if_last(part_out_ptr, part_lse_ptr, out_ptr, lse_ptr, counter_ptr, fir
     ``first`` on), done by the program that writes the last of them: the counter of finished
     pieces is incremented once per program, with release ordering for the partial just written
     and acquire ordering for the others' (the barrier first: every thread's stores are issued).
-    The last one resets the counter for the next launch, so no launch clears it."""
+    The last one resets the counter for the next launch, so no launch clears it. Its loads are
+    .cg (from L2): the partials are other programs' stores, and a line this SM read in an
+    earlier launch must not be reused."""
     tl.debug_barrier()
     if tl.atomic_add(counter_ptr, 1, sem="acq_rel", scope="gpu") == pieces - 1:
         tl.store(counter_ptr, 0)
         offs_d = tl.arange(0, HEAD_DIM_PAD)
-        for h in range(group_size):
-            out, lse = merge_slots(part_out_ptr + h * stride_poh, part_lse_ptr + h, first,
-                                   first + pieces, stride_pos, stride_pls, HEAD_DIM,
-                                   HEAD_DIM_PAD, BLOCK_S)
-            tl.store(out_ptr + h * stride_oh + offs_d, out.to(out_ptr.dtype.element_ty),
-                     mask=offs_d < HEAD_DIM)
-            tl.store(lse_ptr + h, lse)
+        for h in range(group_size):  # a head at a time
+            row = h + tl.arange(0, 1)
+            out, lse = merge_rows(part_out_ptr, part_lse_ptr, row, group_size, first,
+                                  first + pieces, stride_pos, stride_poh, stride_pls, HEAD_DIM,
+                                  HEAD_DIM_PAD, BLOCK_S, ".cg")
+            tl.store(out_ptr + (row * stride_oh)[:, None] + offs_d[None, :],
+                     out.to(out_ptr.dtype.element_ty), mask=(offs_d < HEAD_DIM)[None, :])
+            tl.store(lse_ptr + row, lse)
 
 
 @triton.jit
-def merge_slots(part_out_ptr, part_lse_ptr, first, last, stride_pos, stride_pls,
-                HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_S: tl.constexpr):
-    """One query head's partials over slots [first, last) merged: (out [HEAD_DIM_PAD], natural-
-    log lse), out = sum_s exp(lse_s - lse) * out_s, lse = log(sum_s exp(lse_s)), BLOCK_S slots
-    a step (any count works). Loads are .cg (from L2): in the fused merge the partials are
-    other programs' stores, and a line this SM read in an earlier launch must not be reused."""
+def merge_rows(part_out_ptr, part_lse_ptr, rows, num_rows, first, last, stride_pos, stride_poh,
+               stride_pls, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
+               BLOCK_S: tl.constexpr, CACHE: tl.constexpr):
+    """Partial rows ``rows`` (those below ``num_rows``; row r at ``r x stride_poh`` of a slot)
+    merged over slots [first, last), as [BLOCK_S slots, rows, dims] tiles (any slot count):
+    (out [rows, HEAD_DIM_PAD], natural-log lse [rows]), out = sum_s exp(lse_s - lse) * out_s,
+    lse = log(sum_s exp(lse_s)); ``CACHE`` the loads' cache modifier."""
     offs_s = tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM_PAD)
-    mask_d = offs_d < HEAD_DIM
-    # pass 1: the largest partial LSE (finite: every query row sees a token of some item; a
-    # partial of a row that saw none of its item's tokens is -inf and weighs 0)
-    lse_max = tl.full([BLOCK_S], float("-inf"), tl.float32)
+    mask_r = rows < num_rows
+    # pass 1: each row's largest partial LSE (finite for a real row: every query row sees a
+    # token of some item; a partial of a row that saw none of its item's tokens is -inf)
+    lse_max = tl.full([BLOCK_S, rows.shape[0]], float("-inf"), tl.float32)
     for s0 in range(first, last, BLOCK_S):
         slots = s0 + offs_s
-        lse_s = tl.load(part_lse_ptr + slots * stride_pls, mask=slots < last, other=float("-inf"),
-                        cache_modifier=".cg")
+        lse_s = tl.load(part_lse_ptr + slots[:, None] * stride_pls + rows[None, :],
+                        mask=(slots < last)[:, None] & mask_r[None, :], other=float("-inf"),
+                        cache_modifier=CACHE)
         lse_max = tl.maximum(lse_max, lse_s)
-    m = tl.max(lse_max, 0)
+    m = tl.where(mask_r, tl.max(lse_max, 0), 0.0)  # padding rows: no -inf - -inf
     # pass 2: weights exp(lse_s - m), weighted sum of the partials
-    acc = tl.zeros([HEAD_DIM_PAD], tl.float32)
-    w_sum = tl.zeros([BLOCK_S], tl.float32)
+    acc = tl.zeros([rows.shape[0], HEAD_DIM_PAD], tl.float32)
+    w_sum = tl.zeros([BLOCK_S, rows.shape[0]], tl.float32)
     for s0 in range(first, last, BLOCK_S):
         slots = s0 + offs_s
-        mask_s = slots < last
-        w = tl.exp(tl.load(part_lse_ptr + slots * stride_pls, mask=mask_s, other=float("-inf"),
-                           cache_modifier=".cg") - m)
-        part = tl.load(part_out_ptr + slots[:, None] * stride_pos + offs_d[None, :],
-                       mask=mask_s[:, None] & mask_d[None, :], other=0.0, cache_modifier=".cg")
-        acc += tl.sum(part * w[:, None], 0)
+        mask_sr = (slots < last)[:, None] & mask_r[None, :]
+        w = tl.exp(tl.load(part_lse_ptr + slots[:, None] * stride_pls + rows[None, :],
+                           mask=mask_sr, other=float("-inf"), cache_modifier=CACHE) - m[None, :])
+        part = tl.load(part_out_ptr + slots[:, None, None] * stride_pos
+                       + rows[None, :, None] * stride_poh + offs_d[None, None, :],
+                       mask=mask_sr[:, :, None] & (offs_d < HEAD_DIM)[None, None, :], other=0.0,
+                       cache_modifier=CACHE)
+        acc += tl.sum(part * w[:, :, None], 0)
         w_sum += w
-    total = tl.sum(w_sum, 0)
-    return acc / total, m + tl.log(total)
+    total = tl.where(mask_r, tl.sum(w_sum, 0), 1.0)
+    return acc / total[:, None], m + tl.log(total)
 
 
 @triton.jit(do_not_specialize=["q_len", "num_q_heads", "num_rows"])
@@ -158,48 +165,22 @@ def combine_kernel(
     BLOCK_R: tl.constexpr,
 ):
     """Rows ``[pid_r x BLOCK_R, +BLOCK_R)`` of merge ``pid_m`` (partial row t x Hq + h: query
-    token t, head h; ``num_rows`` = q_len x Hq) merged over the sequence's slots as
-    ``merge_slots`` does one row, as [BLOCK_S slots, BLOCK_R rows, dims] tiles
-    (``planner.combine_blocks``)."""
+    token t, head h; ``num_rows`` = q_len x Hq) merged over the sequence's slots
+    (``merge_rows``; ``planner.combine_blocks`` sizes the tiles)."""
     pid_m = tl.program_id(0)
     rows = tl.program_id(1) * BLOCK_R + tl.arange(0, BLOCK_R)
     pid_b = tl.load(merge_seqs_ptr + pid_m)
     first = tl.load(merge_indptr_ptr + pid_m)
     last = tl.load(merge_indptr_ptr + pid_m + 1)  # this sequence's slots: [first, last)
-    offs_s = tl.arange(0, BLOCK_S)
-    offs_d = tl.arange(0, HEAD_DIM_PAD)
+    out, lse = merge_rows(part_out_ptr, part_lse_ptr, rows, num_rows, first, last, stride_pos,
+                          stride_poh, stride_pls, HEAD_DIM, HEAD_DIM_PAD, BLOCK_S, "")
     mask_r = rows < num_rows
-    # pass 1: each row's largest partial LSE (finite for a real row: every query row sees a
-    # token of some item; a partial of a row that saw none of its item's tokens is -inf)
-    lse_max = tl.full([BLOCK_S, BLOCK_R], float("-inf"), tl.float32)
-    for s0 in range(first, last, BLOCK_S):
-        slots = s0 + offs_s
-        lse_s = tl.load(part_lse_ptr + slots[:, None] * stride_pls + rows[None, :],
-                        mask=(slots < last)[:, None] & mask_r[None, :], other=float("-inf"))
-        lse_max = tl.maximum(lse_max, lse_s)
-    m = tl.max(lse_max, 0)
-    m = tl.where(mask_r, m, 0.0)  # padding rows: no -inf - -inf
-    # pass 2: weights exp(lse_s - m), weighted sum of the partials
-    acc = tl.zeros([BLOCK_R, HEAD_DIM_PAD], tl.float32)
-    w_sum = tl.zeros([BLOCK_S, BLOCK_R], tl.float32)
-    for s0 in range(first, last, BLOCK_S):
-        slots = s0 + offs_s
-        mask_sr = (slots < last)[:, None] & mask_r[None, :]
-        w = tl.exp(tl.load(part_lse_ptr + slots[:, None] * stride_pls + rows[None, :],
-                           mask=mask_sr, other=float("-inf")) - m[None, :])
-        part = tl.load(part_out_ptr + slots[:, None, None] * stride_pos
-                       + rows[None, :, None] * stride_poh + offs_d[None, None, :],
-                       mask=mask_sr[:, :, None] & (offs_d < HEAD_DIM)[None, None, :], other=0.0)
-        acc += tl.sum(part * w[:, :, None], 0)
-        w_sum += w
-    total = tl.sum(w_sum, 0)
-    total = tl.where(mask_r, total, 1.0)
     token = pid_b * q_len + rows // num_q_heads
     head = rows % num_q_heads
+    offs_d = tl.arange(0, HEAD_DIM_PAD)
     tl.store(out_ptr + (token * stride_ob + head * stride_oh)[:, None] + offs_d[None, :],
-             (acc / total[:, None]).to(out_ptr.dtype.element_ty),
-             mask=mask_r[:, None] & (offs_d < HEAD_DIM)[None, :])
-    tl.store(lse_ptr + token * stride_lb + head, m + tl.log(total), mask=mask_r)
+             out.to(out_ptr.dtype.element_ty), mask=mask_r[:, None] & (offs_d < HEAD_DIM)[None, :])
+    tl.store(lse_ptr + token * stride_lb + head, lse, mask=mask_r)
 
 
 def split_args_for(inputs, out, lse, split: planner.SplitLaunch, counters, cfg: dict):
@@ -248,8 +229,9 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     separate_merge = split_plan.num_merges and not cfg["FUSED_MERGE"]
     split_grid = (p.num_kv_heads * row_blocks, split_plan.num_items)
     num_rows = p.q_len * p.num_q_heads
-    block_s, block_r = planner.combine_blocks(split_plan.num_merges, num_rows, split_plan.max_items_per_seq,
-                                      cfg["HEAD_DIM_PAD"], sm_count(inputs.device))
+    block_s, block_r = planner.combine_blocks(split_plan.num_merges, num_rows,
+                                              split_plan.max_items_per_seq, cfg["HEAD_DIM_PAD"],
+                                              sm_count(inputs.device))
     combine_grid = (split_plan.num_merges, -(-num_rows // block_r))
     # the split kernel reads BLOCK_S only to merge fused: else the binary residency was read from
     split_block_s = block_s if cfg["FUSED_MERGE"] else planner.COMBINE_SLOTS
