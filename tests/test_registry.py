@@ -274,6 +274,28 @@ def test_triton_rows_beyond_the_q_tile_take_two_warpgroups_where_kv_is_beyond_l2
     assert fp8["num_stages"] * fp8["BLOCK_N"] * 256 * 2 + (64 * 256 * 2 + converted) <= SMEM_BYTES
 
 
+def test_triton_tiles_are_powers_of_two_on_every_shape_both_ways_of_the_head_dim():
+    """tl.arange takes only powers of two: every tile the rule picks is one, with the head dim in
+    one tile or two (a q tile of 16 KB over 144 = 128 + 16 dims is 56 rows: the first GPU run
+    with DIM_SPLIT=1 refused to compile 23 cells of held-out seeds 29 and 47 on that)."""
+    pytest.importorskip("triton")
+    from impls.triton._common import MIN_BLOCK_H, pick_launch_config
+
+    def power_of_two(n):
+        return n > 0 and n & (n - 1) == 0
+    for d in range(1, 257):
+        for group, q_len in ((1, 1), (3, 8), (8, 1), (13, 6), (16, 16)):
+            for dtype in ("float16", "float32"):
+                for dim_split in (0, 1):
+                    problem = DecodeProblem(group * 2, 2, d, (4000,) * 64, q_len=q_len, dtype=dtype)
+                    c = pick_launch_config(problem, {"DIM_SPLIT": dim_split})
+                    rows = max(MIN_BLOCK_H, group * q_len)
+                    assert power_of_two(c["BLOCK_H"]) and MIN_BLOCK_H <= c["BLOCK_H"] < 2 * rows, (d, c)
+                    assert power_of_two(c["BLOCK_N"]) and power_of_two(c["D_LO"]), (d, c)
+                    assert c["D_HI"] == 0 or power_of_two(c["D_HI"]), (d, c)
+                    assert c["D_LO"] + c["D_HI"] >= d, (d, c)
+
+
 def test_cupy_merge_values_it_cannot_take_are_refused():
     """CuPy's MERGE is checked before the plan or any kernel is built; -D values never carry it."""
     from impls.cupy._build import pick_launch_config, split_merge

@@ -352,9 +352,10 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
     fit = TILE_PAIR_BYTES // (2 * dims * problem.kv_itemsize)  # tokens in one stage's K+V
     paged = problem.layout == "paged"
     rows = problem.q_len * problem.group_size
+    q_tile_rows = MAX_Q_TILE_BYTES // (dims * problem.itemsize)  # a power of two below: the dims
+    q_tile_rows = 1 << (q_tile_rows.bit_length() - 1)  # of two tiles (144 = 128 + 16) are not one
     block_h = max(MIN_BLOCK_H, min(triton.next_power_of_2(rows), max(
-        MAX_Q_TILE_BYTES // (dims * problem.itemsize),
-        triton.next_power_of_2(problem.group_size))))
+        q_tile_rows, triton.next_power_of_2(problem.group_size))))
 
     def holds(b, block_n, warps):  # the rows' accumulator and scores within THREAD_FLOATS a thread
         return b * (dims + block_n) <= THREAD_FLOATS * 32 * warps
