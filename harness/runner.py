@@ -140,10 +140,10 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
     except Unsupported as e:  # a constraint only the launcher can see (e.g. alignment)
         return {**row, "status": "UNSUPPORTED", "reason": str(e)}
     except Exception as e:  # a crash in one cell is a row, not the end of the run
-        text = f"{type(e).__name__}: {e}"
+        text = exception_text(e)
         if not isinstance(e, ProblemError):
             text += " | " + traceback.format_exc(limit=-3).replace("\n", " ")
-        return {**row, "status": "ERROR", "reason": text[:ERROR_TEXT_LIMIT]}
+        return {**row, "status": "ERROR", "reason": clip(text)}
     c = checked.comparison
     tuned = checked.run.launch.tuning_s
     row.update(kv_bytes=problem.kv_bytes, input_bytes=inputs.nbytes)
@@ -178,7 +178,7 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
             plan = checked.run.launch.plan
             plan_us = round(time_plan(plan).median, 1) if plan is not None else None
         except Exception as e:
-            return {**row, "status": "ERROR", "reason": f"timing: {type(e).__name__}: {e}"[:ERROR_TEXT_LIMIT]}
+            return {**row, "status": "ERROR", "reason": clip(f"timing: {exception_text(e)}")}
         if failure:  # its timed calls computed something else: no time is worth showing
             return {**row, "status": "FAIL", "reason": failure[:ERROR_TEXT_LIMIT]}
         row.update(timing_fields(timings), input_sets=1 + len(sets))
@@ -473,6 +473,26 @@ def run_backends(jobs: list[tuple[RunSpec, str]], prov: dict, out_dir: Path, pro
     finally:
         if held is not None:
             held.stop()
+
+
+def exception_text(e: BaseException) -> str:
+    """``Type: message``, the exception it was raised from first where there is one: a Triton
+    CompilationError's own message is the kernel's source up to the failing call, and what
+    failed (``ValueError: arange's range must be a power of 2``) is only in its cause."""
+    root = e
+    while root.__cause__ is not None:
+        root = root.__cause__
+    text = f"{type(e).__name__}: {e}"
+    return text if root is e else f"{type(root).__name__}: {root} | raised as {text}"
+
+
+def clip(text: str, limit: int = ERROR_TEXT_LIMIT) -> str:
+    """``text`` within ``limit`` characters: its start and its end (where a traceback ends in
+    the failing call), the middle left out."""
+    if len(text) <= limit:
+        return text
+    head = limit // 2
+    return f"{text[:head]} [...] {text[-(limit - head - 7):]}"
 
 
 def error_row(spec: RunSpec, prov: dict, cell: tuple[int, int, str], reason: str,

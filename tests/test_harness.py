@@ -137,6 +137,27 @@ def test_a_crashing_backend_keeps_every_other_result(tmp_path):
     assert len(triton) == 2 and all(r["status"] == "PASS" for r in triton)
 
 
+def test_an_error_row_says_what_failed_first_and_keeps_both_ends_of_a_long_text():
+    """A compiler's error wrapping the real one (Triton: the kernel's source, then the failing
+    call; the reason only in its cause) is reported by its cause first; a text past the limit
+    keeps its start and its end (the failing call of a traceback), not the start alone."""
+    from harness.runner import ERROR_TEXT_LIMIT, clip, exception_text
+    try:
+        try:
+            raise ValueError("arange's range must be a power of 2")
+        except ValueError as inner:
+            raise RuntimeError("at 15:23:\n" + "source line\n" * 100) from inner
+    except RuntimeError as e:
+        text = exception_text(e)
+    assert text.startswith("ValueError: arange's range must be a power of 2 | raised as RuntimeError")
+    assert exception_text(KeyError("k")) == "KeyError: 'k'"
+    long = "head " + "x" * 2000 + " tail"
+    assert clip("short") == "short"
+    clipped = clip(long)
+    assert len(clipped) == ERROR_TEXT_LIMIT and clipped.startswith("head x") and clipped.endswith("x tail")
+    assert "[...]" in clipped
+
+
 def test_variants_select_cells_and_config_reaches_the_launch(tmp_path):
     """--variants dense is the one-pass kernel on dense problems only; --config's overrides are
     what the kernels are launched with."""
