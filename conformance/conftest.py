@@ -10,6 +10,7 @@ number of drawn examples per test (the pinned ones always run).
 import os
 
 import impls  # noqa: F401  (first: picks the CPU interpreters before any DSL import)
+import pytest
 from hypothesis import HealthCheck, settings
 
 from conformance.strategies import profile_name
@@ -27,3 +28,24 @@ if os.environ.get("DECODE_BENCH_EXAMPLES"):  # e.g. a quick smoke pass: DECODE_B
     settings.register_profile("override", parent=settings.default,
                               max_examples=int(os.environ["DECODE_BENCH_EXAMPLES"]))
     settings.load_profile("override")
+
+
+@pytest.fixture(autouse=True)
+def cpu_mode_examples(request):
+    """A backend whose CPU mode declares ``cpu_limit.max_examples`` draws at most that many
+    examples a property in the ci profile: hypothesis reads a test's settings when it is called,
+    so they are narrowed for this case and put back after it."""
+    impl = getattr(request.node, "callspec", None) and request.node.callspec.params.get("impl")
+    limit = getattr(getattr(impl, "backend", None), "cpu_limit", None)
+    test = request.function
+    own = getattr(test, "_hypothesis_internal_use_settings", None)
+    if (limit is None or limit.max_examples is None or own is None or profile_name() != "ci"
+            or impl.availability() is not None or impl.backend.mode() == "gpu"):
+        yield
+        return
+    test._hypothesis_internal_use_settings = settings(
+        own, max_examples=min(own.max_examples, limit.max_examples))
+    try:
+        yield
+    finally:
+        test._hypothesis_internal_use_settings = own

@@ -208,6 +208,7 @@ class ProblemLimit:
     max_batch: int
     max_seq_len: int
     max_q_heads: int
+    max_examples: int | None = None  # drawn examples a property at most (the pinned ones run too)
 
 
 @dataclass(frozen=True)
