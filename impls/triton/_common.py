@@ -315,9 +315,11 @@ NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one i
 # one stage less: the buffers then let three programs share an SM, which hides the gathered loads
 # at least as well as a deeper pipeline for one (sweep in results/nvidia-h100/2026-11-24-plan/)
 MANY_PROGRAMS = 1024
-# Head dims that are not a power of two: two tiles (dim_split 1) or one padded (0, the rule's
-# pick until a GPU run says which is faster)
-DIM_SPLIT = 0
+# Head dims that are not a power of two: two tiles (dim_split 1) where a KV head has at least
+# this many query rows, else one padded. With one row the loop streams K/V at the bandwidth
+# roof and masked padding reads no bytes, while two narrower loads stream worse; with more, the
+# padded dims' MMA, registers and shared memory bind (results/nvidia-h200/2026-11-26-dim-split)
+DIM_SPLIT_ROWS = 2
 REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "num_warps", "num_stages")  # Launch.config
 
 
@@ -344,14 +346,14 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
     ``num_warps``, ``num_stages``, ``GATHER``, ``MERGE``; ``FUSED_MERGE`` is the split kernel's
     alone)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
-    dim_split = (config or {}).get("DIM_SPLIT", DIM_SPLIT)
+    rows = problem.q_len * problem.group_size
+    dim_split = (config or {}).get("DIM_SPLIT", int(rows >= DIM_SPLIT_ROWS))
     if dim_split not in (0, 1):
         raise ProblemError(f"config: DIM_SPLIT={dim_split!r}: must be 0 or 1")
     d_lo, d_hi = head_dim_tiles(problem.head_dim, dim_split)
     dims = d_lo + d_hi  # the tiles' dims: what registers and shared memory hold
     fit = TILE_PAIR_BYTES // (2 * dims * problem.kv_itemsize)  # tokens in one stage's K+V
     paged = problem.layout == "paged"
-    rows = problem.q_len * problem.group_size
     q_tile_rows = MAX_Q_TILE_BYTES // (dims * problem.itemsize)  # a power of two below: the dims
     q_tile_rows = 1 << (q_tile_rows.bit_length() - 1)  # of two tiles (144 = 128 + 16) are not one
     block_h = max(MIN_BLOCK_H, min(triton.next_power_of_2(rows), max(
