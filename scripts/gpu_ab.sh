@@ -37,7 +37,7 @@ run)
   echo "old: $(cat ab-old/.rev)" > "$W/ab.txt"
   (cd "$old" && DECODE_BENCH_COMMIT=$(cat "$here/ab-old/.rev") W="$W/old" bash scripts/gpu_pipeline.sh)
   W="$W/new" bash scripts/gpu_pipeline.sh
-  IFS=';' read -ra runs <<< "${RUNS-}"
+  IFS=';' read -ra runs <<< "${RUNS//$'\n'/ }"  # RUNS may span lines
   for entry in "${runs[@]}"; do
     name=${entry%%|*}; name=${name// }
     [ -n "$name" ] || continue
