@@ -296,6 +296,27 @@ def test_triton_tiles_are_powers_of_two_on_every_shape_both_ways_of_the_head_dim
                     assert c["D_LO"] + c["D_HI"] >= d, (d, c)
 
 
+def test_triton_splits_the_head_dim_where_the_padded_tile_is_256_or_the_rows_fill_a_tile():
+    """dim_split by rule: a head dim padded to 256 goes in two tiles at any rows (the padded tile
+    halves a stage's tokens and doubles its shared memory); one padded to 128 or less only where
+    a KV head's rows fill a 16-row MMA tile; a config says otherwise; 240 saves nothing split."""
+    pytest.importorskip("triton")
+    from impls.triton._common import pick_launch_config
+
+    def tiles(hq, hkv, d, q_len=1, config=None):
+        c = pick_launch_config(DecodeProblem(hq, hkv, d, (3000,) * 8, q_len=q_len), config)
+        return c["D_LO"], c["D_HI"]
+    assert tiles(8, 8, 144) == (128, 16)  # one row, padded to 256: split
+    assert tiles(16, 8, 192, q_len=8) == (128, 64)
+    assert tiles(32, 32, 96) == (128, 0)  # one row, padded to 128: one tile
+    assert tiles(48, 4, 96) == (128, 0)  # 12 rows
+    assert tiles(32, 4, 96, q_len=2) == (64, 32)  # 16 rows fill the MMA tile
+    assert tiles(20, 4, 80, q_len=6) == (64, 16)
+    assert tiles(20, 2, 240, q_len=8) == (256, 0)  # 128 + 128: no saving
+    assert tiles(8, 8, 144, config={"DIM_SPLIT": 0}) == (256, 0)
+    assert tiles(32, 32, 96, config={"DIM_SPLIT": 1}) == (64, 32)
+
+
 def test_cupy_merge_values_it_cannot_take_are_refused():
     """CuPy's MERGE is checked before the plan or any kernel is built; -D values never carry it."""
     from impls.cupy._build import pick_launch_config, split_merge

@@ -315,11 +315,13 @@ NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one i
 # one stage less: the buffers then let three programs share an SM, which hides the gathered loads
 # at least as well as a deeper pipeline for one (sweep in results/nvidia-h100/2026-11-24-plan/)
 MANY_PROGRAMS = 1024
-# Head dims that are not a power of two: two tiles (dim_split 1) where a KV head has at least
-# this many query rows, else one padded. With one row the loop streams K/V at the bandwidth
-# roof and masked padding reads no bytes, while two narrower loads stream worse; with more, the
-# padded dims' MMA, registers and shared memory bind (results/nvidia-h200/2026-11-26-dim-split)
-DIM_SPLIT_ROWS = 2
+# Head dims that are not a power of two: two tiles (dim_split 1) or one padded (0). Padded to
+# 256, a tile holds half the tokens a stage would and takes twice the shared memory (one
+# program an SM, not two): split at any rows. Padded to 128 or less, the masked padding reads
+# no bytes and one load streams better than two narrow ones: split only where a KV head's rows
+# fill a 16-row MMA tile, whose padded dims are then real work (results/nvidia-h200/
+# 2026-11-26-dim-split)
+DIM_SPLIT_ROWS = 16
 REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "num_warps", "num_stages")  # Launch.config
 
 
@@ -347,7 +349,7 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
     alone)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     rows = problem.q_len * problem.group_size
-    dim_split = (config or {}).get("DIM_SPLIT", int(rows >= DIM_SPLIT_ROWS))
+    dim_split = (config or {}).get("DIM_SPLIT", int(head_dim_pad > 128 or rows >= DIM_SPLIT_ROWS))
     if dim_split not in (0, 1):
         raise ProblemError(f"config: DIM_SPLIT={dim_split!r}: must be 0 or 1")
     d_lo, d_hi = head_dim_tiles(problem.head_dim, dim_split)
