@@ -476,23 +476,29 @@ def run_backends(jobs: list[tuple[RunSpec, str]], prov: dict, out_dir: Path, pro
 
 
 def exception_text(e: BaseException) -> str:
-    """``Type: message``, the exception it was raised from first where there is one: a Triton
-    CompilationError's own message is the kernel's source up to the failing call, and what
-    failed (``ValueError: arange's range must be a power of 2``) is only in its cause."""
-    root = e
-    while root.__cause__ is not None:
+    """``Type: message``, led by what failed: the exception it was raised from where there is
+    one, and of a message over several lines its last line. A kernel compiler's error message is
+    the kernel's source up to the failing call, what failed in its last line or in its cause."""
+    root, seen = e, {id(e)}
+    while root.__cause__ is not None and id(root.__cause__) not in seen:
         root = root.__cause__
+        seen.add(id(root))
+    lines = [line for line in str(root).splitlines() if line.strip()]
+    first = f"{type(root).__name__}: {lines[-1].strip() if lines else ''}"
     text = f"{type(e).__name__}: {e}"
-    return text if root is e else f"{type(root).__name__}: {root} | raised as {text}"
+    return text if first == text else f"{first} | raised as {text}"
 
 
 def clip(text: str, limit: int = ERROR_TEXT_LIMIT) -> str:
     """``text`` within ``limit`` characters: its start and its end (where a traceback ends in
     the failing call), the middle left out."""
+    gap = " [...] "
     if len(text) <= limit:
         return text
+    if limit <= 2 * len(gap):
+        return text[:limit]
     head = limit // 2
-    return f"{text[:head]} [...] {text[-(limit - head - 7):]}"
+    return f"{text[:head]}{gap}{text[len(text) - (limit - head - len(gap)):]}"
 
 
 def error_row(spec: RunSpec, prov: dict, cell: tuple[int, int, str], reason: str,

@@ -151,11 +151,17 @@ def test_an_error_row_says_what_failed_first_and_keeps_both_ends_of_a_long_text(
         text = exception_text(e)
     assert text.startswith("ValueError: arange's range must be a power of 2 | raised as RuntimeError")
     assert exception_text(KeyError("k")) == "KeyError: 'k'"
+    own = SyntaxError("at 3:4:\n    x = y(\n        ^\nNameError: y is not defined")  # no cause
+    assert exception_text(own).startswith("SyntaxError: NameError: y is not defined | raised as")
+    looped = ValueError("itself")
+    looped.__cause__ = looped
+    assert exception_text(looped) == "ValueError: itself"
     long = "head " + "x" * 2000 + " tail"
     assert clip("short") == "short"
     clipped = clip(long)
     assert len(clipped) == ERROR_TEXT_LIMIT and clipped.startswith("head x") and clipped.endswith("x tail")
     assert "[...]" in clipped
+    assert clip(long, 10) == long[:10]
 
 
 def test_variants_select_cells_and_config_reaches_the_launch(tmp_path):
