@@ -28,6 +28,7 @@ old)
        "$(wc -l < ab-old/.absent) it lacks" ;;
 run)
   W=${W:?set W: the folder for the runs and comparisons}
+  : "${RUNS:?set RUNS: the runs to make with the old code and the new}"
   [ -f ab-old/.rev ] || { echo "run: no ab-old/ (bash scripts/gpu_ab.sh old REV first)" >&2; exit 2; }
   here=$(pwd) old=$(mktemp -d)
   cp -r "${PARTS[@]}" conformance pyproject.toml "$old"/
@@ -37,7 +38,8 @@ run)
   echo "old: $(cat ab-old/.rev)" > "$W/ab.txt"
   (cd "$old" && DECODE_BENCH_COMMIT=$(cat "$here/ab-old/.rev") W="$W/old" bash scripts/gpu_pipeline.sh)
   W="$W/new" bash scripts/gpu_pipeline.sh
-  IFS=';' read -ra runs <<< "${RUNS//$'\n'/ }"  # RUNS may span lines
+  runs_text=${RUNS-}
+  IFS=';' read -ra runs <<< "${runs_text//$'\n'/ }"  # RUNS may span lines
   for entry in "${runs[@]}"; do
     name=${entry%%|*}; name=${name// }
     [ -n "$name" ] || continue

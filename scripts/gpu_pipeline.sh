@@ -24,7 +24,8 @@ for entry in ${CONFORMANCE-}; do
   echo "conformance $b rc $? in $((SECONDS - start)) s: $(grep -c PASSED "$W/conformance-$b.log") passed," \
        "$(grep -c FAILED "$W/conformance-$b.log") failed"
 done
-IFS=';' read -ra runs <<< "${RUNS//$'\n'/ }"  # RUNS may span lines
+runs_text=${RUNS-}
+IFS=';' read -ra runs <<< "${runs_text//$'\n'/ }"  # RUNS may span lines
 for entry in "${runs[@]}"; do
   [ -n "${entry// }" ] || continue
   IFS='|' read -r name limit options <<< "$entry"
