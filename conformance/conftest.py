@@ -4,7 +4,8 @@ Profiles (``DECODE_BENCH_PROFILE``, default: gpu when a CUDA GPU is present, els
   ci   2-core CPU, kernels in CPU interpreters: few, small examples, derandomized so CI is stable;
   gpu  many and larger examples, random each run (the database replays past failures first).
 ``deadline=None``: kernels compile on first use. ``DECODE_BENCH_EXAMPLES=N`` overrides the
-number of drawn examples per test (the pinned ones always run).
+number of drawn examples per test (the pinned ones always run); without it, a backend whose CPU
+mode declares ``cpu_limit.max_examples`` draws at most that many in the ci profile.
 """
 
 import os
@@ -13,7 +14,8 @@ import impls  # noqa: F401  (first: picks the CPU interpreters before any DSL im
 import pytest
 from hypothesis import HealthCheck, settings
 
-from conformance.strategies import profile_name
+from conformance.strategies import ci_limit, profile_name
+from impls.registry import Impl
 
 # report_multiple_bugs=False: a failure surfaces as its own exception (ConformanceFailure), which
 # is what the negative controls' strict xfail expects; the first bug found is the one to fix.
@@ -33,14 +35,15 @@ if os.environ.get("DECODE_BENCH_EXAMPLES"):  # e.g. a quick smoke pass: DECODE_B
 @pytest.fixture(autouse=True)
 def cpu_mode_examples(request):
     """A backend whose CPU mode declares ``cpu_limit.max_examples`` draws at most that many
-    examples a property in the ci profile: hypothesis reads a test's settings when it is called,
-    so they are narrowed for this case and put back after it."""
+    examples a property in the ci profile (``DECODE_BENCH_EXAMPLES``, where set, decides
+    instead): hypothesis reads a test's settings when it is called, so they are narrowed for
+    this case and put back after it."""
     impl = getattr(request.node, "callspec", None) and request.node.callspec.params.get("impl")
-    limit = getattr(getattr(impl, "backend", None), "cpu_limit", None)
-    test = request.function
+    limit = ci_limit(impl) if isinstance(impl, Impl) else None
+    test = getattr(request.function, "__func__", request.function)  # a method's function
     own = getattr(test, "_hypothesis_internal_use_settings", None)
-    if (limit is None or limit.max_examples is None or own is None or profile_name() != "ci"
-            or impl.availability() is not None or impl.backend.mode() == "gpu"):
+    if limit is None or limit.max_examples is None or own is None \
+            or os.environ.get("DECODE_BENCH_EXAMPLES"):
         yield
         return
     test._hypothesis_internal_use_settings = settings(

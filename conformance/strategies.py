@@ -34,7 +34,8 @@ SIZES = {
 }
 # A backend whose CPU mode is slower than these ci sizes allow declares a smaller limit
 # (``Backend.cpu_limit``): fit() clamps lengths, batch and heads to it in the ci profile (GQA
-# group, head_dim, page size and dtype are kept), so CI stays short. On a GPU nothing is clamped.
+# group, head_dim, page size and dtype are kept), and a limit's ``max_examples`` caps the drawn
+# examples a property (conformance/conftest.py), so CI stays short. On a GPU nothing is clamped.
 
 
 def profile_name() -> str:
@@ -132,11 +133,19 @@ def fit(problem: DecodeProblem, impl: Impl, layout: str | None = None) -> Decode
         problem = problem.replace(seq_lens=problem.seq_lens[:caps.max_batch])
     if caps.uniform_lengths_only and not problem.uniform:
         problem = problem.replace(seq_lens=(problem.max_seq_len,) * problem.batch)
-    limit = impl.backend.cpu_limit
-    if limit and profile_name() == "ci" and impl.availability() is None and impl.backend.mode() != "gpu":
+    if limit := ci_limit(impl):
         problem = _clamp(problem, limit)
     assert impl.unsupported(problem) is None, (impl.name, problem, impl.unsupported(problem))
     return problem
+
+
+def ci_limit(impl: Impl) -> ProblemLimit | None:
+    """The limit ``impl``'s CPU mode declares (``Backend.cpu_limit``) where it applies: the ci
+    profile, the implementation running in that CPU mode; else None."""
+    limit = getattr(impl.backend, "cpu_limit", None)
+    if limit and profile_name() == "ci" and impl.availability() is None and impl.backend.mode() != "gpu":
+        return limit
+    return None
 
 
 def with_lens(problem: DecodeProblem, seq_lens: tuple[int, ...], **fields) -> DecodeProblem:

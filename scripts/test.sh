@@ -2,7 +2,7 @@
 # The tests: install what is missing, then the linter (ruff, configured in pyproject.toml), the
 # unit tests (tests/) and the conformance suite (conformance/). On a CPU the 'ci' hypothesis
 # profile applies (about 20 minutes on 2 cores); on a GPU the 'gpu' profile. Arguments go to pytest;
-# --quick first: 3 drawn examples per property instead of 15 (a first look, not the CI run).
+# --quick first: 3 drawn examples per property instead of 10 (a first look, not the CI run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--quick" ]; then shift; export DECODE_BENCH_EXAMPLES=3; fi

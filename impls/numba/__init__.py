@@ -20,8 +20,7 @@ BACKEND = Backend(
                 Knob("min_blocks", (0, 2, 4), param="MIN_BLOCKS")),
     # The simulator runs every thread as a Python thread, ~50x slower per element than Triton's
     # numpy-vectorised interpreter: CI problems are clamped further (GQA groups up to 16 kept),
-    # and fewer are drawn (its properties took 8 of CI's 26 minutes at 10 a property; the GPU
-    # profile draws 20 of the full sizes)
+    # and fewer are drawn (the GPU profile draws its full count at full sizes)
     cpu_limit=ProblemLimit(max_batch=3, max_seq_len=48, max_q_heads=4, max_examples=4),
 )
 
