@@ -35,7 +35,8 @@ from specs.problem import DecodeProblem  # noqa: E402
 HOPPER = GPUTarget("cuda", 90, 32)
 # Gluon's defaults, a deeper ring, and every variant's dense tiles by TMA and by cp.async
 GLUON_CONFIGS = (None, {"NUM_STAGES": 3}, {"DENSE_TMA": 1}, {"DENSE_TMA": 0})
-TRITON_CONFIGS = (None, {"MERGE": "fused"}, {"DIM_SPLIT": 1})  # the merge apart and fused; two dim tiles
+# the rule's configs (the head dim in one tile or two, by rule), the merge fused, two dim tiles forced
+TRITON_CONFIGS = (None, {"MERGE": "fused"}, {"DIM_SPLIT": 1})
 CP_ASYNC = re.compile(r"cp\.async\.c[ag]")  # cp.async.ca/.cg, not TMA's cp.async.bulk
 HOPPER_SMEM = 227 * 1024  # shared memory one block may use on sm_90
 captured = []

@@ -322,6 +322,7 @@ MANY_PROGRAMS = 1024
 # fill a 16-row MMA tile, whose padded dims are then real work (results/nvidia-h200/
 # 2026-11-26-dim-split)
 DIM_SPLIT_ROWS = 16
+DIM_SPLIT_PAD = 256  # ... and at any rows where the one tile would be padded to this
 REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "num_warps", "num_stages")  # Launch.config
 
 
@@ -349,7 +350,7 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
     alone)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     rows = problem.q_len * problem.group_size
-    dim_split = (config or {}).get("DIM_SPLIT", int(head_dim_pad > 128 or rows >= DIM_SPLIT_ROWS))
+    dim_split = (config or {}).get("DIM_SPLIT", int(head_dim_pad >= DIM_SPLIT_PAD or rows >= DIM_SPLIT_ROWS))
     if dim_split not in (0, 1):
         raise ProblemError(f"config: DIM_SPLIT={dim_split!r}: must be 0 or 1")
     d_lo, d_hi = head_dim_tiles(problem.head_dim, dim_split)
