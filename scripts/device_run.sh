@@ -35,12 +35,10 @@ start)
   rm -rf "${W:?}"/*; touch "$W/running"
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     python3 -c "import torch, triton; print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version(), 'triton', triton.__version__)"
-    pip list 2>/dev/null | grep -iE "^(cupy|numba|hypothesis)" || true
-    python3 -c "import importlib.metadata as m
-for p in ('flashinfer-python', 'flash-attn-4', 'flash_attn_3', 'helion', 'nvidia-cutlass-dsl'):
-    try: print(p, m.version(p))
-    except Exception as e: print(p, 'not installed')"
-    PYTHONPATH=/tmp/site-tilelang:. python3 -c "import tilelang; print('tilelang', tilelang.__version__)"
+    # the versions the rows' provenance records (FA3 unpacked from vLLM's wheel included)
+    ( [ -d "$DECODE_BENCH_ENV_TILELANG" ] || unset DECODE_BENCH_ENV_TILELANG
+      python3 -c "from harness import provenance
+for name, version in provenance.packages().items(): print(name, version)" )
     echo "commit ${DECODE_BENCH_COMMIT:-unset}"; } > "$W/env.txt" 2>&1
   cat "$W/env.txt"
   W=$W setsid bash -c "bash '$2'; rm -f '$W/running'" < /dev/null > "$W/pipeline.log" 2>&1 &
