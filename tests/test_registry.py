@@ -3,6 +3,7 @@ refuses, per-layout capabilities, and the backend facts the harness reads from d
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 
@@ -285,8 +286,9 @@ def test_triton_tiles_are_powers_of_two_on_every_shape_both_ways_of_the_head_dim
     for d in range(1, 257):
         for group, q_len in ((1, 1), (3, 8), (8, 1), (13, 6), (16, 16)):
             for dtype in ("float16", "float32"):
-                for dim_split in (0, 1):
-                    problem = DecodeProblem(group * 2, 2, d, (4000,) * 64, q_len=q_len, dtype=dtype)
+                for dim_split, lens in itertools.product((0, 1), ((4000,) * 64, (100,))):
+                    # K/V beyond L2 (the two-warpgroup rows) and within it (the q tile's rows)
+                    problem = DecodeProblem(group * 2, 2, d, lens, q_len=q_len, dtype=dtype)
                     c = pick_launch_config(problem, {"DIM_SPLIT": dim_split})
                     rows = max(MIN_BLOCK_H, group * q_len)
                     assert power_of_two(c["BLOCK_H"]) and MIN_BLOCK_H <= c["BLOCK_H"] < 2 * rows, (d, c)
