@@ -169,7 +169,7 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
                                 "lse_rounded_sum": checked.run.launch.lse_rounded_sum})
             row.update(saved_bytes=saved, save_s=round(time.perf_counter() - start, 3))
         except OSError as e:  # a full disk costs the saved case, not the cell's verdict
-            row["save_error"] = f"{type(e).__name__}: {e}"[:ERROR_TEXT_LIMIT]
+            row["save_error"] = clip(exception_text(e))
     if c.passed and spec.timing:
         first_set = first_set or InputSet(inputs, ref)
         try:
