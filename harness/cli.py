@@ -294,8 +294,8 @@ def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) ->
     # not in --quick runs, nor with --tune (a second search would be tuning, not remeasuring)
     remeasure = spec.timing and (torch.cuda.is_available() or executor.slots > 1) and not args.quick \
         and not args.tune
-    tasks = executors.plan(spec, problems, all_cells, order, executor.slots, remeasure)
-    total = sum(len(t.spec.cells) for t in tasks)
+    plan = executors.plan(spec, problems, all_cells, order, executor.slots, remeasure)
+    total = plan.total()
     where = f" on {executor.slots} GPUs" if executor.slots > 1 else ""
     print(f"{len(problems)} problem(s), {total} cell(s){where}; rows -> {rows_path}")
     prov["workloads_of"] = results.workloads_of((p.label(), origin[p]) for p in problems)
@@ -308,7 +308,7 @@ def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) ->
     began = time.monotonic()
     try:
         with stopped_by_signals():
-            executor.run(tasks, prov, out_dir, progress)
+            executor.run(plan, prov, out_dir, progress)
         prov["complete"] = True
     except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM (Stopped), or Python's own SIGINT
         prov["complete"] = False

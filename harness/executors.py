@@ -1,20 +1,22 @@
-"""Where a run's cells execute. A run is one task list: a ``Task`` is one backend's cells on one
-device slot of the run, as the ``RunSpec`` a worker takes; ``runner.evaluate`` turns a cell into
-a row wherever it runs. An executor runs every task and brings every row to the run's
+"""Where a run's cells execute. A run is one ``Plan``: a ``Task`` is one problem's cells (every
+backend's), which one GPU measures whole; ``runner.run_problems`` runs a sequence of tasks, each
+problem backend by backend in workers that live for the run, and ``runner.evaluate`` turns a cell
+into a row wherever it runs. An executor runs every task and brings every row to the run's
 ``rows.jsonl``; nothing else in the harness knows which one ran.
 
-* ``LocalExecutor`` (the default): this machine's GPU (or CPU), the backends one after the other,
-  each in worker processes of its own (``runner.run_isolated``: a crash costs its cell), or in
-  this process with ``--no-isolate``.
-* ``RayExecutor`` (``--gpus N``, ``--ray-address ADDR``): the problems sharded over N GPUs of a
-  Ray cluster, a local one started for the run or the one at ADDR. A slot's shard runs as one
+* ``LocalExecutor`` (the default): this machine's GPU (or CPU), the problems one after the other,
+  each backend's cells in a worker process of its own (a crash costs its cell), or in this
+  process with ``--no-isolate``.
+* ``RayExecutor`` (``--gpus N``, ``--ray-address ADDR``): the problems spread over N GPUs of a
+  Ray cluster, a local one started for the run or the one at ADDR. Each GPU's slot runs as one
   Ray task holding one GPU: it measures that GPU (identity, bandwidth, the size-matched reads of
-  its problems), then runs its backends one after the other exactly as the local executor does
-  (worker processes, crash isolation, a backend's own environment), and streams each row back as
-  it is written. Every row of a problem is measured on one GPU (sharded by problem, never by
-  backend); ``SPREAD_PROBLEMS`` problems run on every GPU, so the report can say how far apart the
-  GPUs are. A shard whose Ray worker or node is lost runs again, its remaining cells only, on
-  whichever GPU Ray gives it; those rows say which attempt measured them and why.
+  the run's problems), then takes problems from one shared queue as it comes free (the largest
+  first), and streams each row back as it is written. A problem is measured whole on one GPU
+  (never split by backend), and no GPU waits while another has problems left: what a backend's
+  first compile costs lands where it lands and the queue evens it out. ``SPREAD_PROBLEMS``
+  problems run on every GPU, so the report can say how far apart the GPUs are. A shard whose
+  Ray worker or node is lost runs again, the cells of its problems left only, on whichever GPU
+  Ray gives it; those rows say which attempt measured them and why.
 
 The nodes of a cluster run this checkout from the same path (a shared filesystem, as clusters
 under Slurm have) with the same Python environments.
@@ -36,7 +38,7 @@ import torch
 
 from harness import bandwidth, provenance, results
 from harness.progress import Progress
-from harness.runner import RunSpec, error_row, progress_text, run_backends, run_isolated, work
+from harness.runner import RunSpec, error_row, progress_text, run_problems
 from impls import registry
 from specs.problem import DecodeProblem, ProblemError
 
@@ -45,52 +47,84 @@ MAX_SHARD_ATTEMPTS = 3  # a shard whose Ray worker or node is lost is run again 
 RAY_INSTALL = "pip install -e .[ray]"
 
 
+Cell = tuple[int, int, str]  # (cell id, problem index, implementation name)
+
+
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """One backend's cells on one device slot of the run (0 .. slots - 1)."""
+    """One problem's cells, every backend's, measured on one GPU."""
 
-    slot: int
-    backend: str
-    spec: RunSpec
+    cells: tuple[Cell, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """A run's tasks. ``shared``: taken in this order by whichever slot (GPU) is free first;
+    ``first`` and ``last``: each slot's own, before the shared ones and after them."""
+
+    spec: RunSpec  # the run's (its ``cells`` empty: each task carries its own)
+    backends: tuple[str, ...]  # every backend with cells, in the run's order
+    shared: tuple[Task, ...]
+    first: tuple[tuple[Task, ...], ...]  # per slot
+    last: tuple[tuple[Task, ...], ...]  # per slot
+
+    @property
+    def slots(self) -> int:
+        return len(self.first)
+
+    def total(self) -> int:
+        return sum(len(t.cells) for t in (*self.shared, *sum(self.first, ()), *sum(self.last, ())))
+
+    def backends_of(self, slot: int) -> list[str]:
+        """The order slot s of n runs a problem's backends in: from s/n of the way into the
+        run's order (``_from_own_point``)."""
+        return _from_own_point(list(self.backends), slot, self.slots)
 
 
 def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int, str]],
-         order: dict[str, int], slots: int = 1, remeasure: bool = False) -> list[Task]:
-    """The run's tasks. ``impls_of``: (problem index, implementation name) per cell, in run
+         order: dict[str, int], slots: int = 1, remeasure: bool = False) -> Plan:
+    """The run's plan. ``impls_of``: (problem index, implementation name) per cell, in run
     order; cell ids are their positions, and a problem measured again (the spread, the
-    repeatability) gets ids after them. One slot: a task per backend, in ``order``. Several:
-    each problem to one slot (the longest first to the least loaded, by bytes moved per cell),
-    each slot a task per backend, slot s of n from s/n of the way into ``order`` (and round);
-    the largest and the smallest problems on every slot. ``remeasure`` (timing on GPUs): those
-    two also measured a second time on their own slot, as the last cells of each backend's task,
-    for the run's repeatability (``results.repeatability``)."""
-    names = {name: registry.get(name).backend.name for _, name in impls_of}
-    home = {index: 0 for index in range(len(problems))}
+    repeatability) gets ids after them. One slot: the problems in run order. Several: the
+    problems shared, the costliest first (bytes moved per cell, times cells: the last ones taken
+    are short, so the GPUs end together); the largest and the smallest problems first on every
+    slot (the spread), their own cells on slots 0 and 1. ``remeasure`` (timing on GPUs): those
+    two also measured a second time on the slot that has their own cells, after everything else
+    there, for the run's repeatability (``results.repeatability``)."""
+    backends = tuple(sorted({registry.get(name).backend.name for _, name in impls_of},
+                            key=lambda b: (order.get(b, 0), b)))
+    cells_of: dict[int, list[Cell]] = {}
+    for cell, (p, name) in enumerate(impls_of):
+        cells_of.setdefault(p, []).append((cell, p, name))
+    by_size = sorted(cells_of, key=lambda i: problems[i].bytes_moved)
+    again = list(dict.fromkeys((by_size[-1], by_size[0])))[:SPREAD_PROBLEMS] \
+        if (slots > 1 or remeasure) and by_size else []
+    home = {p: n % slots for n, p in enumerate(again)}  # which slot has their own cells
+    first: list[list[Task]] = [[] for _ in range(slots)]
+    last: list[list[Task]] = [[] for _ in range(slots)]
+    next_id = len(impls_of)
+
+    def copy(p: int) -> Task:  # the problem's cells under new ids
+        nonlocal next_id
+        cells = tuple((next_id + n, q, name) for n, (_, q, name) in enumerate(cells_of[p]))
+        next_id += len(cells)
+        return Task(cells)
+
     if slots > 1:
-        cost = {i: (problems[i].bytes_moved + (1 << 20)) * sum(p == i for p, _ in impls_of)
-                for i in home}
-        load = [0] * slots
-        for i in sorted(cost, key=cost.get, reverse=True):
-            home[i] = load.index(min(load))
-            load[home[i]] += cost[i]
-    extra: list[tuple[int, str, int]] = []  # (problem, implementation, slot): the repeats
-    if slots > 1 or remeasure:
-        by_size = sorted(home, key=lambda i: problems[i].bytes_moved)
-        for i in dict.fromkeys((by_size[-1], by_size[0])[:SPREAD_PROBLEMS]):
-            extra += [(i, name, s) for s in range(slots) if s != home[i] or remeasure
-                      for p, name in impls_of if p == i]
-    cells = [(cell, p, name, home[p]) for cell, (p, name) in enumerate(impls_of)]
-    cells += [(len(impls_of) + n, p, name, s) for n, (p, name, s) in enumerate(extra)]
-    tasks = []
-    backends = sorted(set(names.values()), key=lambda b: (order.get(b, 0), b))
-    for slot in range(slots):
-        for backend in _from_own_point(backends, slot, slots):
-            mine = [(c, p, name) for c, p, name, s in cells if s == slot and names[name] == backend]
-            if mine:
-                again = [c for c in mine if c[0] >= len(impls_of) and home[c[1]] == slot]
-                tasks.append(Task(slot, backend, dataclasses.replace(
-                    spec, cells=_staggered([c for c in mine if c not in again], slot, slots) + again)))
-    return tasks
+        for p in again:
+            for s in range(slots):
+                first[s].append(Task(tuple(cells_of[p])) if s == home[p] else copy(p))
+        first = [_from_own_point(tasks, s, slots) for s, tasks in enumerate(first)]
+        cost = {p: (problems[p].bytes_moved + (1 << 20)) * len(cells_of[p]) for p in cells_of}
+        shared = [Task(tuple(cells_of[p])) for p in sorted(cells_of, key=cost.get, reverse=True)
+                  if p not in home]
+    else:
+        shared = [Task(tuple(cells)) for cells in cells_of.values()]
+    if remeasure:
+        for p in again:
+            last[home[p]].append(copy(p))
+    return Plan(dataclasses.replace(spec, cells=[]), backends, tuple(shared),
+                tuple(map(tuple, first)), tuple(map(tuple, last)))
 
 
 def _from_own_point(items: list, slot: int, slots: int) -> list:
@@ -102,16 +136,14 @@ def _from_own_point(items: list, slot: int, slots: int) -> list:
     return items[start:] + items[:start]
 
 
-def _staggered(cells: list[tuple[int, int, str]], slot: int, slots: int) -> list[tuple[int, int, str]]:
-    """A slot's cells in its problem order from its own point on (``_from_own_point``), a
-    problem's cells together and in their order."""
-    problems = _from_own_point(list(dict.fromkeys(p for _, p, _ in cells)), slot, slots)
-    rank = {p: i for i, p in enumerate(problems)}
-    return sorted(cells, key=lambda c: rank[c[1]])
+def _in_here(backend: str) -> bool:
+    """Whether ``--no-isolate`` can run the backend in this process (not in an environment of
+    its own)."""
+    return registry.worker_env(next(b for b in registry.backends() if b.name == backend)) is None
 
 
 class LocalExecutor:
-    """This machine, one backend after the other."""
+    """This machine, one problem after the other."""
 
     slots = 1
 
@@ -127,18 +159,12 @@ class LocalExecutor:
             return {}
         return bandwidth.run_fields(torch.device("cuda"), problems, timing)
 
-    def run(self, tasks: list[Task], prov: dict, out_dir: Path, progress: Progress) -> None:
-        if self.isolate:  # each backend's worker started while the one before measures
-            run_backends([(t.spec, t.backend) for t in tasks], prov, out_dir, progress,
-                         before=lambda spec, backend: progress.line(f"[{backend}]"))
-            return
-        for task in tasks:
-            progress.line(f"[{task.backend}]")
-            in_here = registry.worker_env(registry.get(task.spec.cells[0][2]).backend) is None
-            if in_here:
-                work(task.spec, prov)
-            else:
-                run_isolated(task.spec, prov, out_dir, task.backend, progress)
+    def run(self, plan: Plan, prov: dict, out_dir: Path, progress: Progress) -> None:
+        in_here = frozenset() if self.isolate else frozenset(
+            b for b in plan.backends if _in_here(b))
+        tasks = [*plan.first[0], *plan.shared, *plan.last[0]]
+        run_problems(plan.spec, (t.cells for t in tasks), prov, out_dir, progress,
+                     plan.backends_of(0), in_here)
 
     def close(self) -> None:
         pass
@@ -219,42 +245,48 @@ class RayExecutor:
     def device_fields(self, problems, timing: bool) -> dict:
         return {}  # each GPU measures itself (its shard's first item)
 
-    def run(self, tasks: list[Task], prov: dict, out_dir: Path, progress: Progress) -> None:
-        rows_path = Path(tasks[0].spec.rows_path) if tasks else out_dir / "rows.jsonl"
+    def run(self, plan: Plan, prov: dict, out_dir: Path, progress: Progress) -> None:
+        rows_path = Path(plan.spec.rows_path)
         written = {r["cell"] for r in results.read_rows(rows_path)}
         lock = threading.Lock()  # guards written, running, devices, the rows file and stopped
         devices: dict[int, dict] = {}  # the last device each slot's shard reported
         reported: list[dict] = []  # every device a shard ran on (a retry may land elsewhere)
         shard = self.ray.remote(num_gpus=1, max_retries=0)(run_shard)  # retries: drive() below
+        queue = self.ray.remote(num_cpus=0)(Queue).remote(plan.shared)
         running: dict[int, object] = {}
         failures: list[BaseException] = []
         stopped = False  # the run was stopped: nothing more is submitted or written
         lost = (self.ray.exceptions.WorkerCrashedError, self.ray.exceptions.NodeDiedError,
                 self.ray.exceptions.ObjectLostError, self.ray.exceptions.ActorDiedError)
 
-        def give_up(slot: int, mine: list[Task], why: str) -> None:
-            """ERROR rows for the cells of ``mine`` no shard will run (unless the run was
+        def left(tasks) -> list[Task]:
+            """``tasks`` with the cells that have no row yet (under the lock)."""
+            tasks = [Task(tuple(c for c in t.cells if c[0] not in written)) for t in tasks]
+            return [t for t in tasks if t.cells]
+
+        def give_up(slot: int, tasks: list[Task], why: str) -> None:
+            """ERROR rows for the cells of ``tasks`` no shard will run (unless the run was
             stopped), stamped with the slot's last device."""
             with lock:
                 if stopped:
                     return
-                for task in mine:
-                    for cell in task.spec.cells:
+                for task in tasks:
+                    for cell in task.cells:
                         if cell[0] not in written:
                             written.add(cell[0])
-                            error_row(task.spec, {**prov, **devices.get(slot, {})}, cell,
+                            error_row(plan.spec, {**prov, **devices.get(slot, {})}, cell,
                                       f"not run: the shard of GPU slot {slot} {why}", progress)
 
-        def drive(slot: int, mine: list[Task]) -> None:
+        def drive(slot: int) -> None:
             attempt, why = 1, None
             while True:
+                taken = self.ray.get(queue.taken_by.remote(slot))  # a lost shard's problems
                 with lock:
-                    mine = [dataclasses.replace(t, spec=dataclasses.replace(
-                        t.spec, cells=[c for c in t.spec.cells if c[0] not in written])) for t in mine]
-                    mine = [t for t in mine if t.spec.cells]
-                    if stopped or not mine:
+                    mine = left([*taken, *plan.first[slot]]), left(plan.last[slot])
+                    if stopped:
                         return
-                    gen = shard.options(num_returns="streaming").remote(mine, prov, attempt, why)
+                    gen = shard.options(num_returns="streaming").remote(
+                        plan, slot, queue, mine, prov, attempt, why)
                     running[slot] = gen
                 try:
                     for ref in gen:
@@ -277,22 +309,26 @@ class RayExecutor:
                     attempt += 1
                     if attempt <= MAX_SHARD_ATTEMPTS:
                         continue
-                    give_up(slot, mine, f"was lost {MAX_SHARD_ATTEMPTS} times ({why})")
+                    give_up(slot, mine_now(slot), f"was lost {MAX_SHARD_ATTEMPTS} times ({why})")
                     return
                 except self.ray.exceptions.RayError as e:  # the shard itself failed: no retry
-                    give_up(slot, mine, f"failed: {type(e).__name__}: {str(e)[-400:]}")
+                    give_up(slot, mine_now(slot), f"failed: {type(e).__name__}: {str(e)[-400:]}")
                     return
-                give_up(slot, mine, "ended without this cell's row")  # said, not dropped
+                give_up(slot, mine_now(slot), "ended without this cell's row")  # said, not dropped
                 return
 
-        def guarded(slot: int, mine: list[Task]) -> None:
+        def mine_now(slot: int) -> list[Task]:
+            """What a slot's shard had to run: its own tasks and those it took."""
+            return [*self.ray.get(queue.taken_by.remote(slot)), *plan.first[slot], *plan.last[slot]]
+
+        def guarded(slot: int) -> None:
             try:
-                drive(slot, mine)
+                drive(slot)
             except BaseException as e:  # noqa: BLE001  (reported by the main thread)
                 failures.append(e)
 
-        threads = [threading.Thread(target=guarded, args=(slot, [t for t in tasks if t.slot == slot]),
-                                    daemon=True) for slot in sorted({t.slot for t in tasks})]
+        threads = [threading.Thread(target=guarded, args=(slot,), daemon=True)
+                   for slot in range(plan.slots)]
         try:
             for t in threads:
                 t.start()
@@ -300,6 +336,11 @@ class RayExecutor:
                 time.sleep(0.2)
             if failures:
                 raise failures[0]
+            # every shard gone before the queue was: its problems are said, not dropped
+            untaken = self.ray.get(queue.untaken.remote())
+            for slot in range(plan.slots):
+                give_up(slot, untaken, "and every other ended before this problem was taken")
+                untaken = []
         finally:
             with lock:
                 stopped = True
@@ -320,29 +361,60 @@ class RayExecutor:
         self.ray.shutdown()
 
 
-def run_shard(tasks: list[Task], prov: dict, attempt: int = 1, why: str | None = None):
+class Queue:
+    """The shared tasks of a run over several GPUs, as a Ray actor: each slot's shard takes the
+    next as it comes free; what each slot took is kept, so a lost shard's problems run again."""
+
+    def __init__(self, tasks: tuple[Task, ...]):
+        self.tasks, self.next, self.taken = list(tasks), 0, {}
+
+    def take(self, slot: int) -> Task | None:
+        if self.next >= len(self.tasks):
+            return None
+        task = self.tasks[self.next]
+        self.next += 1
+        self.taken.setdefault(slot, []).append(task)
+        return task
+
+    def taken_by(self, slot: int) -> list[Task]:
+        return self.taken.get(slot, [])
+
+    def untaken(self) -> list[Task]:
+        return self.tasks[self.next:]
+
+
+def run_shard(plan: Plan, slot: int, queue, mine: tuple[list[Task], list[Task]], prov: dict,
+              attempt: int = 1, why: str | None = None):
     """A Ray task on one GPU: yields ``{"device": fields}`` (this GPU's identity and bandwidth),
-    then ``{"row": row}`` for each row of its tasks as it is written. Rows of a second attempt
-    say so (``attempt``, ``retry_reason``)."""
+    then ``{"row": row}`` for each row as it is written: the tasks of ``mine`` (before, after),
+    with the shared ones it takes from ``queue`` between them. Rows of a second attempt say so
+    (``attempt``, ``retry_reason``)."""
     import ray
 
     ids = ray.get_gpu_ids()
     fields = {**provenance.device_fields(slot=str(ids[0]) if ids else None), "host": platform.node()}
-    if torch.cuda.is_available() and tasks:
-        indices = dict.fromkeys(c[1] for t in tasks for c in t.spec.cells)  # the shard's problems
-        problems = [DecodeProblem.from_dict(tasks[0].spec.problems[i]) for i in indices]
-        fields.update(bandwidth.run_fields(torch.device("cuda"), problems, tasks[0].spec.timing))
+    if torch.cuda.is_available():  # any problem may come here: the size-matched reads of all
+        problems = [DecodeProblem.from_dict(p) for p in plan.spec.problems]
+        fields.update(bandwidth.run_fields(torch.device("cuda"), problems, plan.spec.timing))
     device_prov = {**prov, **fields}
     yield {"device": dict(fields)}
     retry = {"attempt": attempt, "retry_reason": why} if attempt > 1 else {}
+    before, after = mine
+
+    def tasks():
+        yield from (t.cells for t in before)
+        while (task := ray.get(queue.take.remote(slot))) is not None:
+            yield task.cells
+        yield from (t.cells for t in after)
+
     with tempfile.TemporaryDirectory(prefix="decode-bench-shard-") as tmp:
-        rows_path = Path(tmp) / "rows.jsonl"  # the backends run one after the other: one file
-        jobs = [(dataclasses.replace(t.spec, rows_path=str(rows_path)), t.backend) for t in tasks]
+        rows_path = Path(tmp) / "rows.jsonl"  # one worker writes at a time: one file
+        spec = dataclasses.replace(plan.spec, rows_path=str(rows_path))
         raised: list[BaseException] = []
 
         def backends():  # one thread for all: a worker dies with the thread that started it
-            try:  # (PR_SET_PDEATHSIG), and the next backend's worker starts ahead of its turn
-                run_backends(jobs, device_prov, Path(tmp), _Quiet())
+            try:  # (PR_SET_PDEATHSIG)
+                run_problems(spec, tasks(), device_prov, Path(tmp), _Quiet(), plan.backends_of(slot))
             except BaseException as e:  # noqa: BLE001  (raised in the generator below)
                 raised.append(e)
 

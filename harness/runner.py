@@ -2,11 +2,12 @@
 
 The parent process resolves the run (problems, implementations), records provenance and the
 GPU's memory bandwidth (harness.bandwidth), then an executor (harness.executors: this machine, or
-GPUs of a Ray cluster) runs each backend's cells in a worker process of its own. A kernel that
-crashes its process (or corrupts its CUDA context), or a worker silent for WORKER_SILENCE_S,
-costs one cell: it is recorded as ERROR with the worker's last words and a fresh worker goes on
-with the backend's remaining cells; every other backend runs regardless. Workers append each
-row to ``rows.jsonl`` as soon as it exists.
+GPUs of a Ray cluster) runs the cells problem by problem, each backend's in a worker process of
+its own that lives for the run (``Workers``). A kernel that crashes its process (or corrupts its
+CUDA context), or a worker silent for WORKER_SILENCE_S, costs one cell: it is recorded as ERROR
+with the worker's last words and a fresh worker goes on with the backend's remaining cells;
+every other backend runs regardless. Workers append each row to ``rows.jsonl`` as soon as it
+exists.
 
 Per (implementation, problem) a worker: skips with UNAVAILABLE / UNSUPPORTED and the reason;
 draws fresh seeded inputs (shared by all of the backend's variants for that problem) and the
@@ -263,16 +264,22 @@ def progress_text(row: dict) -> str:
     return f"  {row['impl']:<22} {row['problem']:<58} {row['status']:<11} {extra}"
 
 
-def work(spec: RunSpec, prov: dict, worker: bool = False) -> None:
+def make_timer(spec: RunSpec):
+    """The timer of ``spec``'s cells on this process's device (None: not timing)."""
+    if not spec.timing:
+        return None
+    device = default_device()
+    return GpuTimer(device, spec.quick, spec.modes) if device.type == "cuda" else CpuTimer()
+
+
+def work(spec: RunSpec, prov: dict, worker: bool = False, timer=None) -> None:
     """Worker body: the cells of ``spec`` in order, rows appended as they finish. Consecutive
     cells of one problem share its inputs and reference. A ``worker`` announces each cell to the
-    parent's progress line before it starts (``harness.progress``)."""
+    parent's progress line before it starts (``harness.progress``). ``timer``: one kept from an
+    earlier call (a serving worker's), else made here."""
     rows_path = Path(spec.rows_path)
     device = default_device()
-    timer = None
-    if spec.timing:
-        timer = GpuTimer(device, spec.quick, spec.modes) if device.type == "cuda" \
-            else CpuTimer()
+    timer = timer if timer is not None else make_timer(spec)
     announced = set()
     for index, group in itertools.groupby(spec.cells, key=lambda c: c[1]):
         problem = DecodeProblem.from_dict(spec.problems[index])
@@ -338,15 +345,34 @@ def work(spec: RunSpec, prov: dict, worker: bool = False) -> None:
             torch.cuda.empty_cache()
 
 
-HOLD = "DECODE_BENCH_WORKER_HOLD"  # set: the worker imports, then waits for "go" on stdin
+BATCH_DONE = "\x1ebatch done"  # a worker's line: the cells it was sent have their rows
 
 
 @dataclasses.dataclass
 class Worker:
-    """A worker process and the spec file it reads."""
+    """A worker process serving one backend's cells, and the spec file it read at its start."""
     proc: subprocess.Popen
     spec_path: Path
-    held: bool = False
+    pending: bytes = b""  # output read past the last whole line
+
+    def send(self, cells: list[tuple[int, int, str]]) -> bool:
+        """Hand it a batch of cells (one line on its stdin); False where it is gone."""
+        try:
+            self.proc.stdin.write((json.dumps(cells) + "\n").encode())
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    def lines(self) -> list[str] | None:
+        """The whole lines its output has for us now (read straight from the pipe: a buffered
+        reader would hold lines a select on the pipe no longer sees); None at its end."""
+        chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+        if not chunk:
+            return None
+        self.pending += chunk
+        done, _, self.pending = self.pending.rpartition(b"\n")
+        return [line.decode(errors="replace") + "\n" for line in done.split(b"\n")] if _ else []
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -355,62 +381,43 @@ class Worker:
         self.spec_path.unlink(missing_ok=True)
 
 
-def start_worker(spec: RunSpec, prov: dict, spec_path: Path, env: registry.WorkerEnv | None = None,
-                 hold: bool = False) -> Worker:
-    """A worker (in ``env``, the backend's own environment, if it has one) on ``spec``'s cells;
-    ``hold``: it imports what its backend needs and waits for ``go`` (``Worker.go``), so the
-    next backend's start-up overlaps the current one's cells."""
-    spec_path.write_text(json.dumps({"spec": dataclasses.asdict(spec), "provenance": prov}))
+def start_worker(spec: RunSpec, prov: dict, spec_path: Path, backend: str,
+                 env: registry.WorkerEnv | None = None) -> Worker:
+    """A worker for ``backend`` (in ``env``, the backend's own environment, if it has one): it
+    imports what the backend needs (off the timing CPU, nothing on the GPU), then runs each batch
+    of cells it is sent (``Worker.send``) and says when a batch is done, until its stdin closes."""
+    spec_path.write_text(json.dumps({"spec": dataclasses.asdict(spec), "provenance": prov,
+                                     "backend": backend}))
     python, variables = (env.python, dict(env.variables)) if env else (sys.executable, None)
-    if hold:
-        variables = {**(variables if variables is not None else os.environ), HOLD: "1"}
     proc = subprocess.Popen([python, "-m", "harness", "_worker", str(spec_path.resolve())],
                             cwd=registry.ROOT, env=variables, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, stdin=subprocess.PIPE if hold else None,
-                            text=True, bufsize=1)
-    return Worker(proc, spec_path, hold)
+                            stderr=subprocess.STDOUT, stdin=subprocess.PIPE)
+    return Worker(proc, spec_path)
 
 
-def _finish_worker(worker: Worker, progress: Progress) -> tuple[int | str, list[str]]:
-    """Let a held worker go, then echo its output (through ``progress``) until it ends; its exit
-    code (or "silent" when killed for silence) and its last lines."""
+def _watch(worker: Worker, progress: Progress, tail: deque) -> int | str:
+    """Echo the worker's lines until its batch is done ("done"), it ends (its exit code) or it
+    stays silent too long ("silent", killed)."""
     proc = worker.proc
-    tail: deque[str] = deque(maxlen=15)
-    selector = selectors.DefaultSelector()
-    try:
-        if worker.held:
-            try:
-                proc.stdin.write("go\n")
-                proc.stdin.close()
-            except (BrokenPipeError, OSError):  # it died while held: its exit code says so below
-                pass
-        selector.register(proc.stdout, selectors.EVENT_READ)
-        code = _watch(proc, selector, progress, tail)
-    finally:  # Ctrl-C in the parent (or any error): the worker does not outlive it
-        worker.stop()
-        selector.close()
-    return code, [line for line in tail if line.strip()]
-
-
-def _watch(proc, selector, progress: Progress, tail: deque) -> int | str:
-    """Echo the worker's lines until it ends (its exit code) or stays silent too long."""
     last_output = time.monotonic()
-    code: int | str | None = None
-    while code is None:
-        if selector.select(timeout=5):
-            line = proc.stdout.readline()
-            if line:
-                progress.line(line)
-                if not line.startswith(CELL_MARK):
-                    tail.append(line.rstrip())
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        while True:
+            if selector.select(timeout=5):
+                lines = worker.lines()
+                if lines is None:
+                    return proc.wait()  # end of output: the worker is dead
+                for line in lines:
+                    if line.rstrip("\n") == BATCH_DONE:
+                        return "done"
+                    progress.line(line)
+                    if not line.startswith(CELL_MARK):
+                        tail.append(line.rstrip())
                 last_output = time.monotonic()
-                continue
-            code = proc.wait()  # end of output: the worker is done or dead
-        elif time.monotonic() - last_output > WORKER_SILENCE_S:
-            proc.kill()
-            proc.wait()
-            code = "silent"
-    return code
+            elif time.monotonic() - last_output > WORKER_SILENCE_S:
+                proc.kill()
+                proc.wait()
+                return "silent"
 
 
 def _env_of(backend: str) -> registry.WorkerEnv | None:
@@ -418,61 +425,88 @@ def _env_of(backend: str) -> registry.WorkerEnv | None:
     return registry.worker_env(next(b for b in registry.backends() if b.name == backend))
 
 
-def run_isolated(spec: RunSpec, prov: dict, out_dir: Path, backend: str,
-                 progress: Progress, held: Worker | None = None,
-                 ahead: tuple[RunSpec, str] | None = None) -> Worker | None:
-    """``work`` in child processes for one backend: when a worker dies or hangs, its current
-    cell becomes an ERROR row and a fresh worker resumes with the cells after it. ``held``: its
-    first worker, started ahead; ``ahead``: the next backend's (spec, name), whose worker is
-    started held once this backend's runs, and returned (the caller passes it on, or stops it)."""
-    rows_path = Path(spec.rows_path)
-    remaining = list(spec.cells)
-    env = _env_of(backend)
-    following = None
-    try:
-        for _ in range(MAX_WORKER_STARTS):
-            worker = held or start_worker(dataclasses.replace(spec, cells=remaining), prov,
-                                          out_dir / f".worker-{backend}.json", env)
-            held = None
-            if ahead is not None and following is None:
-                following = start_worker(ahead[0], prov, out_dir / f".worker-{ahead[1]}.json",
-                                         _env_of(ahead[1]), hold=True)
-            code, tail = _finish_worker(worker, progress)
-            done = {r["cell"] for r in results.read_rows(rows_path)}
+class Workers:
+    """One worker per backend, each started once and kept for the run (or a Ray shard): all start
+    together, importing while the first cells run, and each runs every batch of its backend's
+    cells it is sent, so a problem's cells go from backend to backend at no start-up cost. A
+    worker that dies or hangs costs its current cell (an ERROR row with its last words); a fresh
+    one takes the batch's remaining cells, up to MAX_WORKER_STARTS per backend."""
+
+    def __init__(self, spec: RunSpec, prov: dict, out_dir: Path, progress: Progress,
+                 backends: list[str]):
+        self.spec, self.prov, self.out_dir, self.progress = spec, prov, out_dir, progress
+        self.starts = dict.fromkeys(backends, 0)
+        self.live: dict[str, Worker] = {}
+        try:
+            for backend in backends:
+                self._start(backend)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, backend: str) -> Worker:
+        self.starts[backend] = self.starts.get(backend, 0) + 1
+        self.live[backend] = start_worker(self.spec, self.prov, self.out_dir / f".worker-{backend}.json",
+                                          backend, _env_of(backend))
+        return self.live[backend]
+
+    def run(self, backend: str, cells: list[tuple[int, int, str]]) -> None:
+        """``cells`` (one backend's) in its worker; every one of them has a row when this returns."""
+        remaining = list(cells)
+        while remaining:
+            worker = self.live.get(backend) or self._start(backend)
+            tail: deque[str] = deque(maxlen=15)
+            code = _watch(worker, self.progress, tail) if worker.send(remaining) \
+                else worker.proc.wait()
+            if code == "done":
+                return
+            worker.stop()
+            del self.live[backend]
+            done = {r["cell"] for r in results.read_rows(Path(self.spec.rows_path))}
             remaining = [c for c in remaining if c[0] not in done]
             if not remaining:
-                return following
+                return
             what = "hung (no output for %d s)" % WORKER_SILENCE_S if code == "silent" else \
                 f"died (exit code {code})"
-            error_row(spec, prov, remaining.pop(0), f"worker process {what} in this cell: "
-                      + " / ".join(tail)[-ERROR_TEXT_LIMIT:], progress)
-            if not remaining:
-                return following
-        for cell in remaining:
-            error_row(spec, prov, cell, f"not run: the worker failed {MAX_WORKER_STARTS} times", progress)
-        return following
-    except BaseException:  # stopped (Ctrl-C, SIGTERM) or failed: no worker outlives the call
-        for w in (held, following):
-            if w is not None:
-                w.stop()
-        raise
+            last = " / ".join(line for line in tail if line.strip())
+            error_row(self.spec, self.prov, remaining.pop(0), f"worker process {what} in this cell: "
+                      + last[-ERROR_TEXT_LIMIT:], self.progress)
+            if remaining and self.starts[backend] >= MAX_WORKER_STARTS:
+                for cell in remaining:
+                    error_row(self.spec, self.prov, cell,
+                              f"not run: the worker failed {MAX_WORKER_STARTS} times", self.progress)
+                return
+
+    def close(self) -> None:
+        for worker in self.live.values():
+            worker.stop()
+        self.live.clear()
 
 
-def run_backends(jobs: list[tuple[RunSpec, str]], prov: dict, out_dir: Path, progress: Progress,
-                 before: Any = None) -> None:
-    """Each backend's cells (``run_isolated``) one after the other, each backend's worker started
-    while the one before it measures (imports only: nothing on the GPU) and let go on its turn.
-    ``before(spec, name)``: called as each backend's turn comes (a progress header)."""
-    held = None
+def backend_of(cell: tuple[int, int, str]) -> str:
+    return registry.get(cell[2]).backend.name
+
+
+def run_problems(spec: RunSpec, problems, prov: dict, out_dir: Path, progress: Progress,
+                 backends: list[str], in_here: frozenset[str] = frozenset()) -> None:
+    """Each problem's cells (``problems``: an iterable of cell lists, one problem each, taken as
+    they come) backend by backend in ``backends``' order, in the backends' ``Workers``, or in
+    this process for those ``in_here`` (``--no-isolate``). Problem by problem, so whichever GPU
+    takes a problem measures all of it, and a run over several GPUs can hand problems out as
+    GPUs come free."""
+    workers = Workers(spec, prov, out_dir, progress, [b for b in backends if b not in in_here])
     try:
-        for n, (spec, backend) in enumerate(jobs):
-            if before is not None:
-                before(spec, backend)
-            ahead = jobs[n + 1] if n + 1 < len(jobs) else None
-            held = run_isolated(spec, prov, out_dir, backend, progress, held, ahead)
+        for cells in problems:
+            for backend in backends:
+                mine = [c for c in cells if backend_of(c) == backend]
+                if not mine:
+                    continue
+                if backend in in_here:
+                    work(dataclasses.replace(spec, cells=mine), prov)
+                else:
+                    workers.run(backend, mine)
     finally:
-        if held is not None:
-            held.stop()
+        workers.close()
 
 
 def exception_text(e: BaseException) -> str:
@@ -535,10 +569,10 @@ def _exit_with_parent(interval_s: float = 1.0) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _imports_ahead(spec: RunSpec) -> None:
-    """What a held worker does before its turn: import the packages its backends require (the
-    slow part of a start), off the CPU the running worker times on, and nothing on the GPU. An
-    import that fails is left for the availability check to report in its turn."""
+def _imports_ahead(backend: str) -> None:
+    """What a worker does first: import the packages its backend requires (the slow part of a
+    start), off the CPU a running worker times on, and nothing on the GPU. An import that fails
+    is left for the availability check to report on the first cell."""
     import importlib
 
     from harness.timing import timing_cpu
@@ -546,24 +580,29 @@ def _imports_ahead(spec: RunSpec) -> None:
     if allowed and len(allowed) > 1:
         os.sched_setaffinity(0, allowed - {timing_cpu(allowed)})
     try:
-        for name in dict.fromkeys(c[2] for c in spec.cells):
-            for module in registry.get(name).backend.requires:
-                try:
-                    importlib.import_module(module)
-                except Exception:  # noqa: BLE001
-                    pass
+        for found in registry.backends():
+            if found.name == backend:
+                for module in found.requires:
+                    try:
+                        importlib.import_module(module)
+                    except Exception:  # noqa: BLE001
+                        pass
     finally:
         if allowed and len(allowed) > 1:
             os.sched_setaffinity(0, allowed)
 
 
 def worker_main(spec_path: str) -> int:
+    """A worker: its backend's imports, then each batch of cells read from stdin (a JSON list
+    a line), its rows written, then ``BATCH_DONE``; ends when stdin closes."""
     _exit_with_parent()
     data = json.loads(Path(spec_path).read_text())
     spec = RunSpec(**data["spec"])
-    if os.environ.pop(HOLD, None):  # started ahead of its turn (run_backends)
-        _imports_ahead(spec)
-        if sys.stdin.readline().strip() != "go":  # the parent went away, or stopped the run
-            return 0
-    work(spec, data["provenance"], worker=True)
+    _imports_ahead(data["backend"])
+    timer = None
+    while line := sys.stdin.readline():
+        cells = [tuple(c) for c in json.loads(line)]
+        timer = timer if timer is not None else make_timer(spec)  # on the first batch: its GPU
+        work(dataclasses.replace(spec, cells=cells), data["provenance"], worker=True, timer=timer)
+        print(BATCH_DONE, flush=True)
     return 0

@@ -1,4 +1,4 @@
-"""Two backends for the test of workers started ahead (tests/test_harness.py), loaded through
+"""Two backends for the test of workers started with the run (tests/test_harness.py), loaded through
 DECODE_BENCH_PLUGINS: ``ahead-first`` takes DECODE_BENCH_AHEAD_SLEEP seconds per call to prepare,
 then computes what ``tests.plugin_backend`` does; ``ahead-second`` requires the module
 ``tests.ahead_marker``, whose import appends the importing process's parent and the time to the file

@@ -199,7 +199,7 @@ def test_a_backend_named_but_unavailable_stops_the_run_with_exit_3(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     rows = json.loads((tmp_path / "b" / "results.json").read_text())["rows"]
     assert {r["status"] for r in rows if r["backend"] == "cupy"} == {"UNAVAILABLE"}
-    assert res.stdout.index("[cupy]") < res.stdout.index("[triton]")  # the order asked for
+    assert res.stdout.index("  cupy/") < res.stdout.index("  triton/")  # the order asked for
     assert harness("run", "--backends", "", "--no-timing").returncode == 2
 
 
@@ -391,9 +391,10 @@ def test_a_row_whose_launch_was_not_hidden_is_said_so_above_its_table():
 
 
 def test_the_next_backends_worker_imports_while_the_one_before_measures(tmp_path):
-    """Each backend's worker starts while the one before it runs its cells (its imports, the slow
-    part of a start, overlap them) and runs its own cells only on its turn: the second backend's
-    module is imported, once, before the first backend's last cell ends, and every row passes."""
+    """Every backend's worker starts with the run (its imports, the slow part of a start, overlap
+    the first cells) and lives for it, running its cells of each problem on its turn: the second
+    backend's module is imported, once, before the first backend's last cell ends, and every
+    row passes."""
     mark = tmp_path / "mark"
     problems = [{**SMALL, "layout": "dense", "dtype": "float32", "seq_lens": [n]} for n in (5, 9, 17)]
     res = harness("run", "--backends", "ahead-first,ahead-second", "--no-timing", "--out",

@@ -41,64 +41,61 @@ def rows_of(run: Path) -> tuple[dict, list[dict]]:
 
 
 # ---- the plan: pure, no Ray needed ------------------------------------------------------------
-def test_the_plan_shards_by_problem_and_repeats_the_largest_and_smallest_everywhere():
+def _cells(plan, slot):
+    """(cell, problem, name) in the order slot ``slot`` would run them, were it the only one."""
+    return [c for t in (*plan.first[slot], *plan.shared, *plan.last[slot]) for c in t.cells]
+
+
+def test_the_plan_shares_whole_problems_costliest_first_and_repeats_the_largest_and_smallest_everywhere():
     problems = [DecodeProblem.from_dict(p) for p in PROBLEMS]
     impls = [(i, name) for i in range(len(problems))
              for name in ("numba/dense", "numba/split-k", "triton/dense")]
     spec = RunSpec([p.to_dict() for p in problems], [], 0, {}, False, True, "rows.jsonl", None)
-    tasks = executors.plan(spec, problems, impls, {}, slots=3)
-    cells = [(c, p, name, t.slot) for t in tasks for c, p, name in t.spec.cells]
-    assert len({c for c, *_ in cells}) == len(cells)  # every cell once
-    assert sorted(c for c, *_ in cells) == list(range(len(cells)))
-    slots_of = {}
-    for c, p, name, slot in cells:
-        if c < len(impls):  # a problem's own cells: one GPU for all its implementations
-            slots_of.setdefault(p, set()).add(slot)
-    assert all(len(s) == 1 for s in slots_of.values()) and len({min(s) for s in slots_of.values()}) == 3
+    plan = executors.plan(spec, problems, impls, {}, slots=3)
+    tasks = [*plan.shared, *sum(plan.first, ()), *sum(plan.last, ())]
+    ids = [c for t in tasks for c, *_ in t.cells]
+    assert sorted(ids) == list(range(len(ids))) == list(range(plan.total()))  # every cell once
+    assert all(len({p for _, p, _ in t.cells}) == 1 for t in tasks)  # a task: one problem, whole
+    own = [p for t in tasks for c, p, _ in t.cells if c < len(impls)]  # each problem's own cells
+    assert sorted(set(own)) == list(range(len(problems))) and len(own) == len(impls)
     by_size = sorted(range(len(problems)), key=lambda i: problems[i].bytes_moved)
-    repeated = {p for c, p, *_ in cells if c >= len(impls)}
-    assert repeated == {by_size[0], by_size[-1]}
-    for p in repeated:  # on every slot, every implementation
-        assert {(name, slot) for c, q, name, slot in cells if q == p} == \
-               {(name, s) for _, name in impls[:3] for s in range(3)}
-    for t in tasks:  # one backend a task, each task's cells on its slot
-        assert {name.split("/")[0] for _, _, name in t.spec.cells} == {t.backend}
-    for t in tasks:  # a slot's problems stay together, slot s of 3 from s/3 of its order on
-        order = list(dict.fromkeys(p for _, p, _ in t.spec.cells))
-        assert [p for _, p, _ in t.spec.cells] == [p for p in order
-                                                  for _ in range(sum(q == p for _, q, _ in t.spec.cells))]
-        own = list(dict.fromkeys(p for _, p, _ in sorted(t.spec.cells)))  # by cell id
-        assert order == own[t.slot * len(own) // 3:] + own[:t.slot * len(own) // 3]
+    spread = {by_size[0], by_size[-1]}
+    for s in range(3):  # the spread: on every slot, first, every implementation
+        assert {t.cells[0][1] for t in plan.first[s]} == spread and not plan.last[s]
+        assert all(len(t.cells) == 3 for t in plan.first[s])
+    assert [t.cells[0][1] for t in plan.first[2]] == [by_size[0], by_size[-1]]  # its own point
+    shared = [t.cells[0][1] for t in plan.shared]
+    assert set(shared) == set(range(len(problems))) - spread
+    costs = [problems[p].bytes_moved for p in shared]
+    assert costs == sorted(costs, reverse=True)  # the costliest first: short ones end the run
+    assert plan.backends_of(0) == ["numba", "triton"] and plan.backends_of(1) == ["numba", "triton"] \
+        and plan.backends_of(2) == ["triton", "numba"]  # slot s of n from s/n of the order on
     two = executors.plan(spec, problems, impls, {"triton": 0, "numba": 1}, slots=2)
-    assert [(t.slot, t.backend) for t in two] == [(0, "triton"), (0, "numba"), (1, "numba"), (1, "triton")]
+    assert two.backends_of(0) == ["triton", "numba"] and two.backends_of(1) == ["numba", "triton"]
     one = executors.plan(spec, problems, impls, {"triton": 0, "numba": 1}, slots=1)
-    assert [t.backend for t in one] == ["triton", "numba"] and \
-        sum(len(t.spec.cells) for t in one) == len(impls)
+    assert _cells(one, 0) == [(c, p, name) for c, (p, name) in enumerate(impls)]  # run order
 
 
 def test_the_plan_remeasures_the_largest_and_smallest_on_their_own_gpu_last():
-    """Timing on GPUs, the largest and the smallest problem are measured a second time on their
-    own slot, as the last cells of each backend's task (another moment, fresh inputs): the
-    run's repeatability. One slot included; the spread's repeats on the other slots stay."""
+    """Timing on GPUs, the largest and the smallest problem are measured a second time on the
+    slot that has their own cells, after everything else there (another moment, fresh inputs):
+    the run's repeatability. One slot included; the spread's repeats on the other slots stay."""
     problems = [DecodeProblem.from_dict(p) for p in PROBLEMS]
     impls = [(i, name) for i in range(len(problems)) for name in ("numba/dense", "triton/dense")]
     spec = RunSpec([p.to_dict() for p in problems], [], 0, {}, True, False, "rows.jsonl", None)
     by_size = sorted(range(len(problems)), key=lambda i: problems[i].bytes_moved)
     for slots in (1, 2):
-        tasks = executors.plan(spec, problems, impls, {}, slots=slots, remeasure=True)
-        cells = [(c, p, name, t.slot) for t in tasks for c, p, name in t.spec.cells]
-        assert sorted(c for c, *_ in cells) == list(range(len(cells)))
-        home = {p: slot for c, p, _, slot in cells if c < len(impls)}
-        again = [(p, name, slot) for c, p, name, slot in cells if c >= len(impls) and slot == home[p]]
-        assert sorted(again) == sorted((p, name, home[p]) for p in (by_size[0], by_size[-1])
-                                       for q, name in impls if q == p)
-        for t in tasks:  # after every first measurement of the task
-            ids = [c for c, *_ in t.spec.cells]
-            later = [i for i, c in enumerate(ids) if c >= len(impls) and home[t.spec.cells[i][1]] == t.slot]
-            assert later == list(range(len(ids) - len(later), len(ids)))
-        assert len(cells) == len(impls) + (slots * 2 * 2)  # (2 own + (slots - 1) others) x 2 problems
+        plan = executors.plan(spec, problems, impls, {}, slots=slots, remeasure=True)
+        assert plan.total() == len(impls) + (slots * 2 * 2)  # (2 own + (slots - 1) others) x 2 problems
+        for s in range(slots):
+            own = {p for t in (*plan.first[s], *plan.shared) for c, p, _ in t.cells if c < len(impls)}
+            again = [(p, name) for t in plan.last[s] for c, p, name in t.cells]
+            assert all(c >= len(impls) for t in plan.last[s] for c, *_ in t.cells)
+            assert {p for p, _ in again} <= own or slots == 1
+            assert sorted(again) == sorted((p, name) for p in (by_size[-1], by_size[0])[s::slots]
+                                           for q, name in impls if q == p)
     plain = executors.plan(spec, problems, impls, {}, slots=1)
-    assert sum(len(t.spec.cells) for t in plain) == len(impls)
+    assert plain.total() == len(impls) and not plain.last[0]
 
 
 # ---- refusals before any work ---------------------------------------------------------------
