@@ -52,28 +52,32 @@ Cell = tuple[int, int, str]  # (cell id, problem index, implementation name)
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """One problem's cells, every backend's, measured on one GPU."""
+    """One problem's cells, every backend's, measured on one GPU: slot ``slot``'s, or (None)
+    whichever takes it."""
 
     cells: tuple[Cell, ...]
+    slot: int | None = None
+
+    def for_slot(self, slot: int) -> bool:
+        return self.slot is None or self.slot == slot
 
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """A run's tasks. ``shared``: taken in this order by whichever slot (GPU) is free first;
-    ``first`` and ``last``: each slot's own, before the shared ones and after them."""
+    """A run's tasks. ``queue``: taken in this order, each by the first slot (GPU) free that it
+    is for (``Task.for_slot``); ``first``: each slot's own, before it takes any."""
 
     spec: RunSpec  # the run's (its ``cells`` empty: each task carries its own)
     backends: tuple[str, ...]  # every backend with cells, in the run's order
-    shared: tuple[Task, ...]
+    queue: tuple[Task, ...]
     first: tuple[tuple[Task, ...], ...]  # per slot
-    last: tuple[tuple[Task, ...], ...]  # per slot
 
     @property
     def slots(self) -> int:
         return len(self.first)
 
     def total(self) -> int:
-        return sum(len(t.cells) for t in (*self.shared, *sum(self.first, ()), *sum(self.last, ())))
+        return sum(len(t.cells) for t in (*self.queue, *sum(self.first, ())))
 
     def backends_of(self, slot: int) -> list[str]:
         """The order slot s of n runs a problem's backends in: from s/n of the way into the
@@ -86,11 +90,12 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
     """The run's plan. ``impls_of``: (problem index, implementation name) per cell, in run
     order; cell ids are their positions, and a problem measured again (the spread, the
     repeatability) gets ids after them. One slot: the problems in run order. Several: the
-    problems shared, the costliest first (bytes moved per cell, times cells: the last ones taken
-    are short, so the GPUs end together); the largest and the smallest problems first on every
-    slot (the spread), their own cells on slots 0 and 1. ``remeasure`` (timing on GPUs): those
-    two also measured a second time on the slot that has their own cells, after everything else
-    there, for the run's repeatability (``results.repeatability``)."""
+    problems in one queue, the costliest first (bytes moved per cell, times cells: the last ones
+    taken are short, so the GPUs end together); the largest and the smallest problems first on
+    every slot (the spread), their own cells on slots 0 and 1. ``remeasure`` (timing on GPUs):
+    those two also measured a second time on the slot that has their own cells, for the run's
+    repeatability (``results.repeatability``): one slot, at the end; several, before the last
+    third of the queue, whose short problems even out when each slot ends."""
     backends = tuple(sorted({registry.get(name).backend.name for _, name in impls_of},
                             key=lambda b: (order.get(b, 0), b)))
     cells_of: dict[int, list[Cell]] = {}
@@ -101,30 +106,29 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
         if (slots > 1 or remeasure) and by_size else []
     home = {p: n % slots for n, p in enumerate(again)}  # which slot has their own cells
     first: list[list[Task]] = [[] for _ in range(slots)]
-    last: list[list[Task]] = [[] for _ in range(slots)]
     next_id = len(impls_of)
 
-    def copy(p: int) -> Task:  # the problem's cells under new ids
+    def copy(p: int, slot: int) -> Task:  # the problem's cells under new ids
         nonlocal next_id
         cells = tuple((next_id + n, q, name) for n, (_, q, name) in enumerate(cells_of[p]))
         next_id += len(cells)
-        return Task(cells)
+        return Task(cells, slot)
 
     if slots > 1:
         for p in again:
             for s in range(slots):
-                first[s].append(Task(tuple(cells_of[p])) if s == home[p] else copy(p))
+                first[s].append(Task(tuple(cells_of[p]), s) if s == home[p] else copy(p, s))
         first = [_from_own_point(tasks, s, slots) for s, tasks in enumerate(first)]
         cost = {p: (problems[p].bytes_moved + (1 << 20)) * len(cells_of[p]) for p in cells_of}
-        shared = [Task(tuple(cells_of[p])) for p in sorted(cells_of, key=cost.get, reverse=True)
-                  if p not in home]
+        queue = [Task(tuple(cells_of[p])) for p in sorted(cells_of, key=cost.get, reverse=True)
+                 if p not in home]
+        at = len(queue) - len(queue) // 3
     else:
-        shared = [Task(tuple(cells)) for cells in cells_of.values()]
+        queue = [Task(tuple(cells)) for cells in cells_of.values()]
+        at = len(queue)
     if remeasure:
-        for p in again:
-            last[home[p]].append(copy(p))
-    return Plan(dataclasses.replace(spec, cells=[]), backends, tuple(shared),
-                tuple(map(tuple, first)), tuple(map(tuple, last)))
+        queue[at:at] = [copy(p, home[p]) for p in again]
+    return Plan(dataclasses.replace(spec, cells=[]), backends, tuple(queue), tuple(map(tuple, first)))
 
 
 def _from_own_point(items: list, slot: int, slots: int) -> list:
@@ -162,7 +166,7 @@ class LocalExecutor:
     def run(self, plan: Plan, prov: dict, out_dir: Path, progress: Progress) -> None:
         in_here = frozenset() if self.isolate else frozenset(
             b for b in plan.backends if _in_here(b))
-        tasks = [*plan.first[0], *plan.shared, *plan.last[0]]
+        tasks = [*plan.first[0], *plan.queue]
         run_problems(plan.spec, (t.cells for t in tasks), prov, out_dir, progress,
                      plan.backends_of(0), in_here)
 
@@ -237,13 +241,27 @@ class RayExecutor:
 
     def __init__(self, ray, gpus: int, address: str | None):
         self.ray, self.slots, self.address = ray, gpus, address
+        self.measured: dict[str, dict] = {}  # GPU UUID -> its bandwidth fields (device_fields)
 
     def describe(self) -> dict:
         return {"executor": "ray", "ray_address": self.address or "local", "gpus_used": self.slots,
                 "ray_version": self.ray.__version__}
 
     def device_fields(self, problems, timing: bool) -> dict:
-        return {}  # each GPU measures itself (its shard's first item)
+        """Each GPU measured before the run's cells, as a local run measures its one (one task
+        per GPU at once, each on a GPU of its own): a shard finds its GPU's figures by UUID
+        (``measured``), or measures a GPU none did (a shard run again elsewhere). The run's
+        provenance gets none: each row carries its GPU's."""
+        if self.address is not None:  # a cluster's GPUs are shared: each shard measures its own
+            return {}
+        task = self.ray.remote(num_gpus=1, max_retries=0)(measure_gpu)
+        dicts = [p.to_dict() for p in problems]
+        try:
+            found = self.ray.get([task.remote(dicts, timing) for _ in range(self.slots)])
+        except self.ray.exceptions.RayError:  # measured in the shards instead
+            return {}
+        self.measured = {uuid: fields for uuid, fields in found if uuid is not None}
+        return {}
 
     def run(self, plan: Plan, prov: dict, out_dir: Path, progress: Progress) -> None:
         rows_path = Path(plan.spec.rows_path)
@@ -252,7 +270,7 @@ class RayExecutor:
         devices: dict[int, dict] = {}  # the last device each slot's shard reported
         reported: list[dict] = []  # every device a shard ran on (a retry may land elsewhere)
         shard = self.ray.remote(num_gpus=1, max_retries=0)(run_shard)  # retries: drive() below
-        queue = self.ray.remote(num_cpus=0)(Queue).remote(plan.shared)
+        queue = self.ray.remote(num_cpus=0)(Queue).remote(plan.queue)
         running: dict[int, object] = {}
         failures: list[BaseException] = []
         stopped = False  # the run was stopped: nothing more is submitted or written
@@ -282,11 +300,11 @@ class RayExecutor:
             while True:
                 taken = self.ray.get(queue.taken_by.remote(slot))  # a lost shard's problems
                 with lock:
-                    mine = left([*taken, *plan.first[slot]]), left(plan.last[slot])
+                    mine = left([*taken, *plan.first[slot]])
                     if stopped:
                         return
                     gen = shard.options(num_returns="streaming").remote(
-                        plan, slot, queue, mine, prov, attempt, why)
+                        plan, slot, queue, mine, prov, self.measured, attempt, why)
                     running[slot] = gen
                 try:
                     for ref in gen:
@@ -319,7 +337,7 @@ class RayExecutor:
 
         def mine_now(slot: int) -> list[Task]:
             """What a slot's shard had to run: its own tasks and those it took."""
-            return [*self.ray.get(queue.taken_by.remote(slot)), *plan.first[slot], *plan.last[slot]]
+            return [*self.ray.get(queue.taken_by.remote(slot)), *plan.first[slot]]
 
         def guarded(slot: int) -> None:
             try:
@@ -336,11 +354,11 @@ class RayExecutor:
                 time.sleep(0.2)
             if failures:
                 raise failures[0]
-            # every shard gone before the queue was: its problems are said, not dropped
-            untaken = self.ray.get(queue.untaken.remote())
-            for slot in range(plan.slots):
-                give_up(slot, untaken, "and every other ended before this problem was taken")
-                untaken = []
+            # a shard gone for good before the queue was: its problems are said, not dropped
+            for task in self.ray.get(queue.untaken.remote()):
+                slot = task.slot if task.slot is not None else 0
+                give_up(slot, [task], "ended before this problem was taken" if task.slot is not None
+                        else "and every other ended before this problem was taken")
         finally:
             with lock:
                 stopped = True
@@ -362,50 +380,61 @@ class RayExecutor:
 
 
 class Queue:
-    """The shared tasks of a run over several GPUs, as a Ray actor: each slot's shard takes the
-    next as it comes free; what each slot took is kept, so a lost shard's problems run again."""
+    """The queued tasks of a run over several GPUs, as a Ray actor: each slot's shard takes the
+    next one for it as it comes free; what each slot took is kept, so a lost shard's problems
+    run again."""
 
     def __init__(self, tasks: tuple[Task, ...]):
-        self.tasks, self.next, self.taken = list(tasks), 0, {}
+        self.tasks, self.taken = list(tasks), {}
 
     def take(self, slot: int) -> Task | None:
-        if self.next >= len(self.tasks):
-            return None
-        task = self.tasks[self.next]
-        self.next += 1
-        self.taken.setdefault(slot, []).append(task)
+        task = next((t for t in self.tasks if t.for_slot(slot)), None)
+        if task is not None:
+            self.tasks.remove(task)
+            self.taken.setdefault(slot, []).append(task)
         return task
 
     def taken_by(self, slot: int) -> list[Task]:
         return self.taken.get(slot, [])
 
     def untaken(self) -> list[Task]:
-        return self.tasks[self.next:]
+        return list(self.tasks)
 
 
-def run_shard(plan: Plan, slot: int, queue, mine: tuple[list[Task], list[Task]], prov: dict,
+def measure_gpu(problems: list[dict], timing: bool) -> tuple[str | None, dict]:
+    """A Ray task on one GPU: its UUID and its bandwidth fields (``bandwidth.run_fields``) over
+    the size-matched reads of every problem of the run (any may come to it)."""
+    fields = provenance.device_fields()
+    if not torch.cuda.is_available():
+        return fields.get("gpu_uuid"), {}
+    found = bandwidth.run_fields(torch.device("cuda"), [DecodeProblem.from_dict(p) for p in problems],
+                                 timing)
+    torch.cuda.empty_cache()
+    return fields.get("gpu_uuid"), found
+
+
+def run_shard(plan: Plan, slot: int, queue, mine: list[Task], prov: dict, measured: dict,
               attempt: int = 1, why: str | None = None):
-    """A Ray task on one GPU: yields ``{"device": fields}`` (this GPU's identity and bandwidth),
-    then ``{"row": row}`` for each row as it is written: the tasks of ``mine`` (before, after),
-    with the shared ones it takes from ``queue`` between them. Rows of a second attempt say so
-    (``attempt``, ``retry_reason``)."""
+    """A Ray task on one GPU: yields ``{"device": fields}`` (this GPU's identity and bandwidth:
+    ``measured``'s for its UUID, else measured here), then ``{"row": row}`` for each row as it
+    is written: the tasks of ``mine``, then those it takes from ``queue``. Rows of a second
+    attempt say so (``attempt``, ``retry_reason``)."""
     import ray
 
     ids = ray.get_gpu_ids()
     fields = {**provenance.device_fields(slot=str(ids[0]) if ids else None), "host": platform.node()}
-    if torch.cuda.is_available():  # any problem may come here: the size-matched reads of all
-        problems = [DecodeProblem.from_dict(p) for p in plan.spec.problems]
-        fields.update(bandwidth.run_fields(torch.device("cuda"), problems, plan.spec.timing))
+    if torch.cuda.is_available():
+        known = measured.get(fields.get("gpu_uuid"))
+        fields.update(known if known is not None else
+                      measure_gpu(plan.spec.problems, plan.spec.timing)[1])
     device_prov = {**prov, **fields}
     yield {"device": dict(fields)}
     retry = {"attempt": attempt, "retry_reason": why} if attempt > 1 else {}
-    before, after = mine
 
     def tasks():
-        yield from (t.cells for t in before)
+        yield from (t.cells for t in mine)
         while (task := ray.get(queue.take.remote(slot))) is not None:
             yield task.cells
-        yield from (t.cells for t in after)
 
     with tempfile.TemporaryDirectory(prefix="decode-bench-shard-") as tmp:
         rows_path = Path(tmp) / "rows.jsonl"  # one worker writes at a time: one file

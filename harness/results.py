@@ -61,7 +61,7 @@ MIN_REPEATS = 5  # fewer cells measured twice on one GPU say nothing of it
 def repeatability(rows: Iterable[dict]) -> tuple[float | None, int]:
     """How far apart two measurements of one cell on one GPU come, from the cells the run
     measured twice there (``executors.plan``'s ``remeasure``: the largest and the smallest
-    problem, again after the GPU's other problems): the REPEAT_QUANTILE quantile of
+    problem, again after most of the GPU's other problems): the REPEAT_QUANTILE quantile of
     slower / faster - 1, and how many cells it is over; (None, n) below MIN_REPEATS. A median's
     95 % interval holds the noise of one measurement; this holds what moves between two (the
     GPU's state minutes apart), which two runs of one GPU also differ by."""

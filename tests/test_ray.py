@@ -41,18 +41,13 @@ def rows_of(run: Path) -> tuple[dict, list[dict]]:
 
 
 # ---- the plan: pure, no Ray needed ------------------------------------------------------------
-def _cells(plan, slot):
-    """(cell, problem, name) in the order slot ``slot`` would run them, were it the only one."""
-    return [c for t in (*plan.first[slot], *plan.shared, *plan.last[slot]) for c in t.cells]
-
-
-def test_the_plan_shares_whole_problems_costliest_first_and_repeats_the_largest_and_smallest_everywhere():
+def test_the_plan_queues_whole_problems_costliest_first_and_repeats_the_largest_and_smallest_everywhere():
     problems = [DecodeProblem.from_dict(p) for p in PROBLEMS]
     impls = [(i, name) for i in range(len(problems))
              for name in ("numba/dense", "numba/split-k", "triton/dense")]
     spec = RunSpec([p.to_dict() for p in problems], [], 0, {}, False, True, "rows.jsonl", None)
     plan = executors.plan(spec, problems, impls, {}, slots=3)
-    tasks = [*plan.shared, *sum(plan.first, ()), *sum(plan.last, ())]
+    tasks = [*plan.queue, *sum(plan.first, ())]
     ids = [c for t in tasks for c, *_ in t.cells]
     assert sorted(ids) == list(range(len(ids))) == list(range(plan.total()))  # every cell once
     assert all(len({p for _, p, _ in t.cells}) == 1 for t in tasks)  # a task: one problem, whole
@@ -61,25 +56,26 @@ def test_the_plan_shares_whole_problems_costliest_first_and_repeats_the_largest_
     by_size = sorted(range(len(problems)), key=lambda i: problems[i].bytes_moved)
     spread = {by_size[0], by_size[-1]}
     for s in range(3):  # the spread: on every slot, first, every implementation
-        assert {t.cells[0][1] for t in plan.first[s]} == spread and not plan.last[s]
-        assert all(len(t.cells) == 3 for t in plan.first[s])
+        assert {t.cells[0][1] for t in plan.first[s]} == spread
+        assert all(len(t.cells) == 3 and t.slot == s for t in plan.first[s])
     assert [t.cells[0][1] for t in plan.first[2]] == [by_size[0], by_size[-1]]  # its own point
-    shared = [t.cells[0][1] for t in plan.shared]
-    assert set(shared) == set(range(len(problems))) - spread
-    costs = [problems[p].bytes_moved for p in shared]
+    queued = [t.cells[0][1] for t in plan.queue]
+    assert set(queued) == set(range(len(problems))) - spread and all(t.slot is None for t in plan.queue)
+    costs = [problems[p].bytes_moved for p in queued]
     assert costs == sorted(costs, reverse=True)  # the costliest first: short ones end the run
     assert plan.backends_of(0) == ["numba", "triton"] and plan.backends_of(1) == ["numba", "triton"] \
         and plan.backends_of(2) == ["triton", "numba"]  # slot s of n from s/n of the order on
     two = executors.plan(spec, problems, impls, {"triton": 0, "numba": 1}, slots=2)
     assert two.backends_of(0) == ["triton", "numba"] and two.backends_of(1) == ["numba", "triton"]
     one = executors.plan(spec, problems, impls, {"triton": 0, "numba": 1}, slots=1)
-    assert _cells(one, 0) == [(c, p, name) for c, (p, name) in enumerate(impls)]  # run order
+    assert [c for t in one.queue for c in t.cells] == [(c, p, name) for c, (p, name) in enumerate(impls)]
 
 
-def test_the_plan_remeasures_the_largest_and_smallest_on_their_own_gpu_last():
+def test_the_plan_remeasures_the_largest_and_smallest_on_their_own_gpu_later():
     """Timing on GPUs, the largest and the smallest problem are measured a second time on the
-    slot that has their own cells, after everything else there (another moment, fresh inputs):
-    the run's repeatability. One slot included; the spread's repeats on the other slots stay."""
+    slot that has their own cells (another moment, fresh inputs): the run's repeatability. One
+    slot: at the end; several: before the last third of the queue, so the short problems after
+    them even out the slots' ends. The spread's repeats on the other slots stay."""
     problems = [DecodeProblem.from_dict(p) for p in PROBLEMS]
     impls = [(i, name) for i in range(len(problems)) for name in ("numba/dense", "triton/dense")]
     spec = RunSpec([p.to_dict() for p in problems], [], 0, {}, True, False, "rows.jsonl", None)
@@ -87,15 +83,24 @@ def test_the_plan_remeasures_the_largest_and_smallest_on_their_own_gpu_last():
     for slots in (1, 2):
         plan = executors.plan(spec, problems, impls, {}, slots=slots, remeasure=True)
         assert plan.total() == len(impls) + (slots * 2 * 2)  # (2 own + (slots - 1) others) x 2 problems
-        for s in range(slots):
-            own = {p for t in (*plan.first[s], *plan.shared) for c, p, _ in t.cells if c < len(impls)}
-            again = [(p, name) for t in plan.last[s] for c, p, name in t.cells]
-            assert all(c >= len(impls) for t in plan.last[s] for c, *_ in t.cells)
-            assert {p for p, _ in again} <= own or slots == 1
-            assert sorted(again) == sorted((p, name) for p in (by_size[-1], by_size[0])[s::slots]
-                                           for q, name in impls if q == p)
+        bound = [(n, t) for n, t in enumerate(plan.queue) if t.slot is not None]
+        assert all(c >= len(impls) for _, t in bound for c, *_ in t.cells)
+        home = {t.cells[0][1]: t.slot for t in sum(plan.first, ()) if t.cells[0][0] < len(impls)}
+        assert sorted((t.cells[0][1], t.slot) for _, t in bound) == \
+            sorted((p, home.get(p, 0)) for p in (by_size[-1], by_size[0]))
+        after = len(plan.queue) - bound[-1][0] - 1  # queued problems after the repeats
+        assert after == (0 if slots == 1 else (len(plan.queue) - 2) // 3)
     plain = executors.plan(spec, problems, impls, {}, slots=1)
-    assert plain.total() == len(impls) and not plain.last[0]
+    assert plain.total() == len(impls) and all(t.slot is None for t in plain.queue)
+
+
+def test_a_slot_takes_the_next_task_for_it_and_a_lost_slots_are_kept():
+    queue = executors.Queue((executors.Task(((0, 0, "a"),)), executors.Task(((1, 1, "a"),), slot=1),
+                             executors.Task(((2, 2, "a"),))))
+    assert queue.take(0).cells[0][0] == 0 and queue.take(0).cells[0][0] == 2  # slot 1's skipped
+    assert queue.take(0) is None and [t.slot for t in queue.untaken()] == [1]
+    assert queue.take(1).cells[0][0] == 1 and queue.take(1) is None
+    assert [t.cells[0][0] for t in queue.taken_by(0)] == [0, 2]
 
 
 # ---- refusals before any work ---------------------------------------------------------------
