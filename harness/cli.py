@@ -303,6 +303,7 @@ def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) ->
     prov["cells_base"] = len(all_cells)  # cells past these measure a problem again (spread, repeatability)
     prov["code"] = scorecard.code_facts(dict.fromkeys(i.backend.name for i in impls))  # as it ran
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
+    executor.start(plan, prov)  # what precedes the cells: a Ray run's GPUs measure themselves
     progress = Progress(total, rows_path)
     stopped_by = None
     began = time.monotonic()

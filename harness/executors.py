@@ -9,9 +9,10 @@ into a row wherever it runs. An executor runs every task and brings every row to
   process with ``--no-isolate``.
 * ``RayExecutor`` (``--gpus N``, ``--ray-address ADDR``): the problems spread over N GPUs of a
   Ray cluster, a local one started for the run or the one at ADDR. Each GPU's slot runs as one
-  Ray task holding one GPU: it measures that GPU (identity, bandwidth, the size-matched reads of
-  the run's problems), then takes problems from one shared queue as it comes free (the largest
-  first), and streams each row back as it is written. A problem is measured whole on one GPU
+  Ray task holding one GPU: it starts and measures that GPU (identity, bandwidth, the size-matched
+  reads of the run's problems) before the cells' clock starts, as a local run's own process does,
+  then takes problems from one shared queue as it comes free (the costliest first), and streams
+  each row back as it is written. A problem is measured whole on one GPU
   (never split by backend), and no GPU waits while another has problems left: what a backend's
   first compile costs lands where it lands and the queue evens it out. ``SPREAD_PROBLEMS``
   problems run on every GPU, so the report can say how far apart the GPUs are. A shard whose
@@ -163,6 +164,9 @@ class LocalExecutor:
             return {}
         return bandwidth.run_fields(torch.device("cuda"), problems, timing)
 
+    def start(self, plan: Plan, prov: dict) -> None:
+        pass  # this process has measured its GPU (device_fields); the workers start with run()
+
     def run(self, plan: Plan, prov: dict, out_dir: Path, progress: Progress) -> None:
         in_here = frozenset() if self.isolate else frozenset(
             b for b in plan.backends if _in_here(b))
@@ -241,27 +245,32 @@ class RayExecutor:
 
     def __init__(self, ray, gpus: int, address: str | None):
         self.ray, self.slots, self.address = ray, gpus, address
-        self.measured: dict[str, dict] = {}  # GPU UUID -> its bandwidth fields (device_fields)
+        self.queue = None  # the run's queue (a Ray actor), made by start()
+        self.started: dict[int, object] = {}  # slot -> its first shard's generator (start())
+        self.first_items: dict[int, object] = {}  # ... and its first item, or what it raised
 
     def describe(self) -> dict:
         return {"executor": "ray", "ray_address": self.address or "local", "gpus_used": self.slots,
                 "ray_version": self.ray.__version__}
 
     def device_fields(self, problems, timing: bool) -> dict:
-        """Each GPU measured before the run's cells, as a local run measures its one (one task
-        per GPU at once, each on a GPU of its own): a shard finds its GPU's figures by UUID
-        (``measured``), or measures a GPU none did (a shard run again elsewhere). The run's
-        provenance gets none: each row carries its GPU's."""
-        if self.address is not None:  # a cluster's GPUs are shared: each shard measures its own
-            return {}
-        task = self.ray.remote(num_gpus=1, max_retries=0)(measure_gpu)
-        dicts = [p.to_dict() for p in problems]
-        try:
-            found = self.ray.get([task.remote(dicts, timing) for _ in range(self.slots)])
-        except self.ray.exceptions.RayError:  # measured in the shards instead
-            return {}
-        self.measured = {uuid: fields for uuid, fields in found if uuid is not None}
-        return {}
+        return {}  # each GPU measures itself (``start``); the rows carry their GPU's figures
+
+    def start(self, plan: Plan, prov: dict) -> None:
+        """Before the cells' clock, as a local run's own process starts and measures its GPU
+        before it: each slot's shard starts (a Ray worker, its imports), measures its GPU and
+        reports it, then waits for ``run`` to open the queue."""
+        self.queue = self.ray.remote(num_cpus=0)(Queue).remote(plan.queue)
+        shard = self.ray.remote(num_gpus=1, max_retries=0)(run_shard)
+        for slot in range(plan.slots):
+            gen = shard.options(num_returns="streaming").remote(plan, slot, self.queue,
+                                                                list(plan.first[slot]), prov)
+            self.started[slot] = gen
+        for slot, gen in self.started.items():
+            try:
+                self.first_items[slot] = self.ray.get(next(gen))
+            except Exception as e:  # noqa: BLE001  (lost or failed: run() says so, or runs it again)
+                self.first_items[slot] = e
 
     def run(self, plan: Plan, prov: dict, out_dir: Path, progress: Progress) -> None:
         rows_path = Path(plan.spec.rows_path)
@@ -270,7 +279,10 @@ class RayExecutor:
         devices: dict[int, dict] = {}  # the last device each slot's shard reported
         reported: list[dict] = []  # every device a shard ran on (a retry may land elsewhere)
         shard = self.ray.remote(num_gpus=1, max_retries=0)(run_shard)  # retries: drive() below
-        queue = self.ray.remote(num_cpus=0)(Queue).remote(plan.queue)
+        if self.queue is None:
+            self.start(plan, prov)
+        queue = self.queue
+        self.ray.get(queue.open.remote())  # the shards started go on
         running: dict[int, object] = {}
         failures: list[BaseException] = []
         stopped = False  # the run was stopped: nothing more is submitted or written
@@ -298,17 +310,24 @@ class RayExecutor:
         def drive(slot: int) -> None:
             attempt, why = 1, None
             while True:
-                taken = self.ray.get(queue.taken_by.remote(slot))  # a lost shard's problems
-                with lock:
-                    mine = left([*taken, *plan.first[slot]])
-                    if stopped:
-                        return
-                    gen = shard.options(num_returns="streaming").remote(
-                        plan, slot, queue, mine, prov, self.measured, attempt, why)
-                    running[slot] = gen
+                first = None
+                if attempt == 1:  # the shard start() started, and its first item
+                    gen, first = self.started[slot], self.first_items[slot]
+                    with lock:
+                        running[slot] = gen
+                else:
+                    taken = self.ray.get(queue.taken_by.remote(slot))  # a lost shard's problems
+                    with lock:
+                        mine = left([*taken, *plan.first[slot]])
+                        if stopped:
+                            return
+                        gen = shard.options(num_returns="streaming").remote(
+                            plan, slot, queue, mine, prov, attempt, why)
+                        running[slot] = gen
                 try:
-                    for ref in gen:
-                        item = self.ray.get(ref)
+                    if isinstance(first, BaseException):
+                        raise first
+                    for item in _chain(first, gen, self.ray):
                         with lock:
                             if stopped:
                                 return
@@ -379,13 +398,27 @@ class RayExecutor:
         self.ray.shutdown()
 
 
+def _chain(first, gen, ray):
+    """A shard's items: ``first`` (already had, where not None), then the rest of ``gen``."""
+    if first is not None:
+        yield first
+    for ref in gen:
+        yield ray.get(ref)
+
+
 class Queue:
     """The queued tasks of a run over several GPUs, as a Ray actor: each slot's shard takes the
     next one for it as it comes free; what each slot took is kept, so a lost shard's problems
-    run again."""
+    run again. Closed until the run opens it (the shards started wait)."""
 
     def __init__(self, tasks: tuple[Task, ...]):
-        self.tasks, self.taken = list(tasks), {}
+        self.tasks, self.taken, self.opened = list(tasks), {}, False
+
+    def open(self) -> None:
+        self.opened = True
+
+    def is_open(self) -> bool:
+        return self.opened
 
     def take(self, slot: int) -> Task | None:
         task = next((t for t in self.tasks if t.for_slot(slot)), None)
@@ -401,34 +434,25 @@ class Queue:
         return list(self.tasks)
 
 
-def measure_gpu(problems: list[dict], timing: bool) -> tuple[str | None, dict]:
-    """A Ray task on one GPU: its UUID and its bandwidth fields (``bandwidth.run_fields``) over
-    the size-matched reads of every problem of the run (any may come to it)."""
-    fields = provenance.device_fields()
-    if not torch.cuda.is_available():
-        return fields.get("gpu_uuid"), {}
-    found = bandwidth.run_fields(torch.device("cuda"), [DecodeProblem.from_dict(p) for p in problems],
-                                 timing)
-    torch.cuda.empty_cache()
-    return fields.get("gpu_uuid"), found
-
-
-def run_shard(plan: Plan, slot: int, queue, mine: list[Task], prov: dict, measured: dict,
-              attempt: int = 1, why: str | None = None):
-    """A Ray task on one GPU: yields ``{"device": fields}`` (this GPU's identity and bandwidth:
-    ``measured``'s for its UUID, else measured here), then ``{"row": row}`` for each row as it
-    is written: the tasks of ``mine``, then those it takes from ``queue``. Rows of a second
-    attempt say so (``attempt``, ``retry_reason``)."""
+def run_shard(plan: Plan, slot: int, queue, mine: list[Task], prov: dict, attempt: int = 1,
+              why: str | None = None):
+    """A Ray task on one GPU: yields ``{"device": fields}`` (this GPU's identity and bandwidth,
+    measured here over the size-matched reads of every problem: any may come to it), waits for
+    the queue to open, then yields ``{"row": row}`` for each row as it is written: the tasks of
+    ``mine``, then those it takes from ``queue``. Rows of a second attempt say so (``attempt``,
+    ``retry_reason``)."""
     import ray
 
     ids = ray.get_gpu_ids()
     fields = {**provenance.device_fields(slot=str(ids[0]) if ids else None), "host": platform.node()}
     if torch.cuda.is_available():
-        known = measured.get(fields.get("gpu_uuid"))
-        fields.update(known if known is not None else
-                      measure_gpu(plan.spec.problems, plan.spec.timing)[1])
+        problems = [DecodeProblem.from_dict(p) for p in plan.spec.problems]
+        fields.update(bandwidth.run_fields(torch.device("cuda"), problems, plan.spec.timing))
+        torch.cuda.empty_cache()
     device_prov = {**prov, **fields}
     yield {"device": dict(fields)}
+    while not ray.get(queue.is_open.remote()):
+        time.sleep(0.05)
     retry = {"attempt": attempt, "retry_reason": why} if attempt > 1 else {}
 
     def tasks():
