@@ -410,3 +410,34 @@ def test_the_next_backends_worker_imports_while_the_one_before_measures(tmp_path
     first_ends = [float(t) for who, t in lines if who == "first"]
     assert len(imports) == 1 and len(first_ends) >= 3  # one worker ran the second backend's cells
     assert imports[0] < max(first_ends)  # imported while the first backend still measured
+
+
+def test_a_workers_batch_ends_even_when_its_last_lines_arrive_in_one_read(tmp_path, monkeypatch):
+    """A worker's row lines and its batch-done line written at once reach the parent in one
+    read: the watch must see the done line from what it read, not wait on the pipe for more
+    (a buffered reader held it, and a run with an unavailable backend hung)."""
+    from collections import deque
+
+    from harness import runner
+    from harness.progress import Progress
+
+    monkeypatch.setattr(runner, "WORKER_SILENCE_S", 1)  # a missed done line: "silent", not a hang
+    script = ("import sys\nfor line in sys.stdin:\n"
+              f"    sys.stdout.write('  row one\\n  row two\\n' + {runner.BATCH_DONE!r} + '\\n')\n"
+              "    sys.stdout.flush()\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    worker = runner.Worker(proc, tmp_path / "spec.json")
+    seen: list[str] = []
+
+    class Lines(Progress):
+        def line(self, text, slot=None):
+            seen.append(text.strip())
+
+    try:
+        for _ in range(2):  # a second batch on the same worker too
+            assert worker.send([(0, 0, "x")])
+            assert runner._watch(worker, Lines(1, tmp_path / "rows.jsonl"), deque()) == "done"
+        assert seen == ["row one", "row two"] * 2
+    finally:
+        worker.stop()
