@@ -303,12 +303,12 @@ def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) ->
     prov["cells_base"] = len(all_cells)  # cells past these measure a problem again (spread, repeatability)
     prov["code"] = scorecard.code_facts(dict.fromkeys(i.backend.name for i in impls))  # as it ran
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
-    executor.start(plan, prov)  # what precedes the cells: a Ray run's GPUs measure themselves
     progress = Progress(total, rows_path)
-    stopped_by = None
-    began = time.monotonic()
+    stopped_by = began = None
     try:
         with stopped_by_signals():
+            executor.start(plan, prov)  # what precedes the cells: a Ray run's GPUs measure themselves
+            began = time.monotonic()
             executor.run(plan, prov, out_dir, progress)
         prov["complete"] = True
     except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM (Stopped), or Python's own SIGINT
@@ -317,7 +317,7 @@ def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) ->
     finally:
         progress.close()
         # the cells' wall time, workers' start-up and compiles included: what --gpus N shortens
-        prov["wall_s"] = round(time.monotonic() - began, 1)
+        prov["wall_s"] = round(time.monotonic() - began, 1) if began is not None else 0.0
 
     rows = results.read_rows(rows_path)
     results.tag_workloads(prov, rows)

@@ -279,11 +279,10 @@ class RayExecutor:
         devices: dict[int, dict] = {}  # the last device each slot's shard reported
         reported: list[dict] = []  # every device a shard ran on (a retry may land elsewhere)
         shard = self.ray.remote(num_gpus=1, max_retries=0)(run_shard)  # retries: drive() below
-        if self.queue is None:
+        if self.queue is None:  # not started ahead (cli starts it before the cells' clock)
             self.start(plan, prov)
         queue = self.queue
-        self.ray.get(queue.open.remote())  # the shards started go on
-        running: dict[int, object] = {}
+        running: dict[int, object] = dict(self.started)  # cancelled with the others if the run stops
         failures: list[BaseException] = []
         stopped = False  # the run was stopped: nothing more is submitted or written
         lost = (self.ray.exceptions.WorkerCrashedError, self.ray.exceptions.NodeDiedError,
@@ -343,12 +342,16 @@ class RayExecutor:
                             progress.line(progress_text(row), slot=slot)
                 except lost as e:  # its Ray worker or node was lost: the rest runs again
                     why = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+                    try:  # whatever is left of it goes: it would take tasks no one reads
+                        self.ray.cancel(gen, force=True)
+                    except Exception:  # noqa: BLE001  (already gone)
+                        pass
                     attempt += 1
                     if attempt <= MAX_SHARD_ATTEMPTS:
                         continue
                     give_up(slot, mine_now(slot), f"was lost {MAX_SHARD_ATTEMPTS} times ({why})")
                     return
-                except self.ray.exceptions.RayError as e:  # the shard itself failed: no retry
+                except Exception as e:  # noqa: BLE001  (the shard itself failed: no retry)
                     give_up(slot, mine_now(slot), f"failed: {type(e).__name__}: {str(e)[-400:]}")
                     return
                 give_up(slot, mine_now(slot), "ended without this cell's row")  # said, not dropped
@@ -367,17 +370,18 @@ class RayExecutor:
         threads = [threading.Thread(target=guarded, args=(slot,), daemon=True)
                    for slot in range(plan.slots)]
         try:
+            self.ray.get(queue.open.remote())  # the shards started go on
             for t in threads:
                 t.start()
             while any(t.is_alive() for t in threads):  # the main thread takes Ctrl-C and SIGTERM
                 time.sleep(0.2)
-            if failures:
-                raise failures[0]
             # a shard gone for good before the queue was: its problems are said, not dropped
             for task in self.ray.get(queue.untaken.remote()):
                 slot = task.slot if task.slot is not None else 0
                 give_up(slot, [task], "ended before this problem was taken" if task.slot is not None
                         else "and every other ended before this problem was taken")
+            if failures:
+                raise failures[0]
         finally:
             with lock:
                 stopped = True

@@ -272,15 +272,17 @@ def make_timer(spec: RunSpec):
     return GpuTimer(device, spec.quick, spec.modes) if device.type == "cuda" else CpuTimer()
 
 
-def work(spec: RunSpec, prov: dict, worker: bool = False, timer=None) -> None:
+def work(spec: RunSpec, prov: dict, worker: bool = False, timer=None,
+         announced: set | None = None) -> None:
     """Worker body: the cells of ``spec`` in order, rows appended as they finish. Consecutive
     cells of one problem share its inputs and reference. A ``worker`` announces each cell to the
     parent's progress line before it starts (``harness.progress``). ``timer``: one kept from an
-    earlier call (a serving worker's), else made here."""
+    earlier call (a serving worker's), else made here; ``announced``: the UNAVAILABLE and
+    no-kernel lines already printed (kept across calls: said once a run)."""
     rows_path = Path(spec.rows_path)
     device = default_device()
     timer = timer if timer is not None else make_timer(spec)
-    announced = set()
+    announced = set() if announced is None else announced
     for index, group in itertools.groupby(spec.cells, key=lambda c: c[1]):
         problem = DecodeProblem.from_dict(spec.problems[index])
         runnable = []
@@ -368,8 +370,9 @@ class Worker:
         """The whole lines its output has for us now (read straight from the pipe: a buffered
         reader would hold lines a select on the pipe no longer sees); None at its end."""
         chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
-        if not chunk:
-            return None
+        if not chunk:  # its end: what it wrote without a last newline too
+            last, self.pending = self.pending, b""
+            return [last.decode(errors="replace") + "\n"] if last else None
         self.pending += chunk
         done, _, self.pending = self.pending.rpartition(b"\n")
         return [line.decode(errors="replace") + "\n" for line in done.split(b"\n")] if _ else []
@@ -407,13 +410,16 @@ def _watch(worker: Worker, progress: Progress, tail: deque) -> int | str:
                 lines = worker.lines()
                 if lines is None:
                     return proc.wait()  # end of output: the worker is dead
-                for line in lines:
-                    if line.rstrip("\n") == BATCH_DONE:
+                for n, line in enumerate(lines):
+                    if line.rstrip("\n") == BATCH_DONE:  # what came after it: the next batch's
+                        worker.pending = "".join(lines[n + 1:]).encode() + worker.pending
                         return "done"
                     progress.line(line)
                     if not line.startswith(CELL_MARK):
                         tail.append(line.rstrip())
                 last_output = time.monotonic()
+            elif proc.poll() is not None:  # dead, its pipe held open by a child of its own
+                return proc.returncode
             elif time.monotonic() - last_output > WORKER_SILENCE_S:
                 proc.kill()
                 proc.wait()
@@ -454,10 +460,15 @@ class Workers:
         """``cells`` (one backend's) in its worker; every one of them has a row when this returns."""
         remaining = list(cells)
         while remaining:
+            if backend not in self.live and self.starts.get(backend, 0) >= MAX_WORKER_STARTS:
+                for cell in remaining:
+                    error_row(self.spec, self.prov, cell,
+                              f"not run: the worker failed {MAX_WORKER_STARTS} times", self.progress)
+                return
             worker = self.live.get(backend) or self._start(backend)
             tail: deque[str] = deque(maxlen=15)
-            code = _watch(worker, self.progress, tail) if worker.send(remaining) \
-                else worker.proc.wait()
+            sent = worker.send(remaining)
+            code = _watch(worker, self.progress, tail)  # unsent: its last words, to its end
             if code == "done":
                 return
             worker.stop()
@@ -468,14 +479,10 @@ class Workers:
                 return
             what = "hung (no output for %d s)" % WORKER_SILENCE_S if code == "silent" else \
                 f"died (exit code {code})"
+            where = "in this cell" if sent else "before this cell started"
             last = " / ".join(line for line in tail if line.strip())
-            error_row(self.spec, self.prov, remaining.pop(0), f"worker process {what} in this cell: "
+            error_row(self.spec, self.prov, remaining.pop(0), f"worker process {what} {where}: "
                       + last[-ERROR_TEXT_LIMIT:], self.progress)
-            if remaining and self.starts[backend] >= MAX_WORKER_STARTS:
-                for cell in remaining:
-                    error_row(self.spec, self.prov, cell,
-                              f"not run: the worker failed {MAX_WORKER_STARTS} times", self.progress)
-                return
 
     def close(self) -> None:
         for worker in self.live.values():
@@ -495,6 +502,7 @@ def run_problems(spec: RunSpec, problems, prov: dict, out_dir: Path, progress: P
     takes a problem measures all of it, and a run over several GPUs can hand problems out as
     GPUs come free."""
     workers = Workers(spec, prov, out_dir, progress, [b for b in backends if b not in in_here])
+    announced: set = set()  # in this process (--no-isolate): said once a run
     try:
         for cells in problems:
             for backend in backends:
@@ -502,7 +510,7 @@ def run_problems(spec: RunSpec, problems, prov: dict, out_dir: Path, progress: P
                 if not mine:
                     continue
                 if backend in in_here:
-                    work(dataclasses.replace(spec, cells=mine), prov)
+                    work(dataclasses.replace(spec, cells=mine), prov, announced=announced)
                 else:
                     workers.run(backend, mine)
     finally:
@@ -599,10 +607,16 @@ def worker_main(spec_path: str) -> int:
     data = json.loads(Path(spec_path).read_text())
     spec = RunSpec(**data["spec"])
     _imports_ahead(data["backend"])
-    timer = None
+    timer, announced = None, set()
     while line := sys.stdin.readline():
         cells = [tuple(c) for c in json.loads(line)]
         timer = timer if timer is not None else make_timer(spec)  # on the first batch: its GPU
-        work(dataclasses.replace(spec, cells=cells), data["provenance"], worker=True, timer=timer)
+        work(dataclasses.replace(spec, cells=cells), data["provenance"], worker=True, timer=timer,
+             announced=announced)
+        if timer is not None:  # idle until its next batch: it holds no more than it must
+            timer.graphs = None
+        gc.collect()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
         print(BATCH_DONE, flush=True)
     return 0
