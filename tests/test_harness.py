@@ -441,3 +441,18 @@ def test_a_workers_batch_ends_even_when_its_last_lines_arrive_in_one_read(tmp_pa
         assert seen == ["row one", "row two"] * 2
     finally:
         worker.stop()
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a backend unavailable here")
+def test_an_unavailable_backend_is_said_once_a_run_however_many_problems(tmp_path):
+    """The worker of an unavailable backend lives for the run and gets each problem's cells in
+    turn: its UNAVAILABLE line is printed for its first problem only (every row is written)."""
+    problems = [{**SMALL, "layout": "dense", "seq_lens": [n]} for n in (5, 9, 17)]
+    res = harness("run", "--backends", "cupy", "--variants", "dense", "--allow-unavailable",
+                  "--no-timing", "--out", str(tmp_path / "run"),
+                  *[a for p in problems for a in ("--problem", json.dumps(p))])
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    rows = json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
+    assert len(rows) == 3 and {r["status"] for r in rows} == {"UNAVAILABLE"}
+    said = [line for line in res.stdout.splitlines() if line.startswith("[") and "cupy/dense" in line]
+    assert len(said) == 1, said
