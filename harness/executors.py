@@ -93,10 +93,12 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
     repeatability) gets ids after them. One slot: the problems in run order. Several: the
     problems in one queue, the costliest first (bytes moved per cell, times cells: the last ones
     taken are short, so the GPUs end together); the largest and the smallest problems first on
-    every slot (the spread), their own cells on slots 0 and 1. ``remeasure`` (timing on GPUs):
-    those two also measured a second time on the slot that has their own cells, for the run's
-    repeatability (``results.repeatability``): one slot, at the end; several, before the last
-    third of the queue, whose short problems even out when each slot ends."""
+    every slot, in one order (the spread: each slot runs a problem's backends from its own point,
+    so one slot's compile is the next one's disk-cache load), their own cells on slots 0 and 1.
+    ``remeasure`` (timing on GPUs): those two also measured a second time on the slot that has
+    their own cells, for the run's repeatability (``results.repeatability``): one slot, at the
+    end; several, before the last third of the queue, whose short problems even out when each
+    slot ends."""
     backends = tuple(sorted({registry.get(name).backend.name for _, name in impls_of},
                             key=lambda b: (order.get(b, 0), b)))
     cells_of: dict[int, list[Cell]] = {}
@@ -119,7 +121,6 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
         for p in again:
             for s in range(slots):
                 first[s].append(Task(tuple(cells_of[p]), s) if s == home[p] else copy(p, s))
-        first = [_from_own_point(tasks, s, slots) for s, tasks in enumerate(first)]
         cost = {p: (problems[p].bytes_moved + (1 << 20)) * len(cells_of[p]) for p in cells_of}
         queue = [Task(tuple(cells_of[p])) for p in sorted(cells_of, key=cost.get, reverse=True)
                  if p not in home]
