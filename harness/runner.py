@@ -3,11 +3,12 @@
 The parent process resolves the run (problems, implementations), records provenance and the
 GPU's memory bandwidth (harness.bandwidth), then an executor (harness.executors: this machine, or
 GPUs of a Ray cluster) runs the cells problem by problem, each backend's in a worker process of
-its own that lives for the run (``Workers``). A kernel that crashes its process (or corrupts its
-CUDA context), or a worker silent for WORKER_SILENCE_S, costs one cell: it is recorded as ERROR
-with the worker's last words and a fresh worker goes on with the backend's remaining cells;
-every other backend runs regardless. Workers append each row to ``rows.jsonl`` as soon as it
-exists.
+its own that lives for the run (``Workers``). A kernel that crashes its process, or a worker
+silent for WORKER_SILENCE_S, costs one cell: it is recorded as ERROR with the worker's last
+words and a fresh worker goes on with the backend's remaining cells; one that leaves the CUDA
+context unusable costs the backend's cells of that problem (each ERROR with CUDA's error), and a
+fresh worker takes its next problem. Every other backend runs regardless. Workers append each
+row to ``rows.jsonl`` as soon as it exists.
 
 Per (implementation, problem) a worker: skips with UNAVAILABLE / UNSUPPORTED and the reason;
 draws fresh seeded inputs (shared by all of the backend's variants for that problem) and the
@@ -348,6 +349,7 @@ def work(spec: RunSpec, prov: dict, worker: bool = False, timer=None,
 
 
 BATCH_DONE = "\x1ebatch done"  # a worker's line: the cells it was sent have their rows
+BATCH_LAST = "\x1ebatch done, context lost"  # ... and it ends: a fresh worker takes the next
 
 
 @dataclasses.dataclass
@@ -399,8 +401,8 @@ def start_worker(spec: RunSpec, prov: dict, spec_path: Path, backend: str,
 
 
 def _watch(worker: Worker, progress: Progress, tail: deque) -> int | str:
-    """Echo the worker's lines until its batch is done ("done"), it ends (its exit code) or it
-    stays silent too long ("silent", killed)."""
+    """Echo the worker's lines until its batch is done ("done"; "last": and the worker ends, its
+    CUDA context lost), it ends (its exit code) or it stays silent too long ("silent", killed)."""
     proc = worker.proc
     last_output = time.monotonic()
     with selectors.DefaultSelector() as selector:
@@ -411,9 +413,9 @@ def _watch(worker: Worker, progress: Progress, tail: deque) -> int | str:
                 if lines is None:
                     return proc.wait()  # end of output: the worker is dead
                 for n, line in enumerate(lines):
-                    if line.rstrip("\n") == BATCH_DONE:  # what came after it: the next batch's
+                    if line.rstrip("\n") in (BATCH_DONE, BATCH_LAST):
                         worker.pending = "".join(lines[n + 1:]).encode() + worker.pending
-                        return "done"
+                        return "done" if line.rstrip("\n") == BATCH_DONE else "last"
                     progress.line(line)
                     if not line.startswith(CELL_MARK):
                         tail.append(line.rstrip())
@@ -469,7 +471,10 @@ class Workers:
             tail: deque[str] = deque(maxlen=15)
             sent = worker.send(remaining)
             code = _watch(worker, self.progress, tail)  # unsent: its last words, to its end
-            if code == "done":
+            if code == "last":  # every cell has its row; the next batch gets a fresh worker
+                worker.stop()
+                del self.live[backend]
+            if code in ("done", "last"):
                 return
             worker.stop()
             del self.live[backend]
@@ -616,7 +621,21 @@ def worker_main(spec_path: str) -> int:
         if timer is not None:  # idle until its next batch: it holds no more than it must
             timer.graphs = None
         gc.collect()
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            torch.cuda.empty_cache()
+        if _context_lost():  # a kernel left it unusable: no later problem of this worker's is blamed
+            print(BATCH_LAST, flush=True)
+            return 0
         print(BATCH_DONE, flush=True)
     return 0
+
+
+def _context_lost() -> bool:
+    """Whether this process's CUDA context is past use (a sticky error a kernel left: every call
+    fails from then on); frees torch's cache where it is not."""
+    if not (torch.cuda.is_available() and torch.cuda.is_initialized()):
+        return False
+    try:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        return False
+    except Exception:  # noqa: BLE001  (whatever CUDA raises)
+        return True

@@ -456,3 +456,34 @@ def test_an_unavailable_backend_is_said_once_a_run_however_many_problems(tmp_pat
     assert len(rows) == 3 and {r["status"] for r in rows} == {"UNAVAILABLE"}
     said = [line for line in res.stdout.splitlines() if line.startswith("[") and "cupy/dense" in line]
     assert len(said) == 1, said
+
+
+def test_a_worker_whose_cuda_context_is_lost_ends_after_its_batch_and_a_fresh_one_takes_the_next(
+        tmp_path, monkeypatch):
+    """A worker whose context a kernel left unusable says so with its batch's end and exits: the
+    batch is done (every cell has its row, ERROR where CUDA failed), and the backend's next
+    problem goes to a fresh worker, no cell blamed for the exit."""
+    from harness import runner
+    from harness.progress import Progress
+
+    script = ("import sys\nsys.stdin.readline()\n"
+              f"print('  a row', flush=True)\nprint({runner.BATCH_LAST!r}, flush=True)\n")
+    started = []
+
+    def start(spec, prov, spec_path, backend, env=None):
+        started.append(backend)
+        return runner.Worker(subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT), spec_path)
+
+    monkeypatch.setattr(runner, "start_worker", start)
+    monkeypatch.setattr(runner, "_env_of", lambda backend: None)
+    rows = tmp_path / "rows.jsonl"
+    spec = runner.RunSpec([], [], 0, {}, False, True, str(rows), None)
+    workers = runner.Workers(spec, {}, tmp_path, Progress(2, rows), ["b"])
+    try:
+        workers.run("b", [(0, 0, "b/x")])
+        assert "b" not in workers.live and started == ["b"]  # ended with its batch
+        workers.run("b", [(1, 1, "b/x")])
+        assert started == ["b", "b"] and not rows.exists()  # a fresh one; no ERROR row written
+    finally:
+        workers.close()
