@@ -39,7 +39,7 @@ import torch
 
 from harness import bandwidth, provenance, results
 from harness.progress import Progress
-from harness.runner import RunSpec, error_row, progress_text, run_problems
+from harness.runner import RunSpec, env_of, error_row, progress_text, run_problems
 from impls import registry
 from specs.problem import DecodeProblem, ProblemError
 
@@ -142,12 +142,6 @@ def _from_own_point(items: list, slot: int, slots: int) -> list:
     return items[start:] + items[:start]
 
 
-def _in_here(backend: str) -> bool:
-    """Whether ``--no-isolate`` can run the backend in this process (not in an environment of
-    its own)."""
-    return registry.worker_env(next(b for b in registry.backends() if b.name == backend)) is None
-
-
 class LocalExecutor:
     """This machine, one problem after the other."""
 
@@ -170,7 +164,7 @@ class LocalExecutor:
 
     def run(self, plan: Plan, prov: dict, out_dir: Path, progress: Progress) -> None:
         in_here = frozenset() if self.isolate else frozenset(
-            b for b in plan.backends if _in_here(b))
+            b for b in plan.backends if env_of(b) is None)
         tasks = [*plan.first[0], *plan.queue]
         run_problems(plan.spec, (t.cells for t in tasks), prov, out_dir, progress,
                      plan.backends_of(0), in_here)
@@ -316,9 +310,9 @@ class RayExecutor:
                     with lock:
                         running[slot] = gen
                 else:
-                    taken = self.ray.get(queue.taken_by.remote(slot))  # a lost shard's problems
+                    had = mine_now(slot)  # a lost shard's problems
                     with lock:
-                        mine = left([*taken, *plan.first[slot]])
+                        mine = left(had)
                         if stopped:
                             return
                         gen = shard.options(num_returns="streaming").remote(

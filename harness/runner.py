@@ -428,9 +428,14 @@ def _watch(worker: Worker, progress: Progress, tail: deque) -> int | str:
                 return "silent"
 
 
-def _env_of(backend: str) -> registry.WorkerEnv | None:
-    """The environment the named backend's workers run in (``registry.worker_env``)."""
-    return registry.worker_env(next(b for b in registry.backends() if b.name == backend))
+def _backend(name: str) -> registry.Backend:
+    return next(b for b in registry.backends() if b.name == name)
+
+
+def env_of(backend: str) -> registry.WorkerEnv | None:
+    """The environment the named backend's workers run in (``registry.worker_env``; None: the
+    harness's own, where ``--no-isolate`` can run it in this process)."""
+    return registry.worker_env(_backend(backend))
 
 
 class Workers:
@@ -455,7 +460,7 @@ class Workers:
     def _start(self, backend: str) -> Worker:
         self.starts[backend] = self.starts.get(backend, 0) + 1
         self.live[backend] = start_worker(self.spec, self.prov, self.out_dir / f".worker-{backend}.json",
-                                          backend, _env_of(backend))
+                                          backend, env_of(backend))
         return self.live[backend]
 
     def run(self, backend: str, cells: list[tuple[int, int, str]]) -> None:
@@ -471,13 +476,12 @@ class Workers:
             tail: deque[str] = deque(maxlen=15)
             sent = worker.send(remaining)
             code = _watch(worker, self.progress, tail)  # unsent: its last words, to its end
-            if code == "last":  # every cell has its row; the next batch gets a fresh worker
-                worker.stop()
-                del self.live[backend]
-            if code in ("done", "last"):
+            if code == "done":
                 return
             worker.stop()
             del self.live[backend]
+            if code == "last":  # every cell has its row; the next batch gets a fresh worker
+                return
             done = {r["cell"] for r in results.read_rows(Path(self.spec.rows_path))}
             remaining = [c for c in remaining if c[0] not in done]
             if not remaining:
@@ -495,10 +499,6 @@ class Workers:
         self.live.clear()
 
 
-def backend_of(cell: tuple[int, int, str]) -> str:
-    return registry.get(cell[2]).backend.name
-
-
 def run_problems(spec: RunSpec, problems, prov: dict, out_dir: Path, progress: Progress,
                  backends: list[str], in_here: frozenset[str] = frozenset()) -> None:
     """Each problem's cells (``problems``: an iterable of cell lists, one problem each, taken as
@@ -510,10 +510,10 @@ def run_problems(spec: RunSpec, problems, prov: dict, out_dir: Path, progress: P
     announced: set = set()  # in this process (--no-isolate): said once a run
     try:
         for cells in problems:
-            for backend in backends:
-                mine = [c for c in cells if backend_of(c) == backend]
-                if not mine:
-                    continue
+            of: dict[str, list] = {}
+            for cell in cells:
+                of.setdefault(registry.get(cell[2]).backend.name, []).append(cell)
+            for backend, mine in ((b, of[b]) for b in backends if b in of):
                 if backend in in_here:
                     work(dataclasses.replace(spec, cells=mine), prov, announced=announced)
                 else:
@@ -593,13 +593,11 @@ def _imports_ahead(backend: str) -> None:
     if allowed and len(allowed) > 1:
         os.sched_setaffinity(0, allowed - {timing_cpu(allowed)})
     try:
-        for found in registry.backends():
-            if found.name == backend:
-                for module in found.requires:
-                    try:
-                        importlib.import_module(module)
-                    except Exception:  # noqa: BLE001
-                        pass
+        for module in _backend(backend).requires:
+            try:
+                importlib.import_module(module)
+            except Exception:  # noqa: BLE001
+                pass
     finally:
         if allowed and len(allowed) > 1:
             os.sched_setaffinity(0, allowed)

@@ -476,7 +476,7 @@ def test_a_worker_whose_cuda_context_is_lost_ends_after_its_batch_and_a_fresh_on
                                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT), spec_path)
 
     monkeypatch.setattr(runner, "start_worker", start)
-    monkeypatch.setattr(runner, "_env_of", lambda backend: None)
+    monkeypatch.setattr(runner, "env_of", lambda backend: None)
     rows = tmp_path / "rows.jsonl"
     spec = runner.RunSpec([], [], 0, {}, False, True, str(rows), None)
     workers = runner.Workers(spec, {}, tmp_path, Progress(2, rows), ["b"])
