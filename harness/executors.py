@@ -15,7 +15,8 @@ into a row wherever it runs. An executor runs every task and brings every row to
   each row back as it is written. A problem is measured whole on one GPU
   (never split by backend), and no GPU waits while another has problems left: what a backend's
   first compile costs lands where it lands and the queue evens it out. ``SPREAD_PROBLEMS``
-  problems run on every GPU, so the report can say how far apart the GPUs are. A shard whose
+  problems run on every GPU, so the report can say how far apart the GPUs are (and the ranks
+  how far a row moves from one of the run's GPUs to another). A shard whose
   Ray worker or node is lost runs again, the cells of its problems left only, on whichever GPU
   Ray gives it; those rows say which attempt measured them and why.
 
@@ -92,13 +93,13 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
     order; cell ids are their positions, and a problem measured again (the spread, the
     repeatability) gets ids after them. One slot: the problems in run order. Several: the
     problems in one queue, the costliest first (bytes moved per cell, times cells: the last ones
-    taken are short, so the GPUs end together); the largest and the smallest problems first on
-    every slot, in one order (the spread: each slot runs a problem's backends from its own point,
-    so one slot's compile is the next one's disk-cache load), their own cells on slots 0 and 1.
-    ``remeasure`` (timing on GPUs): those two also measured a second time on the slot that has
-    their own cells, for the run's repeatability (``results.repeatability``): one slot, at the
-    end; several, before the last third of the queue, whose short problems even out when each
-    slot ends."""
+    taken are short, so the GPUs end together), and the spread, the largest and the smallest
+    problem measured on every slot: the largest first on every slot, its own cells on slot 0
+    (each slot runs a problem's backends from its own point, so one slot's compile is the next
+    one's disk-cache load), the smallest before the last third of the queue, its own cells on
+    slot 1 (minutes later: the spread's pairs are also the run's repeatability over its GPUs,
+    ``results.repeatability``). ``remeasure`` (timing on GPUs), one slot: those two measured a
+    second time at the end, the run's repeatability on its GPU; several need no more cells."""
     backends = tuple(sorted({registry.get(name).backend.name for _, name in impls_of},
                             key=lambda b: (order.get(b, 0), b)))
     cells_of: dict[int, list[Cell]] = {}
@@ -107,7 +108,6 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
     by_size = sorted(cells_of, key=lambda i: problems[i].bytes_moved)
     again = list(dict.fromkeys((by_size[-1], by_size[0])))[:SPREAD_PROBLEMS] \
         if (slots > 1 or remeasure) and by_size else []
-    home = {p: n % slots for n, p in enumerate(again)}  # which slot has their own cells
     first: list[list[Task]] = [[] for _ in range(slots)]
     next_id = len(impls_of)
 
@@ -117,19 +117,20 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
         next_id += len(cells)
         return Task(cells, slot)
 
+    def everywhere(p: int, home: int) -> list[Task]:  # its own cells on ``home``, copies elsewhere
+        return [Task(tuple(cells_of[p]), s) if s == home else copy(p, s) for s in range(slots)]
+
     if slots > 1:
-        for p in again:
-            for s in range(slots):
-                first[s].append(Task(tuple(cells_of[p]), s) if s == home[p] else copy(p, s))
         cost = {p: (problems[p].bytes_moved + (1 << 20)) * len(cells_of[p]) for p in cells_of}
         queue = [Task(tuple(cells_of[p])) for p in sorted(cells_of, key=cost.get, reverse=True)
-                 if p not in home]
+                 if p not in again]
+        for s, task in enumerate(everywhere(again[0], 0)):
+            first[s].append(task)
         at = len(queue) - len(queue) // 3
+        queue[at:at] = [t for n, p in enumerate(again[1:], 1) for t in everywhere(p, n % slots)]
     else:
         queue = [Task(tuple(cells)) for cells in cells_of.values()]
-        at = len(queue)
-    if remeasure:
-        queue[at:at] = [copy(p, home[p]) for p in again]
+        queue += [copy(p, 0) for p in again]
     return Plan(dataclasses.replace(spec, cells=[]), backends, tuple(queue), tuple(map(tuple, first)))
 
 

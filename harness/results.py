@@ -55,20 +55,21 @@ def interval(row: dict) -> tuple[float, float]:
 
 
 REPEAT_QUANTILE = 0.9  # the run's repeatability: this share of its remeasured cells within it
-MIN_REPEATS = 5  # fewer cells measured twice on one GPU say nothing of it
+MIN_REPEATS = 5  # fewer cells measured twice say nothing of it
 
 
 def repeatability(rows: Iterable[dict]) -> tuple[float | None, int]:
-    """How far apart two measurements of one cell on one GPU come, from the cells the run
-    measured twice there (``executors.plan``'s ``remeasure``: the largest and the smallest
-    problem, again after most of the GPU's other problems): the REPEAT_QUANTILE quantile of
-    slower / faster - 1, and how many cells it is over; (None, n) below MIN_REPEATS. A median's
-    95 % interval holds the noise of one measurement; this holds what moves between two (the
-    GPU's state minutes apart), which two runs of one GPU also differ by."""
+    """How far apart two measurements of one cell come, from the cells the run measured twice
+    (``executors.plan``: the largest and the smallest problem; on one GPU, again after its other
+    problems; over several GPUs, the spread's measurements on two of them, which also hold how
+    far the GPUs are apart): the REPEAT_QUANTILE quantile of slower / faster - 1, and how many
+    cells it is over; (None, n) below MIN_REPEATS. A median's 95 % interval holds the noise of
+    one measurement; this holds what moves between two (the GPU's state minutes apart, another
+    GPU of the same model), which two runs also differ by."""
     timed: dict[tuple, list[float]] = {}
     for r in rows:
         if r["status"] == "PASS" and r.get("median_us") and not str(r.get("timing", "")).startswith("cpu"):
-            timed.setdefault((r["impl"], measured_key(r)), []).append(r["median_us"])
+            timed.setdefault((r["impl"], problem_key(r), r.get("gpu")), []).append(r["median_us"])
     spreads = sorted(max(t) / min(t) - 1 for t in timed.values() if len(t) > 1)
     if len(spreads) < MIN_REPEATS:
         return None, len(spreads)
@@ -475,7 +476,7 @@ def side_note(rows: list[dict]) -> str:
     if noise is None:
         return SIDE_NOTE
     return (SIDE_NOTE + f" The intervals are widened by the run's repeatability, {100 * noise:.1f} % "
-            f"(of {n} cells measured twice on one GPU, the {100 * REPEAT_QUANTILE:.0f}th percentile "
+            f"(of {n} cells measured twice, the {100 * REPEAT_QUANTILE:.0f}th percentile "
             "of how far apart their two medians came): rows closer than a remeasurement moves one "
             "are not ordered.")
 

@@ -55,13 +55,17 @@ def test_the_plan_queues_whole_problems_costliest_first_and_repeats_the_largest_
     assert sorted(set(own)) == list(range(len(problems))) and len(own) == len(impls)
     by_size = sorted(range(len(problems)), key=lambda i: problems[i].bytes_moved)
     spread = {by_size[0], by_size[-1]}
-    for s in range(3):  # the spread: on every slot, first, every implementation
-        assert {t.cells[0][1] for t in plan.first[s]} == spread
+    for s in range(3):  # the largest: on every slot, first, every implementation; its own on 0
+        assert [t.cells[0][1] for t in plan.first[s]] == [by_size[-1]]
         assert all(len(t.cells) == 3 and t.slot == s for t in plan.first[s])
-    # in one order: every slot meets a problem's kernels from its own point of the backends
-    assert all([t.cells[0][1] for t in plan.first[s]] == [by_size[-1], by_size[0]] for s in range(3))
-    queued = [t.cells[0][1] for t in plan.queue]
-    assert set(queued) == set(range(len(problems))) - spread and all(t.slot is None for t in plan.queue)
+        assert (plan.first[s][0].cells[0][0] < len(impls)) == (s == 0)
+    bound = [(n, t) for n, t in enumerate(plan.queue) if t.slot is not None]
+    # the smallest: on every slot, before the last third (minutes later); its own on slot 1
+    assert sorted(t.slot for _, t in bound) == [0, 1, 2] and {t.cells[0][1] for _, t in bound} == {by_size[0]}
+    assert [t.slot for _, t in bound if t.cells[0][0] < len(impls)] == [1]
+    queued = [t.cells[0][1] for t in plan.queue if t.slot is None]
+    assert set(queued) == set(range(len(problems))) - spread
+    assert len(plan.queue) - bound[-1][0] - 1 == len(queued) // 3  # the last third after them
     costs = [problems[p].bytes_moved for p in queued]
     assert costs == sorted(costs, reverse=True)  # the costliest first: short ones end the run
     assert plan.backends_of(0) == ["numba", "triton"] and plan.backends_of(1) == ["numba", "triton"] \
@@ -72,25 +76,22 @@ def test_the_plan_queues_whole_problems_costliest_first_and_repeats_the_largest_
     assert [c for t in one.queue for c in t.cells] == [(c, p, name) for c, (p, name) in enumerate(impls)]
 
 
-def test_the_plan_remeasures_the_largest_and_smallest_on_their_own_gpu_later():
-    """Timing on GPUs, the largest and the smallest problem are measured a second time on the
-    slot that has their own cells (another moment, fresh inputs): the run's repeatability. One
-    slot: at the end; several: before the last third of the queue, so the short problems after
-    them even out the slots' ends. The spread's repeats on the other slots stay."""
+def test_the_plan_remeasures_the_largest_and_smallest_once_on_one_gpu_and_not_again_on_several():
+    """Timing on one GPU, the largest and the smallest problem are measured a second time at the
+    end (another moment, fresh inputs): the run's repeatability. On several, the spread's
+    measurements on two GPUs are that second measurement: no more cells."""
     problems = [DecodeProblem.from_dict(p) for p in PROBLEMS]
     impls = [(i, name) for i in range(len(problems)) for name in ("numba/dense", "triton/dense")]
     spec = RunSpec([p.to_dict() for p in problems], [], 0, {}, True, False, "rows.jsonl", None)
     by_size = sorted(range(len(problems)), key=lambda i: problems[i].bytes_moved)
-    for slots in (1, 2):
-        plan = executors.plan(spec, problems, impls, {}, slots=slots, remeasure=True)
-        assert plan.total() == len(impls) + (slots * 2 * 2)  # (2 own + (slots - 1) others) x 2 problems
-        bound = [(n, t) for n, t in enumerate(plan.queue) if t.slot is not None]
-        assert all(c >= len(impls) for _, t in bound for c, *_ in t.cells)
-        home = {t.cells[0][1]: t.slot for t in sum(plan.first, ()) if t.cells[0][0] < len(impls)}
-        assert sorted((t.cells[0][1], t.slot) for _, t in bound) == \
-            sorted((p, home.get(p, 0)) for p in (by_size[-1], by_size[0]))
-        after = len(plan.queue) - bound[-1][0] - 1  # queued problems after the repeats
-        assert after == (0 if slots == 1 else (len(plan.queue) - 2) // 3)
+    one = executors.plan(spec, problems, impls, {}, slots=1, remeasure=True)
+    assert one.total() == len(impls) + 2 * 2
+    assert [(t.cells[0][1], t.slot) for t in one.queue[-2:]] == [(by_size[-1], 0), (by_size[0], 0)]
+    assert all(c >= len(impls) for t in one.queue[-2:] for c, *_ in t.cells)
+    for slots in (2, 3):
+        with_it, without = (executors.plan(spec, problems, impls, {}, slots=slots, remeasure=r)
+                            for r in (True, False))
+        assert with_it == without and with_it.total() == len(impls) + (slots - 1) * 2 * 2
     plain = executors.plan(spec, problems, impls, {}, slots=1)
     assert plain.total() == len(impls) and all(t.slot is None for t in plain.queue)
 

@@ -194,6 +194,11 @@ def test_repeatability_is_what_a_second_measurement_moves_and_ties_rows_closer_t
     assert results.repeatability(rows) == (pytest.approx(0.08), 10)  # the 9th of 10 (nearest rank)
     assert results.repeatability(rows[:8]) == (None, 4)  # too few to say
     assert results.repeatability([dict(r, timing="cpu wall clock") for r in rows]) == (None, 0)
+    # over several GPUs the second measurement is the spread's, on another GPU of the same model
+    on_two = [dict(r, gpu="H100", gpu_index=n % 2, host="h") for n, r in enumerate(rows)]
+    assert results.repeatability(on_two) == (pytest.approx(0.08), 10)
+    assert results.repeatability([dict(r, gpu=("H100", "H200")[n % 2]) for n, r in enumerate(rows)]) \
+        == (None, 0)  # two models: not one cell measured twice
     a, b = ({"impl": name, "status": "PASS", "median_us": us, "ci_lo_us": us - 0.1, "ci_hi_us": us + 0.1,
              "spec": {"n": 1}, "problem": "q"} for name, us in (("a/dense", 100.0), ("b/dense", 103.0)))
     results.add_ranks([a, b])  # no repeatability measured: the 95 % intervals alone order them
