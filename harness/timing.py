@@ -41,7 +41,8 @@ TIME_CAP_S = 1.0  # per mode and cell: host time spent repeating (flushes and sp
 TIME_CAP_S_QUICK = 0.3
 CPU_REPS = 1  # interpreter/simulator calls are slow (seconds) and not a performance figure anyway
 FLUSH_FACTOR = 2  # the L2-eviction buffer is this many times the L2
-SPIN_CYCLES = 500_000  # ~250 us at ~2 GHz: longer than any backend's host launch path
+SPIN_CYCLES = 500_000  # ~250 us at ~2 GHz: longer than most backends' host launch path
+MAX_SPIN_CYCLES = 8 * SPIN_CYCLES  # a call whose launch outlasts the spin gets a longer one, to this
 LAUNCH_SPIN_CYCLES = 20_000_000  # ~10 ms: the GPU stays busy while BATCH calls are issued
 
 METHODS = {
@@ -135,6 +136,7 @@ class GpuTimer:
         before = self._cold_l2()
         turn = itertools.cycle(calls)
         exposed: list[bool] = []
+        spin = [SPIN_CYCLES]
 
         def batch(n: int) -> list[float]:
             events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
@@ -142,12 +144,16 @@ class GpuTimer:
             for begin, end in events:
                 call = next(turn)
                 before()
-                torch.cuda._sleep(SPIN_CYCLES)
+                torch.cuda._sleep(spin[0])
                 begin.record()
                 call()
                 # the GPU already past `begin` while call() was still enqueuing: it may have waited
-                # for the host, so this sample can hold host time (a slow launch path, a busy CPU)
+                # for the host, so this sample can hold host time (a slow launch path, a busy CPU:
+                # Numba's two launches on a loaded host took 3x its GPU time), and the next
+                # samples get twice the spin
                 exposed.append(begin.query())
+                if exposed[-1]:
+                    spin[0] = min(2 * spin[0], MAX_SPIN_CYCLES)
                 end.record()
             torch.cuda.synchronize()
             return [begin.elapsed_time(end) * 1e3 for begin, end in events]
@@ -158,7 +164,8 @@ class GpuTimer:
         t = self._repeat(mode, batch)
         if any(exposed):
             t.note = (f"host launch not hidden behind the spin in {sum(exposed)} of {len(exposed)} "
-                      "calls: those samples can hold host time")
+                      "calls: those samples can hold host time (the spin doubled after each, up "
+                      f"to {MAX_SPIN_CYCLES // SPIN_CYCLES}x)")
         return t
 
     def cold(self, runs) -> Timing:

@@ -515,3 +515,43 @@ def test_an_idle_worker_gives_back_memory_only_beyond_what_it_may_hold(monkeypat
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
     monkeypatch.setattr(cuda, "synchronize", failing)
     assert runner._context_lost() is True
+
+
+def test_a_launch_slower_than_the_spin_gets_a_longer_spin_so_its_samples_hold_no_host_time(monkeypatch):
+    """The cold protocol hides the host's launch behind a GPU spin. A call whose launch outlasts
+    it (Numba's two launches on a loaded host: every sample 3x its GPU time) doubles the spin for
+    the samples after, to MAX_SPIN_CYCLES: a few samples hold host time, not all of them."""
+    from harness import timing
+
+    launch_cycles = 3 * timing.SPIN_CYCLES  # the host takes this long to enqueue the call
+    spins = []
+
+    class Event:  # begin reached before the launch ended: the spin was shorter than the launch
+        def __init__(self, **_):
+            self.spin = None
+
+        def record(self):
+            self.spin = spins[-1] if spins else None
+
+        def query(self):
+            return self.spin < launch_cycles
+
+        def elapsed_time(self, other):
+            return 0.010 + (0.050 if self.query() else 0.0)  # ms: 10 us, or host time in it
+
+    cuda = timing.torch.cuda
+    monkeypatch.setattr(cuda, "Event", Event)
+    monkeypatch.setattr(cuda, "_sleep", lambda cycles: cycles and spins.append(cycles))
+    monkeypatch.setattr(cuda, "synchronize", lambda: None)
+    timer = object.__new__(timing.GpuTimer)
+    timer.phases, timer.flush = 1, timing.torch.zeros(4)
+    timer.max_reps, timer.time_cap_s = 64, 1.0
+    t = timer.cold([lambda: None])
+    assert sorted(set(spins)) == [timing.SPIN_CYCLES, 2 * timing.SPIN_CYCLES, 4 * timing.SPIN_CYCLES]
+    assert t.estimate.median == pytest.approx(10.0) and "in 2 of" in t.note
+    timer.max_reps = 16
+    launch_cycles = 100 * timing.SPIN_CYCLES  # never hidden: the spin stops at its cap
+    spins.clear()
+    t = timer.cold([lambda: None])
+    assert max(spins) == timing.MAX_SPIN_CYCLES and t.estimate.median == pytest.approx(60.0)
+    assert "in 16 of 16" in t.note
