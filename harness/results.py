@@ -274,7 +274,8 @@ def _config_summary(r: dict) -> str:
         return r["config_summary"]
     from impls import registry
 
-    shown = next((b.shown_config for b in registry.backends() if b.name == r["backend"]), None)
+    found = registry.backend(r["backend"])
+    shown = found.shown_config if found else None
     config = r.get("config") or {}
     if not shown:
         return ", ".join(f"{k}={v}" for k, v in config.items())

@@ -429,14 +429,10 @@ def _watch(worker: Worker, progress: Progress, tail: deque) -> int | str:
                 return "silent"
 
 
-def _backend(name: str) -> registry.Backend:
-    return next(b for b in registry.backends() if b.name == name)
-
-
 def env_of(backend: str) -> registry.WorkerEnv | None:
     """The environment the named backend's workers run in (``registry.worker_env``; None: the
     harness's own, where ``--no-isolate`` can run it in this process)."""
-    return registry.worker_env(_backend(backend))
+    return registry.worker_env(registry.backend(backend))
 
 
 class Workers:
@@ -594,7 +590,7 @@ def _imports_ahead(backend: str) -> None:
     if allowed and len(allowed) > 1:
         os.sched_setaffinity(0, allowed - {timing_cpu(allowed)})
     try:
-        for module in _backend(backend).requires:
+        for module in registry.backend(backend).requires:
             try:
                 importlib.import_module(module)
             except Exception:  # noqa: BLE001

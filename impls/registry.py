@@ -353,12 +353,11 @@ def _probe(backend: Backend) -> dict:
 
 def probe_answer(name: str) -> dict:
     """What ``python -m harness _probe NAME`` prints, run in the backend's environment."""
-    backend = next(b for b in backends() if b.name == name)
     try:
-        mode = backend.mode()
+        mode = backend(name).mode()
     except Unavailable as e:
         return {"unavailable": str(e)}
-    return {"mode": mode, "versions": backend.package_versions()}
+    return {"mode": mode, "versions": backend(name).package_versions()}
 
 
 @cache
@@ -524,6 +523,11 @@ def all_impls() -> tuple[Impl, ...]:
 def backends() -> list[Backend]:
     """Every registered backend, once each, in registry order."""
     return list(dict.fromkeys(i.backend for i in all_impls()))
+
+
+def backend(name: str) -> Backend | None:
+    """The registered backend of that name, or None."""
+    return next((b for b in backends() if b.name == name), None)
 
 
 DRIVER_CACHE = "CUDA_CACHE_PATH"  # the CUDA driver's PTX-to-SASS cache (kernels loaded as PTX)
