@@ -124,7 +124,7 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
         cost = {p: (problems[p].bytes_moved + (1 << 20)) * len(cells_of[p]) for p in cells_of}
         queue = [Task(tuple(cells_of[p])) for p in sorted(cells_of, key=cost.get, reverse=True)
                  if p not in again]
-        for s, task in enumerate(everywhere(again[0], 0)):
+        for s, task in enumerate(everywhere(again[0], 0) if again else []):  # (no cells: none)
             first[s].append(task)
         at = len(queue) - len(queue) // 3
         queue[at:at] = [t for n, p in enumerate(again[1:], 1) for t in everywhere(p, n % slots)]

@@ -413,7 +413,7 @@ def repeat_text(noise: float | None, n: int) -> str:
     if noise is None:
         return "95 % intervals alone: no repeatability measured" + (f" ({n} cells remeasured)" if n else "")
     return (f"intervals stretched to p20-p80 and widened by a repeatability of {100 * noise:.1f} % "
-            f"({n} cells measured twice)")
+            f"({n} pairs of measurements of a cell)")
 
 
 def _with_interval(row: dict) -> str:

@@ -55,22 +55,30 @@ def interval(row: dict) -> tuple[float, float]:
 
 
 REPEAT_QUANTILE = 0.9  # the run's repeatability: this share of its remeasured cells within it
-MIN_REPEATS = 5  # fewer cells measured twice say nothing of it
+MIN_REPEATS = 5  # fewer pairs of measurements of a cell say nothing of it
 
 
 def repeatability(rows: Iterable[dict]) -> tuple[float | None, int]:
-    """How far apart two measurements of one cell come, from the cells the run measured twice
-    (``executors.plan``: the largest and the smallest problem; on one GPU, again after its other
-    problems; over several GPUs, the spread's measurements on two of them, which also hold how
-    far the GPUs are apart): the REPEAT_QUANTILE quantile of slower / faster - 1, and how many
-    cells it is over; (None, n) below MIN_REPEATS. A median's 95 % interval holds the noise of
-    one measurement; this holds what moves between two (the GPU's state minutes apart, another
-    GPU of the same model), which two runs also differ by."""
-    timed: dict[tuple, list[float]] = {}
-    for r in rows:
+    """How far apart two measurements of one cell come, from the cells the run measured more
+    than once with one configuration (``executors.plan``: the largest and the smallest problem;
+    on one GPU, again after its other problems; over several GPUs, the spread's measurements on
+    each, which also hold how far the GPUs are apart): over the pairs of a cell's own (first)
+    measurement and each other one, the REPEAT_QUANTILE quantile of slower / faster - 1, and
+    how many pairs it is over (one per GPU beyond the first, however many GPUs); (None, n) below
+    MIN_REPEATS. A median's 95 % interval holds the noise of one measurement; this holds what
+    moves between two (the GPU's state minutes apart, another GPU of the same model), which two
+    runs also differ by."""
+    timed: dict[tuple, list[tuple[int, float]]] = {}
+    for n, r in enumerate(rows):
         if r["status"] == "PASS" and r.get("median_us") and not str(r.get("timing", "")).startswith("cpu"):
-            timed.setdefault((r["impl"], problem_key(r), r.get("gpu")), []).append(r["median_us"])
-    spreads = sorted(max(t) / min(t) - 1 for t in timed.values() if len(t) > 1)
+            key = (r["impl"], problem_key(r), r.get("gpu"),
+                   json.dumps(r.get("config"), sort_keys=True, default=str))  # --tune: its own
+            timed.setdefault(key, []).append((r.get("cell", n), r["median_us"]))
+    spreads = []
+    for measured in timed.values():
+        (_, own), *others = sorted(measured)  # the cell's own measurement: the lowest id
+        spreads += [max(own, t) / min(own, t) - 1 for _, t in others]
+    spreads.sort()
     if len(spreads) < MIN_REPEATS:
         return None, len(spreads)
     return spreads[math.ceil(REPEAT_QUANTILE * len(spreads)) - 1], len(spreads)  # nearest rank
@@ -477,7 +485,7 @@ def side_note(rows: list[dict]) -> str:
     if noise is None:
         return SIDE_NOTE
     return (SIDE_NOTE + f" The intervals are widened by the run's repeatability, {100 * noise:.1f} % "
-            f"(of {n} cells measured twice, the {100 * REPEAT_QUANTILE:.0f}th percentile "
+            f"(of {n} pairs of measurements of a cell, the {100 * REPEAT_QUANTILE:.0f}th percentile "
             "of how far apart their two medians came): rows closer than a remeasurement moves one "
             "are not ordered.")
 
@@ -596,8 +604,9 @@ def time_spent(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
 
 
 SPREAD_NOTE = ("Spread between GPUs: the problems measured on every GPU of the run (the largest and "
-               "the smallest): per implementation, the slowest GPU's median over the fastest's. Ranks "
-               "and vendor ratios compare rows of one GPU only.")
+               "the smallest): per implementation, the slowest GPU's median over the fastest's (these "
+               "measurements are also the run's repeatability). Ranks and vendor ratios compare rows "
+               "of one GPU only.")
 
 
 def gpu_spread(rows: list[dict]) -> tuple[list[str], list[list[str]]]:

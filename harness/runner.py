@@ -50,7 +50,7 @@ from specs.problem import DecodeProblem, ProblemError
 from specs.reference import reference
 
 ERROR_TEXT_LIMIT = 600  # characters of an exception kept in a row
-IDLE_HOLD = 1 << 30  # what a worker may keep of torch's cache between its batches (one per backend)
+IDLE_HOLD = 1 << 30  # torch's memory a worker may keep between problems (one worker per backend)
 WORKER_SILENCE_S = 900  # a worker that prints nothing this long is hung: killed, its cell ERROR
 MAX_WORKER_STARTS = 50  # per backend: past that, the remaining cells are ERROR without a try
 TIMING_SETS = 3  # input sets the timer cycles through on a GPU (2 on a CPU: interpreters are slow)
@@ -344,9 +344,9 @@ def work(spec: RunSpec, prov: dict, worker: bool = False, timer=None,
             results.append_row(rows_path, row)
             print(progress_text(row), flush=True)
         del inputs, ref, extra, first_set
-        gc.collect()
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
+        if getattr(timer, "graphs", None) is not None:  # the last cell's, checked by now
+            timer.graphs = None
+        release_memory()
 
 
 BATCH_DONE = "\x1ebatch done"  # a worker's line: the cells it was sent have their rows
@@ -613,8 +613,6 @@ def worker_main(spec_path: str) -> int:
         timer = timer if timer is not None else make_timer(spec)  # on the first batch: its GPU
         work(dataclasses.replace(spec, cells=cells), data["provenance"], worker=True, timer=timer,
              announced=announced)
-        if timer is not None:  # idle until its next batch: it holds no more than it must
-            timer.graphs = None
         if _context_lost():  # a kernel left it unusable: no later problem of this worker's is blamed
             print(BATCH_LAST, flush=True)
             return 0
@@ -622,19 +620,24 @@ def worker_main(spec_path: str) -> int:
     return 0
 
 
+def release_memory() -> None:
+    """What a problem left beyond IDLE_HOLD given back before the next (another backend's worker
+    may need it): the tensors and graph pools a reference cycle still holds, then torch's cached
+    blocks. Only then: ``gc.collect`` takes 0.1-0.3 s once a process has compiled, and after
+    every problem it was paid per problem and backend."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized() \
+            and torch.cuda.memory_reserved() > IDLE_HOLD:
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
 def _context_lost() -> bool:
     """Whether this process's CUDA context is past use (a sticky error a kernel left: every call
-    fails from then on); where it is not, what the batch left beyond IDLE_HOLD is given back
-    (only then: ``gc.collect`` takes 0.1-0.3 s once a worker has compiled, and after every
-    batch that was paid per problem and backend)."""
+    fails from then on)."""
     if not (torch.cuda.is_available() and torch.cuda.is_initialized()):
         return False
     try:
         torch.cuda.synchronize()
-        if torch.cuda.memory_allocated() > IDLE_HOLD:  # tensors a reference cycle still holds
-            gc.collect()
-        if torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > IDLE_HOLD:
-            torch.cuda.empty_cache()
         return False
     except Exception:  # noqa: BLE001  (whatever CUDA raises)
         return True

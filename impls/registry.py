@@ -353,11 +353,12 @@ def _probe(backend: Backend) -> dict:
 
 def probe_answer(name: str) -> dict:
     """What ``python -m harness _probe NAME`` prints, run in the backend's environment."""
+    found = backend(name)
     try:
-        mode = backend(name).mode()
+        mode = found.mode()
     except Unavailable as e:
         return {"unavailable": str(e)}
-    return {"mode": mode, "versions": backend(name).package_versions()}
+    return {"mode": mode, "versions": found.package_versions()}
 
 
 @cache

@@ -94,6 +94,8 @@ def test_the_plan_remeasures_the_largest_and_smallest_once_on_one_gpu_and_not_ag
         assert with_it == without and with_it.total() == len(impls) + (slots - 1) * 2 * 2
     plain = executors.plan(spec, problems, impls, {}, slots=1)
     assert plain.total() == len(impls) and all(t.slot is None for t in plain.queue)
+    for slots in (1, 2):  # no cells at all (every variant asked for is refused): an empty plan
+        assert executors.plan(spec, problems, [], {}, slots=slots, remeasure=True).total() == 0
 
 
 def test_a_slot_takes_the_next_task_for_it_and_a_lost_slots_are_kept():

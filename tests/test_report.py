@@ -199,6 +199,12 @@ def test_repeatability_is_what_a_second_measurement_moves_and_ties_rows_closer_t
     assert results.repeatability(on_two) == (pytest.approx(0.08), 10)
     assert results.repeatability([dict(r, gpu=("H100", "H200")[n % 2]) for n, r in enumerate(rows)]) \
         == (None, 0)  # two models: not one cell measured twice
+    assert results.repeatability([dict(r, config={"block_n": n % 2}) for n, r in enumerate(rows)]) \
+        == (None, 0)  # two configurations (each GPU tuned its own): not one cell either
+    # four GPUs: each other GPU's measurement against the cell's own, not the range of all four
+    on_four = [dict(r, cell=4 * k + g, gpu="H100", gpu_index=g, median_us=100.0 * (1 + g * k / 300))
+               for k, r in enumerate(rows[::2]) for g in range(4)]
+    assert results.repeatability(on_four) == (pytest.approx(0.06), 30)  # 27th of 30: k=9, g=2
     a, b = ({"impl": name, "status": "PASS", "median_us": us, "ci_lo_us": us - 0.1, "ci_hi_us": us + 0.1,
              "spec": {"n": 1}, "problem": "q"} for name, us in (("a/dense", 100.0), ("b/dense", 103.0)))
     results.add_ranks([a, b])  # no repeatability measured: the 95 % intervals alone order them
