@@ -149,7 +149,7 @@ class GpuTimer:
                 call()
                 # the GPU already past `begin` while call() was still enqueuing: it may have waited
                 # for the host, so this sample can hold host time (a slow launch path, a busy CPU:
-                # Numba's two launches on a loaded host took 3x its GPU time), and the next
+                # a DSL's two launches on a loaded host read 3x its GPU time), and the next
                 # samples get twice the spin
                 exposed.append(begin.query())
                 if exposed[-1]:
