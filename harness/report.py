@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import lzma
+import re
 import shlex
 from collections import defaultdict
 from pathlib import Path
@@ -400,8 +401,24 @@ def ranking_flips(old_rows: list[dict], new_rows: list[dict],
                     if before != after:
                         gap = max(abs(run[(a, problem)]["median_us"] / run[(b, problem)]["median_us"] - 1)
                                   for run in (old, new))
-                        flips.append((f"{a} vs {b} on {old[(a, problem)]['problem']}", gap))
+                        exposed = [f"{name} {which}, {share}" for name in (a, b)
+                                   for which, run in (("old", old), ("new", new))
+                                   if (share := host_time_share(run[(name, problem)]))]
+                        flips.append((f"{a} vs {b} on {old[(a, problem)]['problem']}", gap,
+                                      f"; host launch exposed: {'; '.join(exposed)}" if exposed else ""))
     return ordered, flips
+
+
+HOST_TIME_SHARE = 0.2  # past this share of a cell's calls, its p20-p80 span can hold host time
+
+
+def host_time_share(row: dict) -> str:
+    """'X of Y calls' where the cold protocol saw the host's launch outlast its spin in more than
+    HOST_TIME_SHARE of a row's calls (``timing``: those samples can hold host time), else ''."""
+    found = re.search(r"in (\d+) of (\d+) calls", row.get("cold_note") or "")
+    if not found or int(found[1]) <= HOST_TIME_SHARE * int(found[2]):
+        return ""
+    return f"{found[1]} of {found[2]} calls"
 
 
 FLIP_GAP = 0.02  # near ties: one run's interval does not hold the drift between two runs
@@ -481,13 +498,13 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
     ranking = (f"ranking: {ordered} pairs of rows ordered beyond doubt in both runs "
                f"({repeat_text(*repeats[0])} old, {repeat_text(*repeats[1])} new), "
                f"{len(flips)} in opposite orders"
-               + (f" ({sum(gap > FLIP_GAP for _, gap in flips)} of them more than "
+               + (f" ({sum(gap > FLIP_GAP for _, gap, _ in flips)} of them more than "
                   f"{100 * FLIP_GAP:.0f} % apart in one run)" if flips else ""))
     if any(noise is not None for noise in noises):
         bare_ordered, bare = ranking_flips(old_rows, new_rows)  # both counts, said
         ranking += (f"; by the 95 % intervals alone: {bare_ordered} pairs ordered, {len(bare)} in "
                     "opposite orders")
-    flipped = [f"{pair} ({100 * gap:.1f} % apart at most)" for pair, gap in flips]
+    flipped = [f"{pair} ({100 * gap:.1f} % apart at most{exposed})" for pair, gap, exposed in flips]
     text += f"\n{ranking}" + "".join(f"\n  flipped: {f}" for f in flipped)
     regressed = counts["regression"] + counts["slower"] > 0
     if page is not None:  # the same, as a page: what moved, then the flips

@@ -160,6 +160,27 @@ def test_compare_reports_a_ranking_flip(tmp_path):
     # count of those beyond the drift between runs (2 %) is all of them
     assert re.search(r"flipped: torch-cudnn/dense vs triton/dense on .* \(3\.\d % apart at most\)", res.stdout)
     assert f"({flips(res.stdout)} of them more than 2 % apart in one run)" in res.stdout
+    assert "host launch exposed" not in res.stdout
+
+
+def test_a_flip_says_where_a_rows_samples_can_hold_host_time(tmp_path):
+    """A flip whose row saw the host's launch outlast the cold protocol's spin in more than a
+    fifth of its calls says so (those samples can hold host time, not the kernel's); a few such
+    calls are not worth a word."""
+    base = fake_run(tmp_path / "a")
+    flipped = fake_run(tmp_path / "b", slow={"torch-cudnn/dense": 1.06})
+    data = json.loads((flipped / "results.json").read_text())
+    for r in data["rows"]:
+        if r["impl"] == "torch-cudnn/dense":
+            calls = 300 if "b1x" in r["problem"] else 10
+            r["cold_note"] = (f"host launch not hidden behind the spin in {calls} of 400 calls: "
+                              "those samples can hold host time")
+    (flipped / "results.json").write_text(json.dumps(data))
+    lines = [line for line in harness("compare", str(base), str(flipped)).stdout.splitlines()
+             if "flipped:" in line]
+    assert lines and all(("b1x" in line) == ("host launch exposed: torch-cudnn/dense new, 300 of 400 "
+                                              "calls" in line) for line in lines)
+    assert any("b1x" in line for line in lines) and any("b1x" not in line for line in lines)
 
 
 def with_repeats(folder: Path, drift: float, rng_seed: int = 0) -> Path:
