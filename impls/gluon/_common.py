@@ -274,6 +274,8 @@ def stream_tma(q, k_desc, v_desc, pid_b, pid_kvh, start, end, first, row_first, 
             v_rows = v_tile.load(LOAD)
             v_tile.store(gl.where(((rows < end) & (rows >= first))[:, None], v_rows,
                                   gl.zeros_like(v_rows)))
+            # these stores (the generic proxy) before the slot's next TMA fill (the async one)
+            fence_async_shared()
             gl.thread_barrier()
         m_i, l_i, acc = softmax_step(q, k_tile, v_tile, tile_start, first, end, row_first, row_end,
                                      softcap, qk_scale, m_i, l_i, acc, SOFTCAP, ROW_SPANS)
