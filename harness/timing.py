@@ -136,15 +136,16 @@ class GpuTimer:
         before = self._cold_l2()
         turn = itertools.cycle(calls)
         exposed: list[bool] = []
-        spin = [SPIN_CYCLES]
+        spin = SPIN_CYCLES
 
         def batch(n: int) -> list[float]:
+            nonlocal spin
             events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                       for _ in range(n)]
             for begin, end in events:
                 call = next(turn)
                 before()
-                torch.cuda._sleep(spin[0])
+                torch.cuda._sleep(spin)
                 begin.record()
                 call()
                 # the GPU already past `begin` while call() was still enqueuing: it may have waited
@@ -153,7 +154,7 @@ class GpuTimer:
                 # samples get twice the spin
                 exposed.append(begin.query())
                 if exposed[-1]:
-                    spin[0] = min(2 * spin[0], MAX_SPIN_CYCLES)
+                    spin = min(2 * spin, MAX_SPIN_CYCLES)
                 end.record()
             torch.cuda.synchronize()
             return [begin.elapsed_time(end) * 1e3 for begin, end in events]
