@@ -24,6 +24,38 @@ TANH_SERIES_BELOW = 0.0625
 MAX_NUM_SPLITS = 4096  # what an explicit num_splits may ask for (the workspace grows with it)
 
 
+# Head dims that are not a power of two: two tiles (dim_split 1) or one padded (0). Padded to
+# 256, a tile holds half the tokens a stage would and takes twice the shared memory (one
+# program an SM, not two): split at any rows. Padded to 128 or less, the masked padding reads
+# no bytes and one load streams better than two narrow ones: split only where a KV head's rows
+# fill a 16-row MMA tile, whose padded dims are then real work (results/nvidia-h200/
+# 2026-11-26-dim-split)
+DIM_SPLIT_ROWS = 16
+DIM_SPLIT_PAD = 256  # ... and at any rows where the one tile would be padded to this
+MIN_DIM_TILE = 16  # a tile's dims at least: the MMA's k step
+
+
+def dim_split_rule(problem) -> int:
+    """``dim_split`` for ``problem`` by the rule above (1: the head dim in two tiles)."""
+    pad = 1 << (problem.head_dim - 1).bit_length()
+    return int(pad >= DIM_SPLIT_PAD or problem.q_len * problem.group_size >= DIM_SPLIT_ROWS)
+
+
+def head_dim_tiles(head_dim: int, dim_split) -> tuple[int, int]:
+    """(D_LO, D_HI): the head dim in one tile padded to a power of two (D_HI 0), or, with
+    ``dim_split`` where that saves dims, in two: the largest power of two below it and the rest's
+    (at least 16, the MMA's k step): 144 = 128 + 16, 192 = 128 + 64, 80 = 64 + 16; 240 stays
+    256."""
+    if dim_split not in (0, 1):
+        raise ProblemError(f"config: DIM_SPLIT={dim_split!r}: must be 0 or 1")
+    pad = 1 << (head_dim - 1).bit_length()
+    low = pad // 2
+    if not dim_split or pad == head_dim or head_dim <= MIN_DIM_TILE:
+        return pad, 0
+    high = max(MIN_DIM_TILE, 1 << (head_dim - low - 1).bit_length())
+    return (low, high) if low + high < pad else (pad, 0)
+
+
 def sm_count(device: torch.device) -> int:
     """Multiprocessors of the GPU; on the CPU a nominal 4 so split heuristics still split."""
     if device.type == "cuda":

@@ -26,7 +26,7 @@ import triton.language as tl
 from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
 from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
-from impls.common import L2_BYTES, fp8_to_bf16_ptx, with_overrides
+from impls.common import L2_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles, with_overrides
 from specs.problem import ProblemError
 
 LN2 = tl.constexpr(_LN2)
@@ -315,27 +315,7 @@ NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one i
 # one stage less: the buffers then let three programs share an SM, which hides the gathered loads
 # at least as well as a deeper pipeline for one (sweep in results/nvidia-h100/2026-11-24-plan/)
 MANY_PROGRAMS = 1024
-# Head dims that are not a power of two: two tiles (dim_split 1) or one padded (0). Padded to
-# 256, a tile holds half the tokens a stage would and takes twice the shared memory (one
-# program an SM, not two): split at any rows. Padded to 128 or less, the masked padding reads
-# no bytes and one load streams better than two narrow ones: split only where a KV head's rows
-# fill a 16-row MMA tile, whose padded dims are then real work (results/nvidia-h200/
-# 2026-11-26-dim-split)
-DIM_SPLIT_ROWS = 16
-DIM_SPLIT_PAD = 256  # ... and at any rows where the one tile would be padded to this
 REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "num_warps", "num_stages")  # Launch.config
-
-
-def head_dim_tiles(head_dim: int, dim_split: int) -> tuple[int, int]:
-    """(D_LO, D_HI): the head dim in one tile padded to a power of two (D_HI 0), or, with
-    ``dim_split`` where that saves dims, in two: the largest power of two below it and the rest's
-    (at least 16, tl.dot's step): 144 = 128 + 16, 192 = 128 + 64, 80 = 64 + 16; 240 stays 256."""
-    pad = triton.next_power_of_2(head_dim)
-    low = pad // 2
-    if not dim_split or pad == head_dim or head_dim <= 16:
-        return pad, 0
-    high = max(16, triton.next_power_of_2(head_dim - low))
-    return (low, high) if low + high < pad else (pad, 0)
 
 
 def interpreting() -> bool:
@@ -350,9 +330,7 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
     alone)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     rows = problem.q_len * problem.group_size
-    dim_split = (config or {}).get("DIM_SPLIT", int(head_dim_pad >= DIM_SPLIT_PAD or rows >= DIM_SPLIT_ROWS))
-    if dim_split not in (0, 1):
-        raise ProblemError(f"config: DIM_SPLIT={dim_split!r}: must be 0 or 1")
+    dim_split = (config or {}).get("DIM_SPLIT", dim_split_rule(problem))
     d_lo, d_hi = head_dim_tiles(problem.head_dim, dim_split)
     dims = d_lo + d_hi  # the tiles' dims: what registers and shared memory hold
     fit = TILE_PAIR_BYTES // (2 * dims * problem.kv_itemsize)  # tokens in one stage's K+V
