@@ -318,6 +318,26 @@ def test_triton_splits_the_head_dim_where_the_padded_tile_is_256_or_the_rows_fil
     assert tiles(32, 32, 96, config={"DIM_SPLIT": 1}) == (64, 32)
 
 
+def test_gluon_takes_the_same_dim_split_rule_and_sizes_its_tiles_by_both():
+    """Gluon splits the head dim by the rule Triton's tiles follow (impls.common.dim_split_rule),
+    reports the second tile (D_HI) and sizes its K/V tiles by the dims both tiles hold."""
+    pytest.importorskip("triton.experimental.gluon")
+    from impls.gluon._common import pick_launch_config
+
+    def cfg(hq, hkv, d, q_len=1, config=None):
+        return pick_launch_config(DecodeProblem(hq, hkv, d, (3000,) * 8, q_len=q_len), config)
+    assert (cfg(8, 8, 144)["HEAD_DIM_PAD"], cfg(8, 8, 144)["D_HI"]) == (128, 16)
+    assert (cfg(32, 32, 96)["HEAD_DIM_PAD"], cfg(32, 32, 96)["D_HI"]) == (128, 0)
+    assert cfg(32, 4, 96, q_len=2)["D_HI"] == 32
+    assert cfg(20, 2, 240, q_len=8)["D_HI"] == 0
+    assert cfg(8, 8, 144, config={"DIM_SPLIT": 0})["D_HI"] == 0
+    assert "DIM_SPLIT" not in cfg(8, 8, 144)  # a tunable, not a kernel parameter
+    # 144 in 128 + 16 dims: a 64 KB slot holds 2 x 144-dim rows, more tokens than 2 x 256
+    assert cfg(8, 8, 144)["BLOCK_N"] >= cfg(8, 8, 144, config={"DIM_SPLIT": 0})["BLOCK_N"]
+    with pytest.raises(ProblemError, match="DIM_SPLIT"):
+        cfg(8, 8, 144, config={"DIM_SPLIT": 2})
+
+
 def test_cupy_merge_values_it_cannot_take_are_refused():
     """CuPy's MERGE is checked before the plan or any kernel is built; -D values never carry it."""
     from impls.cupy._build import pick_launch_config, split_merge

@@ -153,3 +153,31 @@ def test_triton_head_dim_in_two_tiles_matches_the_reference(problem, layout, how
     launch.run()
     result = compare(problem, out, lse, reference(inputs))
     assert result.passed, result.summary()
+
+GLUON_DIM_SPLIT_CASES = [(p, layout, how) for p in DIM_SPLITS for layout in ("dense", "paged")
+                         for how in ("one-pass", "split-k", "split-k-gathered")
+                         if how != "split-k-gathered" or layout == "dense"]
+
+
+@pytest.mark.parametrize("problem,layout,how", GLUON_DIM_SPLIT_CASES,
+                         ids=[f"{p.label()}-{layout}-{how}" for p, layout, how in GLUON_DIM_SPLIT_CASES])
+def test_gluon_head_dim_in_two_tiles_matches_the_reference(problem, layout, how):
+    """Gluon's ``DIM_SPLIT=1``: the head dim's second tile in rings of its own (cp.async gathers,
+    or, split-K dense, TMA boxes counted on the same mbarrier; ``-gathered``: split-K's dense
+    tiles by cp.async), its scores added and its output stored beside the first's."""
+    algorithm = how.removesuffix("-gathered")
+    impl = registry.get(f"gluon/{algorithm}")
+    if impl.availability():
+        pytest.skip(impl.availability())
+    problem = problem.replace(layout=layout)
+    inputs = make_inputs(problem, seed=11, device="cuda")
+    out, lse = inputs.new_outputs()
+    module = importlib.import_module(impl.module)
+    config = {"DIM_SPLIT": 1, **({"DENSE_TMA": 0} if how.endswith("gathered") else {})}
+    kwargs = {"num_splits": 3} if algorithm == "split-k" else {}
+    launch = module.prepare(inputs, out, lse, config=config, **kwargs)
+    assert launch.config["D_HI"] > 0
+    launch.run()
+    result = compare(problem, out, lse, reference(inputs))
+    assert result.passed, result.summary()
+

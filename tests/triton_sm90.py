@@ -147,6 +147,8 @@ def main() -> None:
                 for dtype in ("bfloat16", "float16", "float32") for layout in ("dense", "paged")]
     problems += [DecodeProblem(16, 4, head_dim, (300,), layout=layout)
                  for head_dim in (64, 96, 256) for layout in ("dense", "paged")]
+    # a head dim in two tiles by rule (144 = 128 + 16: dense TMA boxes and gathers of both)
+    problems += [DecodeProblem(16, 4, 144, (300,), layout=layout) for layout in ("dense", "paged")]
     # a page size that neither divides the tile nor is divided by it: the per-row table lookups
     problems += [DecodeProblem(32, 8, 128, (300, 70), layout="paged", page_size=12)]
     # one long sequence on one KV head: split on the nominal 4 SMs of a CPU, the combine launched

@@ -41,7 +41,7 @@ from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
 from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
 from impls import plan as planner
-from impls.common import L2_BYTES, fp8_to_bf16_ptx, with_overrides
+from impls.common import L2_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles, with_overrides
 from specs.problem import ProblemError
 
 LN2 = gl.constexpr(_LN2)
@@ -110,6 +110,28 @@ def issue_tile(k_slot, v_slot, k_ptr, v_ptr, page, row, mask_n, kvh_off, offs_d,
 
 
 @gluon.jit
+def issue_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, slot, k_ptr, v_ptr, page, row, mask_n,
+                kvh_off, stride_kp, stride_kt, HEAD_DIM: gl.constexpr, D_LO: gl.constexpr,
+                D_HI: gl.constexpr):
+    """cp.async a tile's rows into ring slot ``slot``: dims [0, D_LO) and, where ``D_HI`` > 0,
+    [D_LO, D_LO + D_HI) into the second tile's rings, each tile in its own copy layout (the rows'
+    addresses moved to it)."""
+    dtype: gl.constexpr = k_ptr.dtype.element_ty
+    LOAD: gl.constexpr = tile_layout(D_LO, dtype.primitive_bitwidth, gl.num_warps())
+    offs_d = gl.arange(0, D_LO, gl.SliceLayout(0, LOAD))
+    issue_tile(k_ring.index(slot), v_ring.index(slot), k_ptr, v_ptr, page, row, mask_n, kvh_off,
+               offs_d, offs_d < HEAD_DIM, stride_kp, stride_kt)
+    if D_HI > 0:
+        LOAD_HI: gl.constexpr = tile_layout(D_HI, dtype.primitive_bitwidth, gl.num_warps())
+        ROWS_HI: gl.constexpr = gl.SliceLayout(1, LOAD_HI)
+        offs_hi = D_LO + gl.arange(0, D_HI, gl.SliceLayout(0, LOAD_HI))
+        issue_tile(k_hi_ring.index(slot), v_hi_ring.index(slot), k_ptr, v_ptr,
+                   gl.convert_layout(page, ROWS_HI), gl.convert_layout(row, ROWS_HI),
+                   gl.convert_layout(mask_n, ROWS_HI), kvh_off, offs_hi, offs_hi < HEAD_DIM,
+                   stride_kp, stride_kt)
+
+
+@gluon.jit
 def widen(x, dtype: gl.constexpr):
     """Fragments of a K/V tile in ``dtype`` (the query's): an fp8 tile widened exactly, to bf16
     by bit operations (``impls.common.fp8_to_bf16_ptx``), to fp16 by the one-instruction cvt."""
@@ -139,8 +161,9 @@ def tanh(x):
 
 
 @gluon.jit
-def softmax_step(q, k_tile, v_tile, tile_start, first, end, row_first, row_end, softcap,
-                 qk_scale, m_i, l_i, acc, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr):
+def softmax_step(q, q_hi, k_tile, k_hi, v_tile, v_hi, tile_start, first, end, row_first,
+                 row_end, softcap, qk_scale, m_i, l_i, acc, acc_hi, SOFTCAP: gl.constexpr,
+                 ROW_SPANS: gl.constexpr, D_HI: gl.constexpr):
     """One online-softmax step over a landed ``[BLOCK_N, HEAD_DIM_PAD]`` K/V tile in shared
     memory whose first token is ``tile_start``: tokens outside [first, end) are masked out of
     the scores (their V rows must hold finite values), and with ``ROW_SPANS`` (a multi-token
@@ -148,7 +171,9 @@ def softmax_step(q, k_tile, v_tile, tile_start, first, end, row_first, row_end, 
     units) becomes softcap * tanh(s / softcap), ``softcap`` in log2 units too. The updated
     (m_i, l_i, acc). An fp8 tile is converted to the query's dtype as its
     fragments leave shared memory (exact: every fp8 value is a bf16 and an fp16 value), so both
-    products stay 16-bit mma_v2."""
+    products stay 16-bit mma_v2. ``D_HI`` > 0: the head dim's second tile (``q_hi``, ``k_hi``,
+    ``v_hi``, ``acc_hi``; else None and a placeholder) adds to the scores and has its own
+    accumulator."""
     dtype: gl.constexpr = q.dtype
     MMA: gl.constexpr = mma_layout(gl.num_warps())
     K_WIDTH: gl.constexpr = 32 // dtype.primitive_bitwidth  # operand elements per 32-bit register
@@ -158,6 +183,8 @@ def softmax_step(q, k_tile, v_tile, tile_start, first, end, row_first, row_end, 
     BLOCK_N: gl.constexpr = k_tile.shape[0]
     k = widen(k_tile.permute([1, 0]).load(B_OP), dtype)  # K^T fragments (ldmatrix if 16-bit)
     s = mma_v2(q, k, gl.zeros([BLOCK_H, BLOCK_N], gl.float32, MMA))
+    if D_HI > 0:
+        s = mma_v2(q_hi, widen(k_hi.permute([1, 0]).load(B_OP), dtype), s)
     tokens = tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(0, MMA))
     valid = (tokens < end) & (tokens >= first)
     s = s * qk_scale
@@ -176,27 +203,35 @@ def softmax_step(q, k_tile, v_tile, tile_start, first, end, row_first, row_end, 
     l_i = l_i * alpha + gl.sum(p, 1)
     v = widen(v_tile.load(B_OP), dtype)
     # P V in the input dtype on the tensor cores, float32 accumulation
-    acc = mma_v2(gl.convert_layout(p.to(dtype), A_OP), v, acc * alpha[:, None])
-    return m_new, l_i, acc
+    p = gl.convert_layout(p.to(dtype), A_OP)
+    acc = mma_v2(p, v, acc * alpha[:, None])
+    if D_HI > 0:
+        acc_hi = mma_v2(p, widen(v_hi.load(B_OP), dtype), acc_hi * alpha[:, None])
+    return m_new, l_i, acc, acc_hi
 
 
 @gluon.jit
-def stream_gathered(q, k_ptr, v_ptr, block_table_ptr, pid_b, kvh_off, start, end, first,
+def stream_gathered(q, q_hi, k_ptr, v_ptr, block_table_ptr, pid_b, kvh_off, start, end, first,
                     row_first, row_end, softcap, stride_kp, stride_kt, stride_btb, page_size,
-                    qk_scale, m_i, l_i, acc, HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr,
-                    BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
-                    NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr):
+                    qk_scale, m_i, l_i, acc, acc_hi, HEAD_DIM: gl.constexpr,
+                    HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr, BLOCK_N: gl.constexpr,
+                    IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr, NUM_STAGES: gl.constexpr,
+                    SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr):
     """Tokens [start, end) through a ``NUM_STAGES``-slot cp.async ring, rows addressed one by
     one (through the block table when paged), those before ``first`` (a window's start) masked:
-    masked rows are zero-filled, never read."""
+    masked rows are zero-filled, never read. ``D_HI`` > 0: a second ring of the dims from
+    ``HEAD_DIM_PAD`` on, filled in the same copy groups."""
     dtype: gl.constexpr = k_ptr.dtype.element_ty
     LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, dtype.primitive_bitwidth, gl.num_warps())
     SMEM: gl.constexpr = smem_layout(dtype.primitive_bitwidth)
     k_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM_PAD], SMEM)
     v_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM_PAD], SMEM)
+    k_hi_ring = None
+    v_hi_ring = None
+    if D_HI > 0:
+        k_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, D_HI], SMEM)
+        v_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, D_HI], SMEM)
     offs_n = gl.arange(0, BLOCK_N, gl.SliceLayout(1, LOAD))
-    offs_d = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, LOAD))
-    mask_d = offs_d < HEAD_DIM
     num_tiles = gl.cdiv(end - start, BLOCK_N)
 
     # Prologue: tiles 0 .. NUM_STAGES - 2 in flight (a tile past the range is fully masked: an
@@ -204,8 +239,8 @@ def stream_gathered(q, k_ptr, v_ptr, block_table_ptr, pid_b, kvh_off, start, end
     for i in gl.static_range(NUM_STAGES - 1):
         page, row, mask_n = tile_rows(pid_b, start + i * BLOCK_N, offs_n, first, end,
                                       block_table_ptr, stride_btb, page_size, IS_PAGED, PAGE_SIZE)
-        issue_tile(k_ring.index(i), v_ring.index(i), k_ptr, v_ptr, page, row, mask_n, kvh_off,
-                   offs_d, mask_d, stride_kp, stride_kt)
+        issue_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, i, k_ptr, v_ptr, page, row, mask_n,
+                    kvh_off, stride_kp, stride_kt, HEAD_DIM, HEAD_DIM_PAD, D_HI)
         async_copy.commit_group()
     next_page, next_row, next_mask = tile_rows(pid_b, start + (NUM_STAGES - 1) * BLOCK_N, offs_n,
                                                first, end, block_table_ptr, stride_btb, page_size,
@@ -216,37 +251,56 @@ def stream_gathered(q, k_ptr, v_ptr, block_table_ptr, pid_b, kvh_off, start, end
         async_copy.wait_group(NUM_STAGES - 2)
         gl.thread_barrier()
         refill = (i + NUM_STAGES - 1) % NUM_STAGES
-        issue_tile(k_ring.index(refill), v_ring.index(refill), k_ptr, v_ptr, next_page, next_row,
-                   next_mask, kvh_off, offs_d, mask_d, stride_kp, stride_kt)
+        issue_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, refill, k_ptr, v_ptr, next_page,
+                    next_row, next_mask, kvh_off, stride_kp, stride_kt, HEAD_DIM, HEAD_DIM_PAD,
+                    D_HI)
         async_copy.commit_group()
         next_page, next_row, next_mask = tile_rows(pid_b, start + (i + NUM_STAGES) * BLOCK_N,
                                                    offs_n, first, end, block_table_ptr,
                                                    stride_btb, page_size, IS_PAGED, PAGE_SIZE)
         stage = i % NUM_STAGES
-        m_i, l_i, acc = softmax_step(q, k_ring.index(stage), v_ring.index(stage),
-                                     start + i * BLOCK_N, first, end, row_first, row_end, softcap,
-                                     qk_scale, m_i, l_i, acc, SOFTCAP, ROW_SPANS)
+        k_hi = None
+        v_hi = None
+        if D_HI > 0:
+            k_hi = k_hi_ring.index(stage)
+            v_hi = v_hi_ring.index(stage)
+        m_i, l_i, acc, acc_hi = softmax_step(q, q_hi, k_ring.index(stage), k_hi,
+                                             v_ring.index(stage), v_hi, start + i * BLOCK_N,
+                                             first, end, row_first, row_end, softcap, qk_scale,
+                                             m_i, l_i, acc, acc_hi, SOFTCAP, ROW_SPANS, D_HI)
     async_copy.wait_group(0)  # no copy outlives the program's shared memory
-    return m_i, l_i, acc
+    return m_i, l_i, acc, acc_hi
 
 
 @gluon.jit
-def stream_tma(q, k_desc, v_desc, pid_b, pid_kvh, start, end, first, row_first, row_end, softcap,
-               qk_scale, m_i, l_i, acc, NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr,
-               ROW_SPANS: gl.constexpr):
+def stream_tma(q, q_hi, k_desc, v_desc, k_hi_desc, v_hi_desc, pid_b, pid_kvh, start, end, first,
+               row_first, row_end, softcap, qk_scale, m_i, l_i, acc, acc_hi,
+               NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
+               D_HI: gl.constexpr):
     """Tokens [start, end) of a dense cache through a ``NUM_STAGES``-slot ring filled by TMA:
     one bulk copy per K and V tile (box ``[1, BLOCK_N, 1, HEAD_DIM_PAD]`` of the
     ``[batch, max_seq_len, Hkv, D]`` descriptor; dims past ``HEAD_DIM`` and rows past the cache
     are zero-filled), its arrival counted in bytes on the slot's mbarrier. A tile reaching past
     ``end``, or starting before ``first`` (a window's start), brings rows that may be poison:
-    their V rows are zeroed in shared memory (and their scores masked, as in the ring)."""
+    their V rows are zeroed in shared memory (and their scores masked, as in the ring).
+    ``D_HI`` > 0: the dims from ``HEAD_DIM_PAD`` on come by the second descriptors (box
+    ``[1, BLOCK_N, 1, D_HI]``) into rings of their own, counted on the same mbarrier."""
     dtype: gl.constexpr = k_desc.dtype
     BLOCK_N: gl.constexpr = k_desc.block_shape[1]
     HEAD_DIM_PAD: gl.constexpr = k_desc.block_shape[3]
-    TILE_BYTES: gl.constexpr = BLOCK_N * HEAD_DIM_PAD * dtype.primitive_bitwidth // 8
+    # a box's bytes count in full, its zero-filled part included
+    TILE_BYTES: gl.constexpr = BLOCK_N * (HEAD_DIM_PAD + D_HI) * dtype.primitive_bitwidth // 8
     LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, dtype.primitive_bitwidth, gl.num_warps())
     k_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + k_desc.block_shape, k_desc.layout)
     v_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + v_desc.block_shape, v_desc.layout)
+    k_hi_ring = None
+    v_hi_ring = None
+    if D_HI > 0:
+        gl.static_assert(k_hi_desc.block_shape[3] == D_HI, "the second tile's descriptors: D_HI wide")
+        k_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + k_hi_desc.block_shape,
+                                              k_hi_desc.layout)
+        v_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + v_hi_desc.block_shape,
+                                              v_hi_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(ready.index(i), count=1)
@@ -254,50 +308,71 @@ def stream_tma(q, k_desc, v_desc, pid_b, pid_kvh, start, end, first, row_first, 
     num_tiles = gl.cdiv(end - start, BLOCK_N)
 
     for i in gl.static_range(NUM_STAGES - 1):  # prologue: the first tiles in flight
-        issue_tma(k_desc, v_desc, k_ring.index(i), v_ring.index(i), ready.index(i), pid_b,
-                  start + i * BLOCK_N, pid_kvh, 2 * TILE_BYTES, i < num_tiles)
+        issue_tma(k_desc, v_desc, k_hi_desc, v_hi_desc, k_ring, v_ring, k_hi_ring, v_hi_ring,
+                  ready.index(i), i, pid_b, start + i * BLOCK_N, pid_kvh, 2 * TILE_BYTES,
+                  i < num_tiles, HEAD_DIM_PAD, D_HI)
     for i in range(num_tiles):
         # The barrier frees the slot every warp read in the previous iteration for its refill,
         # and keeps its mbarrier from being re-armed before every warp has seen its last phase.
         gl.thread_barrier()
         refill = (i + NUM_STAGES - 1) % NUM_STAGES
-        issue_tma(k_desc, v_desc, k_ring.index(refill), v_ring.index(refill), ready.index(refill),
-                  pid_b, start + (i + NUM_STAGES - 1) * BLOCK_N, pid_kvh, 2 * TILE_BYTES,
-                  i + NUM_STAGES - 1 < num_tiles)
+        issue_tma(k_desc, v_desc, k_hi_desc, v_hi_desc, k_ring, v_ring, k_hi_ring, v_hi_ring,
+                  ready.index(refill), refill, pid_b, start + (i + NUM_STAGES - 1) * BLOCK_N,
+                  pid_kvh, 2 * TILE_BYTES, i + NUM_STAGES - 1 < num_tiles, HEAD_DIM_PAD, D_HI)
         stage = i % NUM_STAGES
         mbarrier.wait(ready.index(stage), (i // NUM_STAGES) & 1)  # the slot's n-th fill landed
         k_tile = k_ring.index(stage).reshape([BLOCK_N, HEAD_DIM_PAD])
         v_tile = v_ring.index(stage).reshape([BLOCK_N, HEAD_DIM_PAD])
+        k_hi = None
+        v_hi = None
+        if D_HI > 0:
+            k_hi = k_hi_ring.index(stage).reshape([BLOCK_N, D_HI])
+            v_hi = v_hi_ring.index(stage).reshape([BLOCK_N, D_HI])
         tile_start = start + i * BLOCK_N
         if (tile_start + BLOCK_N > end) | (tile_start < first):  # zero V rows outside the range
             rows = tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(1, LOAD))
             v_rows = v_tile.load(LOAD)
             v_tile.store(gl.where(((rows < end) & (rows >= first))[:, None], v_rows,
                                   gl.zeros_like(v_rows)))
+            if D_HI > 0:
+                LOAD_HI: gl.constexpr = tile_layout(D_HI, dtype.primitive_bitwidth, gl.num_warps())
+                rows_hi = tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(1, LOAD_HI))
+                v_rows_hi = v_hi.load(LOAD_HI)
+                v_hi.store(gl.where(((rows_hi < end) & (rows_hi >= first))[:, None], v_rows_hi,
+                                    gl.zeros_like(v_rows_hi)))
             # these stores (the generic proxy) before the slot's next TMA fill (the async one)
             fence_async_shared()
             gl.thread_barrier()
-        m_i, l_i, acc = softmax_step(q, k_tile, v_tile, tile_start, first, end, row_first, row_end,
-                                     softcap, qk_scale, m_i, l_i, acc, SOFTCAP, ROW_SPANS)
+        m_i, l_i, acc, acc_hi = softmax_step(q, q_hi, k_tile, k_hi, v_tile, v_hi, tile_start,
+                                             first, end, row_first, row_end, softcap, qk_scale,
+                                             m_i, l_i, acc, acc_hi, SOFTCAP, ROW_SPANS, D_HI)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.invalidate(ready.index(i))
-    return m_i, l_i, acc
+    return m_i, l_i, acc, acc_hi
 
 
 @gluon.jit
-def issue_tma(k_desc, v_desc, k_slot, v_slot, bar, pid_b, tile_start, pid_kvh, nbytes, pred):
-    """Start the TMA copies of one K and one V tile into a ring slot, both counted on ``bar``."""
+def issue_tma(k_desc, v_desc, k_hi_desc, v_hi_desc, k_ring, v_ring, k_hi_ring, v_hi_ring, bar,
+              slot, pid_b, tile_start, pid_kvh, nbytes, pred, D_LO: gl.constexpr,
+              D_HI: gl.constexpr):
+    """Start the TMA copies of one K and one V tile into ring slot ``slot`` (and, where ``D_HI``
+    > 0, of their dims from ``D_LO`` on into the second rings), all counted on ``bar``."""
     mbarrier.expect(bar, nbytes, pred=pred)
-    tma.async_copy_global_to_shared(k_desc, [pid_b, tile_start, pid_kvh, 0], bar, k_slot, pred=pred)
-    tma.async_copy_global_to_shared(v_desc, [pid_b, tile_start, pid_kvh, 0], bar, v_slot, pred=pred)
+    at = [pid_b, tile_start, pid_kvh, 0]
+    tma.async_copy_global_to_shared(k_desc, at, bar, k_ring.index(slot), pred=pred)
+    tma.async_copy_global_to_shared(v_desc, at, bar, v_ring.index(slot), pred=pred)
+    if D_HI > 0:
+        at_hi = [pid_b, tile_start, pid_kvh, D_LO]
+        tma.async_copy_global_to_shared(k_hi_desc, at_hi, bar, k_hi_ring.index(slot), pred=pred)
+        tma.async_copy_global_to_shared(v_hi_desc, at_hi, bar, v_hi_ring.index(slot), pred=pred)
 
 
 @gluon.jit
-def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh, start, end,
-           group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb,
-           page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride, seq_len, window, softcap,
-           q_len, row0, HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr,
-           BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr,
+def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc, block_table_ptr, pid_b,
+           pid_kvh, start, end, group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
+           stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride, seq_len,
+           window, softcap, q_len, row0, HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr,
+           D_HI: gl.constexpr, BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr,
            PAGE_SIZE: gl.constexpr, NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr,
            KV_SCALED: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr):
     """Attention of KV head ``pid_kvh``'s query rows ``row0 + [0, BLOCK_H)`` (row r: query
@@ -305,9 +380,12 @@ def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh,
     tokens [start, end) of a sequence of ``seq_len``: query token i sees the tokens below
     seq_len - q_len + i + 1, its last ``window`` of them (all: int32's largest). The range is cut
     to start no earlier than the tile of the block's first row's window and to end at its last
-    row's token. (out, lse) in the MMA layout, out normalised, lse natural-log; an empty row
-    gives 0 and -inf. Dense caches stream by TMA (``k_desc``, ``v_desc``) unless ``DENSE_TMA``
-    is 0, paged ones by cp.async gathers (descriptors None).
+    row's token. The head dim as a tile of ``HEAD_DIM_PAD`` dims and, where ``D_HI`` > 0, a
+    second of the next ``D_HI`` (``head_dim_tiles``). (out, out of the second tile's dims or a
+    placeholder, lse) in the MMA layout, out normalised, lse natural-log; an empty row gives 0
+    and -inf. Dense caches stream by TMA (``k_desc``, ``v_desc``, and ``k_hi_desc``,
+    ``v_hi_desc`` for the second tile) unless ``DENSE_TMA`` is 0, paged ones by cp.async
+    gathers (descriptors None).
     An fp8 cache (``KV_SCALED``): K's scale folds into the score scale and V's into the output,
     one float32 product each (``scale_stride`` 1: a scale per KV head; 0: one for all)."""
     dtype: gl.constexpr = q_ptr.dtype.element_ty
@@ -319,12 +397,22 @@ def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh,
     offs_d = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, LOAD))
     token = pid_b * q_len + rows // group_size
     heads = pid_kvh * group_size + rows % group_size
-    q = gl.load(q_ptr + token[:, None] * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
-                mask=(rows < q_len * group_size)[:, None] & (offs_d < HEAD_DIM)[None, :], other=0.0)
+    q_rows = token[:, None] * stride_qb + heads[:, None] * stride_qh
+    mask_h = rows < q_len * group_size
+    q = gl.load(q_ptr + q_rows + offs_d[None, :],
+                mask=mask_h[:, None] & (offs_d < HEAD_DIM)[None, :], other=0.0)
     q = gl.convert_layout(q, A_OP)
     m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, gl.SliceLayout(1, MMA))
     l_i = gl.zeros([BLOCK_H], gl.float32, gl.SliceLayout(1, MMA))
     acc = gl.zeros([BLOCK_H, HEAD_DIM_PAD], gl.float32, MMA)
+    q_hi = None
+    acc_hi = gl.zeros([BLOCK_H, 16], gl.float32, MMA)  # a placeholder, unless D_HI > 0
+    if D_HI > 0:
+        offs_hi = HEAD_DIM_PAD + gl.arange(0, D_HI, gl.SliceLayout(0, LOAD))
+        q_hi = gl.load(q_ptr + q_rows + offs_hi[None, :],
+                       mask=mask_h[:, None] & (offs_hi < HEAD_DIM)[None, :], other=0.0)
+        q_hi = gl.convert_layout(q_hi, A_OP)
+        acc_hi = gl.zeros([BLOCK_H, D_HI], gl.float32, MMA)
     if KV_SCALED:
         qk_scale = qk_scale * gl.load(k_scale_ptr + pid_kvh * scale_stride)
     # each row's span; the block's first row sees from the earliest token, its last to the latest
@@ -335,46 +423,55 @@ def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh,
     end = gl.minimum(end, seq_len - q_len + 1 + last_row // group_size)
     start = gl.maximum(start, first - first % BLOCK_N)  # no tile wholly before the window
     if IS_PAGED or not DENSE_TMA:
-        m_i, l_i, acc = stream_gathered(q, k_ptr, v_ptr, block_table_ptr, pid_b,
-                                        pid_kvh.to(gl.int64) * stride_kh, start, end, first,
-                                        row_first, row_end, softcap, stride_kp, stride_kt,
-                                        stride_btb, page_size, qk_scale, m_i, l_i, acc, HEAD_DIM,
-                                        HEAD_DIM_PAD, BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES,
-                                        SOFTCAP, ROW_SPANS)
+        m_i, l_i, acc, acc_hi = stream_gathered(q, q_hi, k_ptr, v_ptr, block_table_ptr, pid_b,
+                                                pid_kvh.to(gl.int64) * stride_kh, start, end,
+                                                first, row_first, row_end, softcap, stride_kp,
+                                                stride_kt, stride_btb, page_size, qk_scale, m_i,
+                                                l_i, acc, acc_hi, HEAD_DIM, HEAD_DIM_PAD, D_HI,
+                                                BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, SOFTCAP,
+                                                ROW_SPANS)
     else:
-        m_i, l_i, acc = stream_tma(q, k_desc, v_desc, pid_b, pid_kvh, start, end, first, row_first,
-                                   row_end, softcap, qk_scale, m_i, l_i, acc, NUM_STAGES, SOFTCAP,
-                                   ROW_SPANS)
+        m_i, l_i, acc, acc_hi = stream_tma(q, q_hi, k_desc, v_desc, k_hi_desc, v_hi_desc, pid_b,
+                                           pid_kvh, start, end, first, row_first, row_end,
+                                           softcap, qk_scale, m_i, l_i, acc, acc_hi, NUM_STAGES,
+                                           SOFTCAP, ROW_SPANS, D_HI)
+    v_scale = 1.0
     if KV_SCALED:
-        acc = acc * gl.load(v_scale_ptr + pid_kvh * scale_stride)
+        v_scale = gl.load(v_scale_ptr + pid_kvh * scale_stride)
 
     empty = l_i == 0.0
-    out = acc / gl.where(empty, 1.0, l_i)[:, None]
+    norm = v_scale / gl.where(empty, 1.0, l_i)
     lse = gl.where(empty, float("-inf"), (m_i + gl.log2(gl.where(empty, 1.0, l_i))) * LN2)
-    return out, lse
+    return acc * norm[:, None], acc_hi * norm[:, None], lse
 
 
 @gluon.jit
-def store_rows(out_ptr, lse_ptr, out, lse, stride_ot, stride_oh, stride_lt, group_size, q_len,
-               row0, BLOCK_H: gl.constexpr, HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr):
+def store_rows(out_ptr, lse_ptr, out, out_hi, lse, stride_ot, stride_oh, stride_lt, group_size,
+               q_len, row0, BLOCK_H: gl.constexpr, HEAD_DIM: gl.constexpr,
+               HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr):
     """Store the block's valid rows: row r (query token t = r // group_size, head g of the
     group) of out at ``out_ptr + t * stride_ot + g * stride_oh``, its lse at ``lse_ptr +
     t * stride_lt + g`` (both pointers at the sequence's first token and the group's first
-    head)."""
+    head); ``out_hi``: the dims from ``HEAD_DIM_PAD`` on where ``D_HI`` > 0 (``attend``)."""
     MMA: gl.constexpr = mma_layout(gl.num_warps())
     rows = row0 + gl.arange(0, BLOCK_H, gl.SliceLayout(1, MMA))
     offs_d = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, MMA))
     mask_h = rows < q_len * group_size
     token, head = rows // group_size, rows % group_size
-    gl.store(out_ptr + (token * stride_ot + head * stride_oh)[:, None] + offs_d[None, :],
-             out.to(out_ptr.dtype.element_ty), mask=mask_h[:, None] & (offs_d < HEAD_DIM)[None, :])
+    row_ptr = out_ptr + (token * stride_ot + head * stride_oh)[:, None]
+    gl.store(row_ptr + offs_d[None, :], out.to(out_ptr.dtype.element_ty),
+             mask=mask_h[:, None] & (offs_d < HEAD_DIM)[None, :])
+    if D_HI > 0:
+        offs_hi = HEAD_DIM_PAD + gl.arange(0, D_HI, gl.SliceLayout(0, MMA))
+        gl.store(row_ptr + offs_hi[None, :], out_hi.to(out_ptr.dtype.element_ty),
+                 mask=mask_h[:, None] & (offs_hi < HEAD_DIM)[None, :])
     gl.store(lse_ptr + token * stride_lt + head, lse, mask=mask_h)
 
 
 # ---- launch configuration ----------------------------------------------------------------------
 MIN_BLOCK_H = 16  # mma_v2's m16 tile: the query group is padded up to it
 # Multi-token queries: every warp holds all the tile's rows (mma_layout), so its accumulator and
-# the accumulator and the scores take rows x (HEAD_DIM_PAD + BLOCK_N) / (32 x num_warps) floats a
+# the accumulator and the scores take rows x (the tiles' dims + BLOCK_N) / (32 x num_warps) floats a
 # thread: within 48 the kernel compiles without spilling (ptxas for sm_90: 32 rows x (128 + 64)
 # on 4 warps, 239-241 registers; at 64, 255 and spills, dense and paged; tests/test_triton_sm90.py
 # checks the rule's configs). The tile gets narrower than the slot's (down to 32 tokens) while
@@ -396,7 +493,7 @@ NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faste
 # warp. Not at head dim 128 nor in one-pass: slower there (results/nvidia-h200/2026-11-26-combine)
 WIDE_WARPS = 8
 MMA_N = 8
-REPORTED = ("BLOCK_N", "BLOCK_H", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA", "num_warps")  # Launch.config
+REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA", "num_warps")  # Launch.config
 
 
 def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_SHARERS,
@@ -405,14 +502,20 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
     ``l2_bytes`` of L2, dense tiles by TMA or not (``tma``: the launcher's choice, measured per
     variant), with ``sharers`` programs per SM (the one-pass grid's waves; the split planner
     fills SMs with the most), for the split kernel or not (``split``); ``config`` overrides the
-    tunable ones (``BLOCK_N``, ``NUM_STAGES``, ``DENSE_TMA``, ``num_warps``)."""
-    head_dim_pad = triton.next_power_of_2(problem.head_dim)
+    tunable ones (``BLOCK_N``, ``NUM_STAGES``, ``DENSE_TMA``, ``DIM_SPLIT``, ``num_warps``).
+    ``HEAD_DIM_PAD``: the head dim's first tile, ``D_HI`` its second (0: none), by
+    ``impls.common.head_dim_tiles``."""
+    dim_split = (config or {}).get("DIM_SPLIT", dim_split_rule(problem))
+    head_dim_pad, d_hi = head_dim_tiles(problem.head_dim, dim_split)
+    dims = head_dim_pad + d_hi  # what a tile's registers and shared memory hold
     sharers = min(max(1, sharers), MAX_SHARERS)
     slot = SM_SLOT_BYTES // sharers
-    fit = slot // (2 * head_dim_pad * problem.kv_itemsize)  # tokens in one slot's K + V
+    fit = slot // (2 * dims * problem.kv_itemsize)  # tokens in one slot's K + V
     defaults = dict(
         HEAD_DIM=problem.head_dim,
         HEAD_DIM_PAD=head_dim_pad,
+        D_HI=d_hi,
+        DIM_SPLIT=dim_split,
         BLOCK_N=max(16, min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1))),
         IS_PAGED=problem.layout == "paged",
         NUM_STAGES=NUM_STAGES,
@@ -429,7 +532,7 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
         budget = THREAD_FLOATS * 32 * num_warps  # floats of a program's rows x (dims + tile)
 
         def held(block_n):  # the query rows one program takes with this tile
-            fit = budget // (head_dim_pad + block_n)
+            fit = budget // (dims + block_n)
             return min(max(MIN_BLOCK_H, rows), 1 << (fit.bit_length() - 1))
         block_n = cfg["BLOCK_N"]
         if "BLOCK_N" not in (config or {}):  # narrower while that lets a program take more rows
@@ -443,7 +546,7 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
             cfg["num_warps"] = WIDE_WARPS
     cfg["BLOCK_N"] = fitted(cfg["num_warps"])[0]
     budget = THREAD_FLOATS * 32 * cfg["num_warps"]
-    fit_rows = budget // (head_dim_pad + cfg["BLOCK_N"])
+    fit_rows = budget // (dims + cfg["BLOCK_N"])
     cfg["BLOCK_H"] = max(MIN_BLOCK_H, min(rows, max(1 << (fit_rows.bit_length() - 1),
                                                     triton.next_power_of_2(problem.group_size))))
     tile, stages = cfg["BLOCK_N"], cfg["NUM_STAGES"]
@@ -454,6 +557,7 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
                            "power of two in [16, 256] (the mma k and n steps; a TMA box row is at "
                            "most 256), NUM_STAGES in [2, 8], DENSE_TMA 0 or 1, num_warps 1, 2, 4 "
                            "or 8")
+    del cfg["DIM_SPLIT"]  # a tunable, not a kernel parameter: it picks HEAD_DIM_PAD and D_HI
     ps = problem.page_size
     per_page = cfg["IS_PAGED"] and (tile % ps == 0 or ps % tile == 0)
     # paged tiles are always gathered: DENSE_TMA says what runs (reported, specialised on)
@@ -463,13 +567,16 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
 
 def kv_descriptors(inputs, cfg: dict):
     """The TMA descriptors of a dense K and V cache (``[batch, max_seq_len, Hkv, D]``, its own
-    strides; a box is one tile of one KV head), or ``(None, None)`` where tiles are gathered."""
+    strides; a box is one tile of one KV head), then those of the head dim's second tile (box
+    ``D_HI`` wide), each None where tiles are gathered or the head dim is one tile."""
+    def pair(dims):
+        block = [1, cfg["BLOCK_N"], 1, dims]
+        layout = gl.NVMMASharedLayout.get_default_for(block, TORCH_TO_GL[inputs.k.dtype])
+        return tuple(TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
+                     for t in (inputs.k, inputs.v))
     if not cfg["DENSE_TMA"]:
-        return None, None
-    block = [1, cfg["BLOCK_N"], 1, cfg["HEAD_DIM_PAD"]]
-    layout = gl.NVMMASharedLayout.get_default_for(block, TORCH_TO_GL[inputs.k.dtype])
-    return tuple(TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
-                 for t in (inputs.k, inputs.v))
+        return None, None, None, None
+    return (*pair(cfg["HEAD_DIM_PAD"]), *(pair(cfg["D_HI"]) if cfg["D_HI"] else (None, None)))
 
 
 def resident_programs(kernel, cfg: dict, device) -> int:

@@ -24,10 +24,10 @@ from impls.registry import Launch
 def decode_kernel(
     q_ptr, k_ptr, v_ptr, seq_lens_ptr, block_table_ptr, out_ptr, lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
-    stride_lb, page_size, group_size, qk_scale, k_desc, v_desc,
+    stride_lb, page_size, group_size, qk_scale, k_desc, v_desc, k_hi_desc, v_hi_desc,
     k_scale_ptr, v_scale_ptr, scale_stride, window, softcap, q_len, row_blocks,
-    HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_H: gl.constexpr,
-    BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
+    HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
+    BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
     NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr, KV_SCALED: gl.constexpr,
     SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
 ):
@@ -35,17 +35,18 @@ def decode_kernel(
     pid_kvh = gl.program_id(1) // row_blocks
     row0 = gl.program_id(1) % row_blocks * BLOCK_H  # the block of the KV head's query rows
     seq_len = gl.load(seq_lens_ptr + pid_b)
-    out, lse = attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh, 0,
-                      seq_len, group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
-                      stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
-                      seq_len, window, softcap, q_len, row0, HEAD_DIM, HEAD_DIM_PAD, BLOCK_H,
-                      BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, DENSE_TMA, KV_SCALED, SOFTCAP,
-                      ROW_SPANS)
+    out, out_hi, lse = attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc,
+                              block_table_ptr, pid_b, pid_kvh, 0, seq_len, group_size, stride_qb,
+                              stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, page_size,
+                              qk_scale, k_scale_ptr, v_scale_ptr, scale_stride, seq_len, window,
+                              softcap, q_len, row0, HEAD_DIM, HEAD_DIM_PAD, D_HI, BLOCK_H,
+                              BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, DENSE_TMA, KV_SCALED,
+                              SOFTCAP, ROW_SPANS)
     head0 = pid_kvh * group_size
     token0 = pid_b * q_len
     store_rows(out_ptr + token0 * stride_ob + head0 * stride_oh, lse_ptr + token0 * stride_lb + head0,
-               out, lse, stride_ob, stride_oh, stride_lb, group_size, q_len, row0, BLOCK_H,
-               HEAD_DIM, HEAD_DIM_PAD)
+               out, out_hi, lse, stride_ob, stride_oh, stride_lb, group_size, q_len, row0,
+               BLOCK_H, HEAD_DIM, HEAD_DIM_PAD, D_HI)
 
 
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:

@@ -36,10 +36,10 @@ def split_kernel(
     q_ptr, k_ptr, v_ptr, items_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
     stride_lb, stride_pos, stride_poh, stride_pls, page_size, group_size, qk_scale, k_desc, v_desc,
-    k_scale_ptr, v_scale_ptr, scale_stride, window, softcap, q_len, row_blocks, seq_lens_ptr,
-    num_kv_heads,
-    HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_H: gl.constexpr,
-    BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
+    k_hi_desc, v_hi_desc, k_scale_ptr, v_scale_ptr, scale_stride, window, softcap, q_len,
+    row_blocks, seq_lens_ptr, num_kv_heads,
+    HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
+    BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
     NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr, KV_SCALED: gl.constexpr,
     SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
 ):
@@ -55,24 +55,25 @@ def split_kernel(
     slot = gl.load(item + 3)
     # the plan starts a windowed sequence's pieces at the tile or page holding its first query
     # token's window start: attend masks the tokens of the first piece before it
-    out, lse = attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, block_table_ptr, pid_b, pid_kvh, start,
-                      end, group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
-                      stride_btb, page_size, qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
-                      gl.load(seq_lens_ptr + pid_b), window, softcap, q_len, row0, HEAD_DIM,
-                      HEAD_DIM_PAD, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, DENSE_TMA,
-                      KV_SCALED, SOFTCAP, ROW_SPANS)
+    out, out_hi, lse = attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc,
+                              block_table_ptr, pid_b, pid_kvh, start, end, group_size, stride_qb,
+                              stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, page_size,
+                              qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
+                              gl.load(seq_lens_ptr + pid_b), window, softcap, q_len, row0,
+                              HEAD_DIM, HEAD_DIM_PAD, D_HI, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE,
+                              NUM_STAGES, DENSE_TMA, KV_SCALED, SOFTCAP, ROW_SPANS)
     head0 = pid_kvh * group_size
     if slot < 0:  # a whole sequence: the final result
         token0 = pid_b * q_len
         store_rows(out_ptr + token0 * stride_ob + head0 * stride_oh,
-                   lse_ptr + token0 * stride_lb + head0, out, lse, stride_ob, stride_oh,
-                   stride_lb, group_size, q_len, row0, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD)
+                   lse_ptr + token0 * stride_lb + head0, out, out_hi, lse, stride_ob, stride_oh,
+                   stride_lb, group_size, q_len, row0, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD, D_HI)
     else:  # a partial: query token t's head h in row t x Hq + h of the slot
         num_q_heads = num_kv_heads * group_size
         store_rows(part_out_ptr + slot * stride_pos + head0 * stride_poh,
-                   part_lse_ptr + slot * stride_pls + head0, out, lse, num_q_heads * stride_poh,
-                   stride_poh, num_q_heads, group_size, q_len, row0, BLOCK_H, HEAD_DIM,
-                   HEAD_DIM_PAD)
+                   part_lse_ptr + slot * stride_pls + head0, out, out_hi, lse,
+                   num_q_heads * stride_poh, stride_poh, num_q_heads, group_size, q_len, row0,
+                   BLOCK_H, HEAD_DIM, HEAD_DIM_PAD, D_HI)
 
 
 @gluon.jit(do_not_specialize=["q_len", "num_q_heads", "num_rows"])
@@ -184,10 +185,11 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     split_args, combine_args = kernel_args(cfg, split)
     split_grid = (p.num_kv_heads * query_args(p, cfg["BLOCK_H"])["row_blocks"], split_plan.num_items)
     num_rows = p.q_len * p.num_q_heads
+    row_dims = 1 << (p.head_dim - 1).bit_length()  # a partial's row, padded in one tile
     block_s, block_r = planner.combine_blocks(split_plan.num_merges, num_rows, split_plan.max_items_per_seq,
-                                              cfg["HEAD_DIM_PAD"], sm_count(inputs.device))
+                                              row_dims, sm_count(inputs.device))
     combine_grid = (split_plan.num_merges, -(-num_rows // block_r))
-    combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=cfg["HEAD_DIM_PAD"],
+    combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=row_dims,
                        BLOCK_S=block_s, BLOCK_R=block_r, WARPS_R=min(block_r, COMBINE_WARPS),
                        num_warps=COMBINE_WARPS)
 
