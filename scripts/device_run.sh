@@ -8,8 +8,11 @@
 #   wait [SECONDS]    wait for it (default 540 s), then pack $W
 # Every call packs $W into $OUT/run.tar.xz: a machine given back between calls (idle 30 s) takes
 # its disk with it, so what a call has seen comes back with it.
-# Every phase prints the pipeline log's tail. The vendor wheels go to /tmp/site, TileLang's to
-# /tmp/site-tilelang (its pins conflict: its own environment, DECODE_BENCH_ENV_TILELANG).
+# Every phase prints the machine's boot id first: a different one from the last call's means a
+# fresh machine (the wheels copied before are gone: start over); `wait` on a machine where no
+# pipeline started exits 3. Every phase prints the pipeline log's tail. The vendor wheels go to
+# /tmp/site, TileLang's to /tmp/site-tilelang (its pins conflict: its own environment,
+# DECODE_BENCH_ENV_TILELANG).
 #   OUT=<dir> bash scripts/device_run.sh PHASE [ARG]
 # results/ (about 50 MB) leaves a 56 MiB wheel folder no room in one call's 64 MiB: `bash
 # scripts/light_tree.sh on` before the calls (and `off` before any commit) lets each travel whole.
@@ -28,6 +31,9 @@ wait_pipeline() {  # until the pipeline ends or $1 seconds pass
   if [ -e "$W/running" ]; then echo "still running"; else echo "pipeline ended"; fi
 }
 pack() { tar -C "$W" -cJf "$OUT/run.tar.xz" --exclude='*.png' . ; }
+# which machine this is: a machine given back between calls (idle, or taken back) is replaced by
+# a fresh one without a word, and a pipeline started on the old one is gone with it
+echo "machine $(cut -c1-8 /proc/sys/kernel/random/boot_id), up $(cut -d' ' -f1 /proc/uptime) s"
 case "${1:-}" in
 copy) mkdir -p /root/wh && cp "$2"/* /root/wh/ && ls /root/wh | wc -l ;;
 install) source "$2/install.sh" && rm -rf /root/wh && echo "installed into ${TARGET:-/tmp/site}" ;;
@@ -43,6 +49,11 @@ for name, version in provenance.packages().items(): print(name, version)" )
   cat "$W/env.txt"
   W=$W setsid bash -c "bash '$2'; rm -f '$W/running'" < /dev/null > "$W/pipeline.log" 2>&1 &
   wait_pipeline "${3:-520}"; pack ;;
-wait) wait_pipeline "${2:-540}"; pack ;;
+wait)
+  if [ ! -e "$W/env.txt" ]; then  # no start ran here
+    echo "no pipeline on this machine: a fresh one (the machine that ran it was given back)" >&2
+    exit 3
+  fi
+  wait_pipeline "${2:-540}"; pack ;;
 *) echo "phase: copy DIR | install DIR | start PIPELINE | wait [SECONDS]" >&2; exit 2 ;;
 esac
