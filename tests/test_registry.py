@@ -338,6 +338,31 @@ def test_gluon_takes_the_same_dim_split_rule_and_sizes_its_tiles_by_both():
         cfg(8, 8, 144, config={"DIM_SPLIT": 2})
 
 
+def test_gluon_warpgroup_mma_takes_a_warpgroup_of_rows_and_16_bit_operands():
+    """``WGMMA=1`` (by config): 64 rows a program on 4 warps, 128 on 8; the tile narrows as the
+    head dim grows (a thread holds (dims + tile) / 2 accumulator floats); fp8 caches, fp32 and
+    fewer than a warpgroup's warps are refused by name."""
+    pytest.importorskip("triton.experimental.gluon")
+    from impls.gluon._common import WGMMA_THREAD_FLOATS, pick_launch_config
+
+    def cfg(d, config, **kw):
+        return pick_launch_config(DecodeProblem(32, 4, d, (3000,) * 8, q_len=8, **kw),
+                                  {"WGMMA": 1, **config})
+    assert cfg(128, {})["BLOCK_H"] == 64 and cfg(128, {"num_warps": 8})["BLOCK_H"] == 128
+    assert cfg(128, {})["WGMMA"] == 1
+    assert pick_launch_config(DecodeProblem(32, 4, 128, (3000,)))["WGMMA"] == 0
+    for d in (64, 128, 144, 256):
+        c = cfg(d, {})
+        assert (c["HEAD_DIM_PAD"] + c["D_HI"] + c["BLOCK_N"]) / 2 <= WGMMA_THREAD_FLOATS
+    assert cfg(256, {})["BLOCK_N"] < cfg(64, {})["BLOCK_N"]
+    for bad, kw in (({}, {"kv_dtype": "float8_e4m3fn"}), ({}, {"dtype": "float32"}),
+                    ({"num_warps": 2}, {})):
+        with pytest.raises(ProblemError, match="WGMMA=1"):
+            cfg(128, bad, **kw)
+    with pytest.raises(ProblemError, match="WGMMA"):
+        cfg(128, {"WGMMA": 2})
+
+
 def test_cupy_merge_values_it_cannot_take_are_refused():
     """CuPy's MERGE is checked before the plan or any kernel is built; -D values never carry it."""
     from impls.cupy._build import pick_launch_config, split_merge

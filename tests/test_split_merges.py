@@ -181,3 +181,36 @@ def test_gluon_head_dim_in_two_tiles_matches_the_reference(problem, layout, how)
     result = compare(problem, out, lse, reference(inputs))
     assert result.passed, result.summary()
 
+
+# drafts of 32-128 rows a KV head: one warpgroup's 64 rows (padded), two's 128, a second dim tile
+WGMMA_CASES = [(DecodeProblem(32, 4, 128, (1500, 333), q_len=8), {}),
+               (DecodeProblem(32, 4, 128, (1500, 333), q_len=8), {"num_warps": 8}),
+               (DecodeProblem(16, 2, 144, (900, 70), q_len=4, window=300, softcap=20.0), {}),
+               (DecodeProblem(16, 1, 256, (700,), q_len=8, dtype="float16"), {})]
+WGMMA_RUNS = [(p, layout, how, extra) for p, extra in WGMMA_CASES for layout in ("dense", "paged")
+              for how in ("one-pass", "one-pass-tma", "split-k", "split-k-gathered")
+              if layout == "dense" or how in ("one-pass", "split-k")]
+
+
+@pytest.mark.parametrize("problem,layout,how,extra", WGMMA_RUNS,
+                         ids=[f"{p.label()}-{layout}-{how}-{e.get('num_warps', 4)}w"
+                              for p, layout, how, e in WGMMA_RUNS])
+def test_gluon_warpgroup_mma_matches_the_reference(problem, layout, how, extra):
+    """Gluon's ``WGMMA=1``: scores and P V on the warpgroup MMA, the query rows in shared memory,
+    K/V tiles read where they landed (TMA, or cp.async into the MMA's layout), as the reference
+    says."""
+    algorithm = how.removesuffix("-tma").removesuffix("-gathered")
+    impl = registry.get(f"gluon/{algorithm}")
+    if impl.availability():
+        pytest.skip(impl.availability())
+    problem = problem.replace(layout=layout)
+    inputs = make_inputs(problem, seed=13, device="cuda")
+    out, lse = inputs.new_outputs()
+    module = importlib.import_module(impl.module)
+    tma = {"one-pass-tma": {"DENSE_TMA": 1}, "split-k-gathered": {"DENSE_TMA": 0}}.get(how, {})
+    kwargs = {"num_splits": 3} if algorithm == "split-k" else {}
+    launch = module.prepare(inputs, out, lse, config={"WGMMA": 1, **tma, **extra}, **kwargs)
+    assert launch.config["WGMMA"] == 1 and launch.config["BLOCK_H"] >= 64
+    launch.run()
+    result = compare(problem, out, lse, reference(inputs))
+    assert result.passed, result.summary()

@@ -59,6 +59,21 @@ def test_all_kernels_compile_for_sm90(backend):
 
 
 
+def test_gluon_warpgroup_mma_kernels_compile_without_spills():
+    """``WGMMA=1``: both products on the warpgroup MMA (wgmma in the PTX), the query rows and
+    K/V tiles read from shared memory, 64 or 128 rows a program, and no register spill at head
+    dims up to 256 (ptxas for sm_90a)."""
+    res = subprocess.run([sys.executable, "-m", "tests.triton_sm90", "wgmma"], cwd=ROOT, text=True,
+                         capture_output=True, timeout=900, env={**os.environ, "TRITON_INTERPRET": "0"})
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
+    attention = [l for l in res.stdout.splitlines() if not l.startswith("combine")]
+    assert len(attention) >= 12, res.stdout
+    assert all("wgmma=True" in l and l.endswith(" spills=0") for l in attention), "\n".join(attention)
+    assert {re.search(r"'BLOCK_H': (\d+)", l)[1] for l in attention} == {"64", "128"}
+    assert any("tma=True" in l for l in attention) and any("cp.async=True" in l for l in attention)
+    assert any("'D_HI': 16" in l for l in attention)
+
+
 @pytest.mark.parametrize("backend", ["triton", "gluon"])
 def test_the_launch_rule_picks_tiles_that_do_not_spill(backend):
     """Each rule on an H100's SM count, for 16 to 128 query rows a KV head (drafts on MQA and

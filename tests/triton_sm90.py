@@ -1,6 +1,6 @@
 """Compile every Triton (or Gluon) kernel of a backend for sm_90 (Hopper) on a machine with no GPU.
 
-Run as ``TRITON_INTERPRET=0 python -m tests.triton_sm90 [triton|gluon]`` (test_triton_sm90.py
+Run as ``TRITON_INTERPRET=0 python -m tests.triton_sm90 [triton|gluon|spills BACKEND|wgmma]`` (test_triton_sm90.py
 does). The real
 launchers run on CPU tensors with ``JITFunction.run`` swapped for a recorder, so the argument
 types and compile-time constants are exactly what a GPU launch passes; each distinct kernel
@@ -107,7 +107,7 @@ def compile_all(problems, backend: str = "triton", configs=(None,), algorithms=N
         dtype = next(t for t in signature.values() if t.startswith("*") and t != "*i32")
         report.append(f"{fn.__name__} {dtype} {named} {launch} shared={kernel.metadata.shared} "
                       f"mma={'mma' in ptx} cp.async={bool(CP_ASYNC.search(ptx))} "
-                      f"tma={'cp.async.bulk.tensor' in ptx} "
+                      f"tma={'cp.async.bulk.tensor' in ptx} wgmma={'wgmma.mma_async' in ptx} "
                       f"acq_rel={'atom.global.gpu.acq_rel' in ptx} "
                       f"f16_to_bf16={'cvt.bf16.f16' in ptx}"
                       + (f" spills={ptxas_spills(ptx)}" if spills else ""))
@@ -140,9 +140,24 @@ def spill_check() -> None:
             print(line)
 
 
+def wgmma_check() -> None:
+    """Gluon's warpgroup-MMA kernels (``WGMMA=1``, asked for by config) on drafts of 32-64 rows a
+    KV head: head dims 128, 144 (two tiles, a window, soft-capping) and 256, on one and two
+    warpgroups, dense tiles by TMA and by cp.async, paged; one line per kernel with its spills."""
+    problems = [DecodeProblem(32, 4, 128, (3000, 700), layout=layout, q_len=8) for layout in ("dense", "paged")]
+    problems += [DecodeProblem(16, 2, 144, (900, 70), layout=layout, q_len=4, window=300, softcap=20.0)
+                 for layout in ("dense", "paged")]
+    problems += [DecodeProblem(16, 2, 256, (900, 70), q_len=8)]
+    configs = ({"WGMMA": 1}, {"WGMMA": 1, "num_warps": 8}, {"WGMMA": 1, "DENSE_TMA": 1})
+    for line in compile_all(problems, "gluon", configs, spills=True):
+        print(line)
+
+
 def main() -> None:
     if sys.argv[1:2] == ["spills"]:
         return spill_check()
+    if sys.argv[1:2] == ["wgmma"]:
+        return wgmma_check()
     problems = [DecodeProblem(32, 8, 128, (300, 70), layout=layout, dtype=dtype)
                 for dtype in ("bfloat16", "float16", "float32") for layout in ("dense", "paged")]
     problems += [DecodeProblem(16, 4, head_dim, (300,), layout=layout)

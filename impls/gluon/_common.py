@@ -34,7 +34,8 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
-from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma,
+                                                             warpgroup_mma)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from impls.common import LN2 as _LN2
@@ -76,6 +77,27 @@ def mma_layout(num_warps):
     scores, head dims for the output): the group's 16 rows are all one MMA tile high."""
     return gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[1, num_warps],
                                      instr_shape=[16, 8])
+
+
+@gluon.constexpr_function
+def acc_layout(wgmma, columns, num_warps):
+    """The accumulator of a product ``columns`` wide (tokens for the scores, a tile's head dims
+    for the output): ``mma_layout``, or with ``wgmma`` Hopper's warpgroup MMA, the warps down
+    the rows (16 a warp: 64 rows a warpgroup) and one instruction across the columns."""
+    if wgmma:
+        return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
+                                         instr_shape=[16, columns, 16])
+    return gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[1, num_warps],
+                                     instr_shape=[16, 8])
+
+
+@gluon.constexpr_function
+def ring_layout(wgmma, block_n, dims, dtype):
+    """K/V ring slots: ``smem_layout``, or with ``wgmma`` the layout the warpgroup MMA reads its
+    shared operands in (the TMA descriptors' default)."""
+    if wgmma:
+        return gl.NVMMASharedLayout.get_default_for([block_n, dims], dtype)
+    return gl.SwizzledSharedLayout(COPY_BYTES * 8 // dtype.primitive_bitwidth, 1, 8, order=[1, 0])
 
 
 @gluon.jit
@@ -163,7 +185,7 @@ def tanh(x):
 @gluon.jit
 def softmax_step(q, q_hi, k_tile, k_hi, v_tile, v_hi, tile_start, first, end, row_first,
                  row_end, softcap, qk_scale, m_i, l_i, acc, acc_hi, SOFTCAP: gl.constexpr,
-                 ROW_SPANS: gl.constexpr, D_HI: gl.constexpr):
+                 ROW_SPANS: gl.constexpr, D_HI: gl.constexpr, WGMMA: gl.constexpr):
     """One online-softmax step over a landed ``[BLOCK_N, HEAD_DIM_PAD]`` K/V tile in shared
     memory whose first token is ``tile_start``: tokens outside [first, end) are masked out of
     the scores (their V rows must hold finite values), and with ``ROW_SPANS`` (a multi-token
@@ -173,18 +195,26 @@ def softmax_step(q, q_hi, k_tile, k_hi, v_tile, v_hi, tile_start, first, end, ro
     fragments leave shared memory (exact: every fp8 value is a bf16 and an fp16 value), so both
     products stay 16-bit mma_v2. ``D_HI`` > 0: the head dim's second tile (``q_hi``, ``k_hi``,
     ``v_hi``, ``acc_hi``; else None and a placeholder) adds to the scores and has its own
-    accumulator."""
+    accumulator. ``WGMMA``: both products on Hopper's warpgroup MMA (``acc_layout``), its shared
+    operands read in place (16-bit tiles only)."""
     dtype: gl.constexpr = q.dtype
-    MMA: gl.constexpr = mma_layout(gl.num_warps())
-    K_WIDTH: gl.constexpr = 32 // dtype.primitive_bitwidth  # operand elements per 32-bit register
-    A_OP: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=K_WIDTH)
-    B_OP: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=K_WIDTH)
     BLOCK_H: gl.constexpr = q.shape[0]
     BLOCK_N: gl.constexpr = k_tile.shape[0]
-    k = widen(k_tile.permute([1, 0]).load(B_OP), dtype)  # K^T fragments (ldmatrix if 16-bit)
-    s = mma_v2(q, k, gl.zeros([BLOCK_H, BLOCK_N], gl.float32, MMA))
-    if D_HI > 0:
-        s = mma_v2(q_hi, widen(k_hi.permute([1, 0]).load(B_OP), dtype), s)
+    MMA: gl.constexpr = acc_layout(WGMMA, BLOCK_N, gl.num_warps())  # the scores'
+    OUT: gl.constexpr = acc_layout(WGMMA, acc.shape[1], gl.num_warps())
+    K_WIDTH: gl.constexpr = 32 // dtype.primitive_bitwidth  # operand elements per 32-bit register
+    A_OP: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=OUT, k_width=K_WIDTH)
+    B_OP: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=K_WIDTH)
+    if WGMMA:
+        s = warpgroup_mma(q, k_tile.permute([1, 0]), gl.zeros([BLOCK_H, BLOCK_N], gl.float32, MMA),
+                          use_acc=False)
+        if D_HI > 0:
+            s = warpgroup_mma(q_hi, k_hi.permute([1, 0]), s)
+    else:
+        k = widen(k_tile.permute([1, 0]).load(B_OP), dtype)  # K^T fragments (ldmatrix if 16-bit)
+        s = mma_v2(q, k, gl.zeros([BLOCK_H, BLOCK_N], gl.float32, MMA))
+        if D_HI > 0:
+            s = mma_v2(q_hi, widen(k_hi.permute([1, 0]).load(B_OP), dtype), s)
     tokens = tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(0, MMA))
     valid = (tokens < end) & (tokens >= first)
     s = s * qk_scale
@@ -201,12 +231,22 @@ def softmax_step(q, q_hi, k_tile, k_hi, v_tile, v_hi, tile_start, first, end, ro
     alpha = gl.exp2(m_i - m_new)
     p = gl.exp2(s - m_new[:, None])
     l_i = l_i * alpha + gl.sum(p, 1)
-    v = widen(v_tile.load(B_OP), dtype)
     # P V in the input dtype on the tensor cores, float32 accumulation
-    p = gl.convert_layout(p.to(dtype), A_OP)
-    acc = mma_v2(p, v, acc * alpha[:, None])
-    if D_HI > 0:
-        acc_hi = mma_v2(p, widen(v_hi.load(B_OP), dtype), acc_hi * alpha[:, None])
+    if WGMMA:
+        p = p.to(dtype)
+        acc = warpgroup_mma(gl.convert_layout(p, A_OP), v_tile,
+                            acc * gl.convert_layout(alpha, gl.SliceLayout(1, OUT))[:, None])
+        if D_HI > 0:
+            HI: gl.constexpr = acc_layout(WGMMA, D_HI, gl.num_warps())
+            acc_hi = warpgroup_mma(
+                gl.convert_layout(p, gl.DotOperandLayout(operand_index=0, parent=HI, k_width=K_WIDTH)),
+                v_hi, acc_hi * gl.convert_layout(alpha, gl.SliceLayout(1, HI))[:, None])
+    else:
+        v = widen(v_tile.load(B_OP), dtype)
+        p = gl.convert_layout(p.to(dtype), A_OP)
+        acc = mma_v2(p, v, acc * alpha[:, None])
+        if D_HI > 0:
+            acc_hi = mma_v2(p, widen(v_hi.load(B_OP), dtype), acc_hi * alpha[:, None])
     return m_new, l_i, acc, acc_hi
 
 
@@ -216,21 +256,22 @@ def stream_gathered(q, q_hi, k_ptr, v_ptr, block_table_ptr, pid_b, kvh_off, star
                     qk_scale, m_i, l_i, acc, acc_hi, HEAD_DIM: gl.constexpr,
                     HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr, BLOCK_N: gl.constexpr,
                     IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr, NUM_STAGES: gl.constexpr,
-                    SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr):
+                    SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr, WGMMA: gl.constexpr):
     """Tokens [start, end) through a ``NUM_STAGES``-slot cp.async ring, rows addressed one by
     one (through the block table when paged), those before ``first`` (a window's start) masked:
     masked rows are zero-filled, never read. ``D_HI`` > 0: a second ring of the dims from
     ``HEAD_DIM_PAD`` on, filled in the same copy groups."""
     dtype: gl.constexpr = k_ptr.dtype.element_ty
     LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, dtype.primitive_bitwidth, gl.num_warps())
-    SMEM: gl.constexpr = smem_layout(dtype.primitive_bitwidth)
+    SMEM: gl.constexpr = ring_layout(WGMMA, BLOCK_N, HEAD_DIM_PAD, dtype)
     k_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM_PAD], SMEM)
     v_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM_PAD], SMEM)
     k_hi_ring = None
     v_hi_ring = None
     if D_HI > 0:
-        k_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, D_HI], SMEM)
-        v_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, D_HI], SMEM)
+        SMEM_HI: gl.constexpr = ring_layout(WGMMA, BLOCK_N, D_HI, dtype)
+        k_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, D_HI], SMEM_HI)
+        v_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, D_HI], SMEM_HI)
     offs_n = gl.arange(0, BLOCK_N, gl.SliceLayout(1, LOAD))
     num_tiles = gl.cdiv(end - start, BLOCK_N)
 
@@ -249,6 +290,8 @@ def stream_gathered(q, q_hi, k_ptr, v_ptr, block_table_ptr, pid_b, kvh_off, star
         # Tile i landed once at most NUM_STAGES - 2 newer copy groups are pending; the barrier
         # makes every warp's copies visible and frees the slot read in the previous iteration.
         async_copy.wait_group(NUM_STAGES - 2)
+        if WGMMA:  # cp.async's writes (the generic proxy) before the MMA reads them (the async one)
+            fence_async_shared()
         gl.thread_barrier()
         refill = (i + NUM_STAGES - 1) % NUM_STAGES
         issue_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, refill, k_ptr, v_ptr, next_page,
@@ -267,7 +310,8 @@ def stream_gathered(q, q_hi, k_ptr, v_ptr, block_table_ptr, pid_b, kvh_off, star
         m_i, l_i, acc, acc_hi = softmax_step(q, q_hi, k_ring.index(stage), k_hi,
                                              v_ring.index(stage), v_hi, start + i * BLOCK_N,
                                              first, end, row_first, row_end, softcap, qk_scale,
-                                             m_i, l_i, acc, acc_hi, SOFTCAP, ROW_SPANS, D_HI)
+                                             m_i, l_i, acc, acc_hi, SOFTCAP, ROW_SPANS, D_HI,
+                                             WGMMA)
     async_copy.wait_group(0)  # no copy outlives the program's shared memory
     return m_i, l_i, acc, acc_hi
 
@@ -276,7 +320,7 @@ def stream_gathered(q, q_hi, k_ptr, v_ptr, block_table_ptr, pid_b, kvh_off, star
 def stream_tma(q, q_hi, k_desc, v_desc, k_hi_desc, v_hi_desc, pid_b, pid_kvh, start, end, first,
                row_first, row_end, softcap, qk_scale, m_i, l_i, acc, acc_hi,
                NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
-               D_HI: gl.constexpr):
+               D_HI: gl.constexpr, WGMMA: gl.constexpr):
     """Tokens [start, end) of a dense cache through a ``NUM_STAGES``-slot ring filled by TMA:
     one bulk copy per K and V tile (box ``[1, BLOCK_N, 1, HEAD_DIM_PAD]`` of the
     ``[batch, max_seq_len, Hkv, D]`` descriptor; dims past ``HEAD_DIM`` and rows past the cache
@@ -345,7 +389,8 @@ def stream_tma(q, q_hi, k_desc, v_desc, k_hi_desc, v_hi_desc, pid_b, pid_kvh, st
             gl.thread_barrier()
         m_i, l_i, acc, acc_hi = softmax_step(q, q_hi, k_tile, k_hi, v_tile, v_hi, tile_start,
                                              first, end, row_first, row_end, softcap, qk_scale,
-                                             m_i, l_i, acc, acc_hi, SOFTCAP, ROW_SPANS, D_HI)
+                                             m_i, l_i, acc, acc_hi, SOFTCAP, ROW_SPANS, D_HI,
+                                             WGMMA)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.invalidate(ready.index(i))
     return m_i, l_i, acc, acc_hi
@@ -374,7 +419,8 @@ def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc, block_tabl
            window, softcap, q_len, row0, HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr,
            D_HI: gl.constexpr, BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr,
            PAGE_SIZE: gl.constexpr, NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr,
-           KV_SCALED: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr):
+           KV_SCALED: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
+           WGMMA: gl.constexpr):
     """Attention of KV head ``pid_kvh``'s query rows ``row0 + [0, BLOCK_H)`` (row r: query
     token r // group_size, head r % group_size; rows past q_len x group_size are padding) over
     tokens [start, end) of a sequence of ``seq_len``: query token i sees the tokens below
@@ -382,15 +428,16 @@ def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc, block_tabl
     to start no earlier than the tile of the block's first row's window and to end at its last
     row's token. The head dim as a tile of ``HEAD_DIM_PAD`` dims and, where ``D_HI`` > 0, a
     second of the next ``D_HI`` (``head_dim_tiles``). (out, out of the second tile's dims or a
-    placeholder, lse) in the MMA layout, out normalised, lse natural-log; an empty row gives 0
-    and -inf. Dense caches stream by TMA (``k_desc``, ``v_desc``, and ``k_hi_desc``,
-    ``v_hi_desc`` for the second tile) unless ``DENSE_TMA`` is 0, paged ones by cp.async
-    gathers (descriptors None).
+    placeholder, lse) in ``acc_layout``'s layouts (``WGMMA``: the warpgroup MMA's), out
+    normalised, lse natural-log; an empty row gives 0 and -inf. Dense caches stream by TMA
+    (``k_desc``, ``v_desc``, and ``k_hi_desc``, ``v_hi_desc`` for the second tile) unless
+    ``DENSE_TMA`` is 0, paged ones by cp.async gathers (descriptors None).
     An fp8 cache (``KV_SCALED``): K's scale folds into the score scale and V's into the output,
     one float32 product each (``scale_stride`` 1: a scale per KV head; 0: one for all)."""
     dtype: gl.constexpr = q_ptr.dtype.element_ty
     LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, dtype.primitive_bitwidth, gl.num_warps())
-    MMA: gl.constexpr = mma_layout(gl.num_warps())
+    MMA: gl.constexpr = acc_layout(WGMMA, BLOCK_N, gl.num_warps())  # the scores'
+    OUT: gl.constexpr = acc_layout(WGMMA, HEAD_DIM_PAD, gl.num_warps())
     A_OP: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA,
                                              k_width=32 // dtype.primitive_bitwidth)
     rows = row0 + gl.arange(0, BLOCK_H, gl.SliceLayout(1, LOAD))
@@ -401,18 +448,28 @@ def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc, block_tabl
     mask_h = rows < q_len * group_size
     q = gl.load(q_ptr + q_rows + offs_d[None, :],
                 mask=mask_h[:, None] & (offs_d < HEAD_DIM)[None, :], other=0.0)
-    q = gl.convert_layout(q, A_OP)
+    if WGMMA:  # the rows in shared memory, read from there by every score product: no registers
+        q = gl.allocate_shared_memory(dtype, [BLOCK_H, HEAD_DIM_PAD],
+                                      ring_layout(WGMMA, BLOCK_H, HEAD_DIM_PAD, dtype), q)
+    else:
+        q = gl.convert_layout(q, A_OP)
     m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, gl.SliceLayout(1, MMA))
     l_i = gl.zeros([BLOCK_H], gl.float32, gl.SliceLayout(1, MMA))
-    acc = gl.zeros([BLOCK_H, HEAD_DIM_PAD], gl.float32, MMA)
+    acc = gl.zeros([BLOCK_H, HEAD_DIM_PAD], gl.float32, OUT)
     q_hi = None
     acc_hi = gl.zeros([BLOCK_H, 16], gl.float32, MMA)  # a placeholder, unless D_HI > 0
     if D_HI > 0:
         offs_hi = HEAD_DIM_PAD + gl.arange(0, D_HI, gl.SliceLayout(0, LOAD))
         q_hi = gl.load(q_ptr + q_rows + offs_hi[None, :],
                        mask=mask_h[:, None] & (offs_hi < HEAD_DIM)[None, :], other=0.0)
-        q_hi = gl.convert_layout(q_hi, A_OP)
-        acc_hi = gl.zeros([BLOCK_H, D_HI], gl.float32, MMA)
+        if WGMMA:
+            q_hi = gl.allocate_shared_memory(dtype, [BLOCK_H, D_HI],
+                                             ring_layout(WGMMA, BLOCK_H, D_HI, dtype), q_hi)
+        else:
+            q_hi = gl.convert_layout(q_hi, A_OP)
+        acc_hi = gl.zeros([BLOCK_H, D_HI], gl.float32, acc_layout(WGMMA, D_HI, gl.num_warps()))
+    if WGMMA:  # the query's stores (the generic proxy) before the MMA reads them (the async one)
+        fence_async_shared()
     if KV_SCALED:
         qk_scale = qk_scale * gl.load(k_scale_ptr + pid_kvh * scale_stride)
     # each row's span; the block's first row sees from the earliest token, its last to the latest
@@ -429,12 +486,12 @@ def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc, block_tabl
                                                 stride_kt, stride_btb, page_size, qk_scale, m_i,
                                                 l_i, acc, acc_hi, HEAD_DIM, HEAD_DIM_PAD, D_HI,
                                                 BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, SOFTCAP,
-                                                ROW_SPANS)
+                                                ROW_SPANS, WGMMA)
     else:
         m_i, l_i, acc, acc_hi = stream_tma(q, q_hi, k_desc, v_desc, k_hi_desc, v_hi_desc, pid_b,
                                            pid_kvh, start, end, first, row_first, row_end,
                                            softcap, qk_scale, m_i, l_i, acc, acc_hi, NUM_STAGES,
-                                           SOFTCAP, ROW_SPANS, D_HI)
+                                           SOFTCAP, ROW_SPANS, D_HI, WGMMA)
     v_scale = 1.0
     if KV_SCALED:
         v_scale = gl.load(v_scale_ptr + pid_kvh * scale_stride)
@@ -442,18 +499,21 @@ def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc, block_tabl
     empty = l_i == 0.0
     norm = v_scale / gl.where(empty, 1.0, l_i)
     lse = gl.where(empty, float("-inf"), (m_i + gl.log2(gl.where(empty, 1.0, l_i))) * LN2)
-    return acc * norm[:, None], acc_hi * norm[:, None], lse
+    out = acc * gl.convert_layout(norm, gl.SliceLayout(1, OUT))[:, None]
+    out_hi = acc_hi * gl.convert_layout(norm, gl.SliceLayout(1, acc_hi.type.layout))[:, None]
+    return out, out_hi, lse
 
 
 @gluon.jit
 def store_rows(out_ptr, lse_ptr, out, out_hi, lse, stride_ot, stride_oh, stride_lt, group_size,
                q_len, row0, BLOCK_H: gl.constexpr, HEAD_DIM: gl.constexpr,
-               HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr):
+               HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr, WGMMA: gl.constexpr):
     """Store the block's valid rows: row r (query token t = r // group_size, head g of the
     group) of out at ``out_ptr + t * stride_ot + g * stride_oh``, its lse at ``lse_ptr +
     t * stride_lt + g`` (both pointers at the sequence's first token and the group's first
     head); ``out_hi``: the dims from ``HEAD_DIM_PAD`` on where ``D_HI`` > 0 (``attend``)."""
-    MMA: gl.constexpr = mma_layout(gl.num_warps())
+    MMA: gl.constexpr = acc_layout(WGMMA, HEAD_DIM_PAD, gl.num_warps())  # out's
+    lse = gl.convert_layout(lse, gl.SliceLayout(1, MMA))
     rows = row0 + gl.arange(0, BLOCK_H, gl.SliceLayout(1, MMA))
     offs_d = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, MMA))
     mask_h = rows < q_len * group_size
@@ -463,6 +523,7 @@ def store_rows(out_ptr, lse_ptr, out, out_hi, lse, stride_ot, stride_oh, stride_
              mask=mask_h[:, None] & (offs_d < HEAD_DIM)[None, :])
     if D_HI > 0:
         offs_hi = HEAD_DIM_PAD + gl.arange(0, D_HI, gl.SliceLayout(0, MMA))
+        out_hi = gl.convert_layout(out_hi, MMA)
         gl.store(row_ptr + offs_hi[None, :], out_hi.to(out_ptr.dtype.element_ty),
                  mask=mask_h[:, None] & (offs_hi < HEAD_DIM)[None, :])
     gl.store(lse_ptr + token * stride_lt + head, lse, mask=mask_h)
@@ -493,7 +554,14 @@ NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faste
 # warp. Not at head dim 128 nor in one-pass: slower there (results/nvidia-h200/2026-11-26-combine)
 WIDE_WARPS = 8
 MMA_N = 8
-REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA", "num_warps")  # Launch.config
+# WGMMA=1 (asked for by config alone, not yet in the search space: unmeasured): both products on
+# Hopper's warpgroup MMA, 16 rows a warp (64 a warpgroup), so a draft's 64-128 rows of a KV head
+# take one program where mma_v2's register budget splits them into programs that each re-read
+# the K/V. A thread holds (dims + BLOCK_N) / 2 accumulator floats: the tile narrows to keep that
+# within WGMMA_THREAD_FLOATS.
+WGMMA_THREAD_FLOATS = 160
+REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA", "WGMMA",
+            "num_warps")  # Launch.config
 
 
 def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_SHARERS,
@@ -523,10 +591,15 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
         KV_SCALED=problem.cache.quantised,
         SOFTCAP=problem.softcap is not None,
         ROW_SPANS=problem.q_len > 1,
+        WGMMA=0,
         num_warps=NUM_WARPS,
     )
     cfg = with_overrides(defaults, config)
     rows = triton.next_power_of_2(problem.q_len * problem.group_size)
+    if cfg["WGMMA"] not in (0, 1):
+        raise ProblemError(f"config: WGMMA={cfg['WGMMA']!r}: must be 0 or 1")
+    if cfg["WGMMA"]:
+        return _wgmma_config(problem, config, cfg, dims)
 
     def fitted(num_warps):  # (tile, rows a program holds) on num_warps
         budget = THREAD_FLOATS * 32 * num_warps  # floats of a program's rows x (dims + tile)
@@ -562,6 +635,29 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
     per_page = cfg["IS_PAGED"] and (tile % ps == 0 or ps % tile == 0)
     # paged tiles are always gathered: DENSE_TMA says what runs (reported, specialised on)
     return {**cfg, "PAGE_SIZE": ps if per_page else 0,
+            "DENSE_TMA": 0 if cfg["IS_PAGED"] else cfg["DENSE_TMA"]}
+
+
+def _wgmma_config(problem, config, cfg: dict, dims: int) -> dict:
+    """``pick_launch_config``'s rows and tile for ``WGMMA=1``: a warpgroup's 64 rows (128 on 8
+    warps) a program; 16-bit queries and caches only (its shared operands are read as stored)."""
+    if problem.itemsize != 2 or problem.kv_itemsize != 2 or cfg["num_warps"] not in (4, 8):
+        raise ProblemError(f"config: WGMMA=1 with num_warps={cfg['num_warps']}: needs 16-bit "
+                           f"queries and K/V (here {problem.dtype}, {problem.kv_dtype}; the "
+                           "warpgroup MMA reads its shared operands as stored) and num_warps 4 "
+                           "or 8 (whole warpgroups)")
+    block_n = cfg["BLOCK_N"]
+    if "BLOCK_N" not in (config or {}):
+        while block_n > 16 and (dims + block_n) / 2 > WGMMA_THREAD_FLOATS:
+            block_n //= 2
+    if block_n not in (16, 32, 64, 128, 256) or not 2 <= cfg["NUM_STAGES"] <= 8:
+        raise ProblemError(f"config: BLOCK_N={block_n}, NUM_STAGES={cfg['NUM_STAGES']}: BLOCK_N "
+                           "must be a power of two in [16, 256], NUM_STAGES in [2, 8]")
+    del cfg["DIM_SPLIT"]
+    ps = problem.page_size
+    per_page = cfg["IS_PAGED"] and (block_n % ps == 0 or ps % block_n == 0)
+    return {**cfg, "BLOCK_N": block_n, "BLOCK_H": 16 * cfg["num_warps"],
+            "PAGE_SIZE": ps if per_page else 0,
             "DENSE_TMA": 0 if cfg["IS_PAGED"] else cfg["DENSE_TMA"]}
 
 

@@ -29,7 +29,7 @@ def decode_kernel(
     HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
     BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
     NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr, KV_SCALED: gl.constexpr,
-    SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
+    SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr, WGMMA: gl.constexpr,
 ):
     pid_b = gl.program_id(0)
     pid_kvh = gl.program_id(1) // row_blocks
@@ -41,12 +41,12 @@ def decode_kernel(
                               qk_scale, k_scale_ptr, v_scale_ptr, scale_stride, seq_len, window,
                               softcap, q_len, row0, HEAD_DIM, HEAD_DIM_PAD, D_HI, BLOCK_H,
                               BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, DENSE_TMA, KV_SCALED,
-                              SOFTCAP, ROW_SPANS)
+                              SOFTCAP, ROW_SPANS, WGMMA)
     head0 = pid_kvh * group_size
     token0 = pid_b * q_len
     store_rows(out_ptr + token0 * stride_ob + head0 * stride_oh, lse_ptr + token0 * stride_lb + head0,
                out, out_hi, lse, stride_ob, stride_oh, stride_lb, group_size, q_len, row0,
-               BLOCK_H, HEAD_DIM, HEAD_DIM_PAD, D_HI)
+               BLOCK_H, HEAD_DIM, HEAD_DIM_PAD, D_HI, WGMMA)
 
 
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:

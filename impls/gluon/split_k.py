@@ -41,7 +41,7 @@ def split_kernel(
     HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
     BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
     NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr, KV_SCALED: gl.constexpr,
-    SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
+    SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr, WGMMA: gl.constexpr,
 ):
     # KV heads (and their row blocks) vary fastest: an item's programs start together, and the
     # items' longest-first order holds across the whole grid
@@ -61,19 +61,19 @@ def split_kernel(
                               qk_scale, k_scale_ptr, v_scale_ptr, scale_stride,
                               gl.load(seq_lens_ptr + pid_b), window, softcap, q_len, row0,
                               HEAD_DIM, HEAD_DIM_PAD, D_HI, BLOCK_H, BLOCK_N, IS_PAGED, PAGE_SIZE,
-                              NUM_STAGES, DENSE_TMA, KV_SCALED, SOFTCAP, ROW_SPANS)
+                              NUM_STAGES, DENSE_TMA, KV_SCALED, SOFTCAP, ROW_SPANS, WGMMA)
     head0 = pid_kvh * group_size
     if slot < 0:  # a whole sequence: the final result
         token0 = pid_b * q_len
         store_rows(out_ptr + token0 * stride_ob + head0 * stride_oh,
                    lse_ptr + token0 * stride_lb + head0, out, out_hi, lse, stride_ob, stride_oh,
-                   stride_lb, group_size, q_len, row0, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD, D_HI)
+                   stride_lb, group_size, q_len, row0, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD, D_HI, WGMMA)
     else:  # a partial: query token t's head h in row t x Hq + h of the slot
         num_q_heads = num_kv_heads * group_size
         store_rows(part_out_ptr + slot * stride_pos + head0 * stride_poh,
                    part_lse_ptr + slot * stride_pls + head0, out, out_hi, lse,
                    num_q_heads * stride_poh, stride_poh, num_q_heads, group_size, q_len, row0,
-                   BLOCK_H, HEAD_DIM, HEAD_DIM_PAD, D_HI)
+                   BLOCK_H, HEAD_DIM, HEAD_DIM_PAD, D_HI, WGMMA)
 
 
 @gluon.jit(do_not_specialize=["q_len", "num_q_heads", "num_rows"])
