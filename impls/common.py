@@ -45,10 +45,10 @@ def head_dim_tiles(head_dim: int, dim_split) -> tuple[int, int]:
     """(D_LO, D_HI): the head dim in one tile padded to a power of two (D_HI 0), or, with
     ``dim_split`` where that saves dims, in two: the largest power of two below it and the rest's
     (at least 16, the MMA's k step): 144 = 128 + 16, 192 = 128 + 64, 80 = 64 + 16; 240 stays
-    256."""
+    256. Head dims below 16 are padded to 16: the MMA takes no narrower k."""
     if dim_split not in (0, 1):
         raise ProblemError(f"config: DIM_SPLIT={dim_split!r}: must be 0 or 1")
-    pad = 1 << (head_dim - 1).bit_length()
+    pad = max(MIN_DIM_TILE, 1 << (head_dim - 1).bit_length())
     low = pad // 2
     if not dim_split or pad == head_dim or head_dim <= MIN_DIM_TILE:
         return pad, 0

@@ -316,6 +316,7 @@ def test_triton_splits_the_head_dim_where_the_padded_tile_is_256_or_the_rows_fil
     assert tiles(20, 2, 240, q_len=8) == (256, 0)  # 128 + 128: no saving
     assert tiles(8, 8, 144, config={"DIM_SPLIT": 0}) == (256, 0)
     assert tiles(32, 32, 96, config={"DIM_SPLIT": 1}) == (64, 32)
+    assert tiles(8, 2, 8) == (16, 0)  # under the MMA's k step of 16: padded to it
 
 
 def test_gluon_takes_the_same_dim_split_rule_and_sizes_its_tiles_by_both():
@@ -361,6 +362,8 @@ def test_gluon_warpgroup_mma_takes_a_warpgroup_of_rows_and_16_bit_operands():
             cfg(128, bad, **kw)
     with pytest.raises(ProblemError, match="WGMMA"):
         cfg(128, {"WGMMA": 2})
+    with pytest.raises(ProblemError, match="DENSE_TMA"):
+        cfg(128, {"DENSE_TMA": 2})
 
 
 def test_cupy_merge_values_it_cannot_take_are_refused():

@@ -164,6 +164,8 @@ def main() -> None:
                  for head_dim in (64, 96, 256) for layout in ("dense", "paged")]
     # a head dim in two tiles by rule (144 = 128 + 16: dense TMA boxes and gathers of both)
     problems += [DecodeProblem(16, 4, 144, (300,), layout=layout) for layout in ("dense", "paged")]
+    # a head dim under the MMA's k step of 16 (Triton pads it to 16; Gluon declares 16 at least)
+    problems += [DecodeProblem(8, 2, 8, (300, 70), layout=layout) for layout in ("dense", "paged")]
     # a page size that neither divides the tile nor is divided by it: the per-row table lookups
     problems += [DecodeProblem(32, 8, 128, (300, 70), layout="paged", page_size=12)]
     # one long sequence on one KV head: split on the nominal 4 SMs of a CPU, the combine launched

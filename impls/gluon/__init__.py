@@ -31,11 +31,12 @@ BACKEND = Backend(
 # soft-capped scores: tanh from one exp2; multi-token queries: the tokens x the group are the
 # tile's rows, each masked to its own span (as the Triton backend does).
 CAPS = Capabilities(
-    frozenset({"dense", "paged"}), dtypes=frozenset({"bfloat16", "float16"}), max_head_dim=256,
-    head_dim_multiple=8, kv_dtypes=frozenset(KV_DTYPES), windows=True, softcaps=True,
+    frozenset({"dense", "paged"}), dtypes=frozenset({"bfloat16", "float16"}), min_head_dim=16,
+    max_head_dim=256, head_dim_multiple=8, kv_dtypes=frozenset(KV_DTYPES), windows=True, softcaps=True,
     max_q_len=MAX_Q_LEN,
     note="16-bit only: mma_v2 multiplies float32 as tf32, outside the float32 tolerance; rows "
-         "are copied in 16-byte cp.async vectors, so head_dim is a multiple of 8")
+         "are copied in 16-byte cp.async vectors, so head_dim is a multiple of 8, and at least 16 "
+         "(a row of 8 does not lower for sm_90: Triton 3.6's ConvertTritonGPUToLLVM fails)")
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.gluon.one_pass", CAPS, options=("config",),
          summary="grid (batch, kv_heads); a 2-slot cp.async ring (paged: table entries "

@@ -650,9 +650,11 @@ def _wgmma_config(problem, config, cfg: dict, dims: int) -> dict:
     if "BLOCK_N" not in (config or {}):
         while block_n > 16 and (dims + block_n) / 2 > WGMMA_THREAD_FLOATS:
             block_n //= 2
-    if block_n not in (16, 32, 64, 128, 256) or not 2 <= cfg["NUM_STAGES"] <= 8:
-        raise ProblemError(f"config: BLOCK_N={block_n}, NUM_STAGES={cfg['NUM_STAGES']}: BLOCK_N "
-                           "must be a power of two in [16, 256], NUM_STAGES in [2, 8]")
+    if block_n not in (16, 32, 64, 128, 256) or not 2 <= cfg["NUM_STAGES"] <= 8 or \
+            cfg["DENSE_TMA"] not in (0, 1):
+        raise ProblemError(f"config: BLOCK_N={block_n}, NUM_STAGES={cfg['NUM_STAGES']}, DENSE_TMA="
+                           f"{cfg['DENSE_TMA']}: BLOCK_N must be a power of two in [16, 256], "
+                           "NUM_STAGES in [2, 8], DENSE_TMA 0 or 1")
     del cfg["DIM_SPLIT"]
     ps = problem.page_size
     per_page = cfg["IS_PAGED"] and (block_n % ps == 0 or ps % block_n == 0)
