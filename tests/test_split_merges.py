@@ -130,6 +130,20 @@ DIM_SPLIT_CASES = [(p, layout, how) for p in DIM_SPLITS for layout in ("dense", 
                    if how != "split-k-fused" or (p.q_len == 1 and p.window is None)]
 
 
+def run_against_reference(name: str, problem, seed: int, config: dict, **kwargs):
+    """Implementation ``name`` launched once on ``problem`` with ``config`` (skipped where it is
+    unavailable): its Launch and how its output compares with the float64 reference."""
+    impl = registry.get(name)
+    if impl.availability():
+        pytest.skip(impl.availability())
+    device = "cpu" if impl.backend.mode() != "gpu" else "cuda"
+    inputs = make_inputs(problem, seed=seed, device=device)
+    out, lse = inputs.new_outputs()
+    launch = importlib.import_module(impl.module).prepare(inputs, out, lse, config=config, **kwargs)
+    launch.run()
+    return launch, compare(problem, out, lse, reference(inputs))
+
+
 @pytest.mark.parametrize("problem,layout,how", DIM_SPLIT_CASES,
                          ids=[f"{p.label()}-{layout}-{how}" for p, layout, how in DIM_SPLIT_CASES])
 def test_triton_head_dim_in_two_tiles_matches_the_reference(problem, layout, how):
@@ -138,21 +152,13 @@ def test_triton_head_dim_in_two_tiles_matches_the_reference(problem, layout, how
     algorithm = how.removesuffix("-fused")
     options = {"one-pass": {}, "split-k": {"num_splits": 3},
                "split-k-fused": {"num_splits": 3, "MERGE": "fused"}}[how]
-    impl = registry.get(f"triton/{algorithm}")
-    if impl.availability():
-        pytest.skip(impl.availability())
-    device = "cpu" if impl.backend.mode() != "gpu" else "cuda"
-    problem = problem.replace(layout=layout)
-    inputs = make_inputs(problem, seed=7, device=device)
-    out, lse = inputs.new_outputs()
-    module = importlib.import_module(impl.module)
     config = {"DIM_SPLIT": 1, **{k: v for k, v in options.items() if k == "MERGE"}}
     kwargs = {"num_splits": options["num_splits"]} if "num_splits" in options else {}
-    launch = module.prepare(inputs, out, lse, config=config, **kwargs)
+    launch, result = run_against_reference(f"triton/{algorithm}", problem.replace(layout=layout), 7,
+                                           config, **kwargs)
     assert launch.config["D_HI"] > 0
-    launch.run()
-    result = compare(problem, out, lse, reference(inputs))
     assert result.passed, result.summary()
+
 
 GLUON_DIM_SPLIT_CASES = [(p, layout, how) for p in DIM_SPLITS for layout in ("dense", "paged")
                          for how in ("one-pass", "split-k", "split-k-gathered")
@@ -166,19 +172,11 @@ def test_gluon_head_dim_in_two_tiles_matches_the_reference(problem, layout, how)
     or, split-K dense, TMA boxes counted on the same mbarrier; ``-gathered``: split-K's dense
     tiles by cp.async), its scores added and its output stored beside the first's."""
     algorithm = how.removesuffix("-gathered")
-    impl = registry.get(f"gluon/{algorithm}")
-    if impl.availability():
-        pytest.skip(impl.availability())
-    problem = problem.replace(layout=layout)
-    inputs = make_inputs(problem, seed=11, device="cuda")
-    out, lse = inputs.new_outputs()
-    module = importlib.import_module(impl.module)
     config = {"DIM_SPLIT": 1, **({"DENSE_TMA": 0} if how.endswith("gathered") else {})}
     kwargs = {"num_splits": 3} if algorithm == "split-k" else {}
-    launch = module.prepare(inputs, out, lse, config=config, **kwargs)
+    launch, result = run_against_reference(f"gluon/{algorithm}", problem.replace(layout=layout), 11,
+                                           config, **kwargs)
     assert launch.config["D_HI"] > 0
-    launch.run()
-    result = compare(problem, out, lse, reference(inputs))
     assert result.passed, result.summary()
 
 
@@ -200,17 +198,9 @@ def test_gluon_warpgroup_mma_matches_the_reference(problem, layout, how, extra):
     K/V tiles read where they landed (TMA, or cp.async into the MMA's layout), as the reference
     says."""
     algorithm = how.removesuffix("-tma").removesuffix("-gathered")
-    impl = registry.get(f"gluon/{algorithm}")
-    if impl.availability():
-        pytest.skip(impl.availability())
-    problem = problem.replace(layout=layout)
-    inputs = make_inputs(problem, seed=13, device="cuda")
-    out, lse = inputs.new_outputs()
-    module = importlib.import_module(impl.module)
     tma = {"one-pass-tma": {"DENSE_TMA": 1}, "split-k-gathered": {"DENSE_TMA": 0}}.get(how, {})
     kwargs = {"num_splits": 3} if algorithm == "split-k" else {}
-    launch = module.prepare(inputs, out, lse, config={"WGMMA": 1, **tma, **extra}, **kwargs)
+    launch, result = run_against_reference(f"gluon/{algorithm}", problem.replace(layout=layout), 13,
+                                           {"WGMMA": 1, **tma, **extra}, **kwargs)
     assert launch.config["WGMMA"] == 1 and launch.config["BLOCK_H"] >= 64
-    launch.run()
-    result = compare(problem, out, lse, reference(inputs))
     assert result.passed, result.summary()
