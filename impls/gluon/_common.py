@@ -22,7 +22,11 @@ domain), one level lower, with every choice Triton's compiler makes written out:
   runtime ``page_size``.
 - **``mma_v2`` with explicit layouts.** Scores ``q K^T`` and ``P V`` on the m16n8k16 tensor-core
   instruction, fragments read from a swizzled shared layout (``ldmatrix``), float32 accumulators;
-  ``wgmma`` would need 64 rows, four times the padded group.
+  ``wgmma`` would need 64 rows, four times the padded group. ``WGMMA=1`` (by config; not yet run
+  on a GPU) takes that path for drafts of 64-128 rows a KV head: both products on the warpgroup
+  MMA, its operands read from shared memory.
+- **The head dim in two tiles** (``D_HI`` > 0, ``impls.common.head_dim_tiles``): 144 as 128 +
+  16 rather than one tile padded to 256, each tile in its own ring, the scores summed.
 
 The cp.async path reads both KV layouts as ``[page, row, kv_head, dim]`` tensors (strides
 ``stride_kp``, ``stride_kt``, ``stride_kh``): paged, page = the block table's entry; dense,
