@@ -407,3 +407,24 @@ def test_compare_counts_rows_in_both_runs_without_the_gone_ones(tmp_path):
     res = harness("compare", str(base), str(fewer))
     assert f"verdicts: {total - 1} rows in both runs, 0 with another status" in res.stdout
     assert "1 gone rows" in res.stdout
+
+
+def test_best_variant_sets_a_backends_fastest_variant_per_problem_side_by_side(tmp_path):
+    """scripts/best_variant.py: per problem, the backend's fastest passing variant in each run
+    (its split-K twice as fast in the new one: every problem 50 % faster, whichever variant was
+    the old best), counted beyond the noise; runs of different GPUs are refused."""
+    old = fake_run(tmp_path / "old", seed=1)
+    new = fake_run(tmp_path / "new", seed=1, slow={"triton/split-k": 0.5})
+    res = subprocess.run([sys.executable, "scripts/best_variant.py", str(old), str(new), "triton"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    problems = sum(p.layout == "dense" for p in workloads.named(("grid", "ragged")))  # fake_run's
+    lines = [line for line in res.stdout.splitlines() if line.strip().endswith(("bf16", "fp16", "fp32"))]
+    assert len(lines) == problems and all("new" in line and "triton/split-k" in line.split("new")[1]
+                                          for line in lines)
+    assert all(-51 < float(line.split("%")[0]) < -49 for line in lines), res.stdout
+    assert f"{problems} problems: {problems} faster and 0 slower by more than 2 %" in res.stdout
+    other = fake_run(tmp_path / "h100", gpu="NVIDIA H100", seed=1)
+    refused = subprocess.run([sys.executable, "scripts/best_variant.py", str(old), str(other), "triton"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "different GPUs" in refused.stderr
