@@ -69,24 +69,10 @@ def tile_layout(head_dim_pad, element_bits, num_warps):
 
 
 @gluon.constexpr_function
-def smem_layout(element_bits):
-    """K/V slots: 16-byte chunks XOR-swizzled over 8 rows, so the 8 row addresses of an
-    ``ldmatrix`` fall in 8 different bank groups."""
-    return gl.SwizzledSharedLayout(COPY_BYTES * 8 // element_bits, 1, 8, order=[1, 0])
-
-
-@gluon.constexpr_function
-def mma_layout(num_warps):
-    """m16n8k16 accumulators, the warps side by side along the tile's columns (tokens for the
-    scores, head dims for the output): the group's 16 rows are all one MMA tile high."""
-    return gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[1, num_warps],
-                                     instr_shape=[16, 8])
-
-
-@gluon.constexpr_function
 def acc_layout(wgmma, columns, num_warps):
     """The accumulator of a product ``columns`` wide (tokens for the scores, a tile's head dims
-    for the output): ``mma_layout``, or with ``wgmma`` Hopper's warpgroup MMA, the warps down
+    for the output): mma_v2's m16n8k16, the warps side by side along the columns (the group's
+    16 rows are all one MMA tile high), or with ``wgmma`` Hopper's warpgroup MMA, the warps down
     the rows (16 a warp: 64 rows a warpgroup) and one instruction across the columns."""
     if wgmma:
         return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
@@ -97,8 +83,9 @@ def acc_layout(wgmma, columns, num_warps):
 
 @gluon.constexpr_function
 def ring_layout(wgmma, block_n, dims, dtype):
-    """K/V ring slots: ``smem_layout``, or with ``wgmma`` the layout the warpgroup MMA reads its
-    shared operands in (the TMA descriptors' default)."""
+    """K/V ring slots: 16-byte chunks XOR-swizzled over 8 rows, so the 8 row addresses of an
+    ``ldmatrix`` fall in 8 different bank groups, or with ``wgmma`` the layout the warpgroup MMA
+    reads its shared operands in (the TMA descriptors' default)."""
     if wgmma:
         return gl.NVMMASharedLayout.get_default_for([block_n, dims], dtype)
     return gl.SwizzledSharedLayout(COPY_BYTES * 8 // dtype.primitive_bitwidth, 1, 8, order=[1, 0])
@@ -535,7 +522,7 @@ def store_rows(out_ptr, lse_ptr, out, out_hi, lse, stride_ot, stride_oh, stride_
 
 # ---- launch configuration ----------------------------------------------------------------------
 MIN_BLOCK_H = 16  # mma_v2's m16 tile: the query group is padded up to it
-# Multi-token queries: every warp holds all the tile's rows (mma_layout), so its accumulator and
+# Multi-token queries: every warp holds all the tile's rows (acc_layout), so its accumulator and
 # the accumulator and the scores take rows x (the tiles' dims + BLOCK_N) / (32 x num_warps) floats a
 # thread: within 48 the kernel compiles without spilling (ptxas for sm_90: 32 rows x (128 + 64)
 # on 4 warps, 239-241 registers; at 64, 255 and spills, dense and paged; tests/test_triton_sm90.py
@@ -603,8 +590,29 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
     if cfg["WGMMA"] not in (0, 1):
         raise ProblemError(f"config: WGMMA={cfg['WGMMA']!r}: must be 0 or 1")
     if cfg["WGMMA"]:
-        return _wgmma_config(problem, config, cfg, dims)
+        cfg["BLOCK_N"], cfg["BLOCK_H"] = _wgmma_tiles(problem, config, cfg, dims)
+    else:
+        _mma_v2_tiles(problem, config, cfg, dims, rows, split, l2_bytes)
+    tile, stages = cfg["BLOCK_N"], cfg["NUM_STAGES"]
+    if tile not in (16, 32, 64, 128, 256) or not 2 <= stages <= 8 or \
+            cfg["num_warps"] not in (1, 2, 4, 8) or cfg["DENSE_TMA"] not in (0, 1):
+        raise ProblemError(f"config: BLOCK_N={tile}, NUM_STAGES={stages}, DENSE_TMA="
+                           f"{cfg['DENSE_TMA']}, num_warps={cfg['num_warps']}: BLOCK_N must be a "
+                           "power of two in [16, 256] (the mma k and n steps; a TMA box row is at "
+                           "most 256), NUM_STAGES in [2, 8], DENSE_TMA 0 or 1, num_warps 1, 2, 4 "
+                           "or 8")
+    del cfg["DIM_SPLIT"]  # a tunable, not a kernel parameter: it picks HEAD_DIM_PAD and D_HI
+    ps = problem.page_size
+    per_page = cfg["IS_PAGED"] and (tile % ps == 0 or ps % tile == 0)
+    # paged tiles are always gathered: DENSE_TMA says what runs (reported, specialised on)
+    return {**cfg, "PAGE_SIZE": ps if per_page else 0,
+            "DENSE_TMA": 0 if cfg["IS_PAGED"] else cfg["DENSE_TMA"]}
 
+
+def _mma_v2_tiles(problem, config, cfg: dict, dims: int, rows: int, split: bool,
+                  l2_bytes: int) -> None:
+    """``pick_launch_config``'s warps, tile and rows a program for mma_v2 (into ``cfg``), where
+    every warp holds all the program's rows: as many rows as THREAD_FLOATS allows."""
     def fitted(num_warps):  # (tile, rows a program holds) on num_warps
         budget = THREAD_FLOATS * 32 * num_warps  # floats of a program's rows x (dims + tile)
 
@@ -626,25 +634,11 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
     fit_rows = budget // (dims + cfg["BLOCK_N"])
     cfg["BLOCK_H"] = max(MIN_BLOCK_H, min(rows, max(1 << (fit_rows.bit_length() - 1),
                                                     triton.next_power_of_2(problem.group_size))))
-    tile, stages = cfg["BLOCK_N"], cfg["NUM_STAGES"]
-    if tile not in (16, 32, 64, 128, 256) or not 2 <= stages <= 8 or \
-            cfg["num_warps"] not in (1, 2, 4, 8) or cfg["DENSE_TMA"] not in (0, 1):
-        raise ProblemError(f"config: BLOCK_N={tile}, NUM_STAGES={stages}, DENSE_TMA="
-                           f"{cfg['DENSE_TMA']}, num_warps={cfg['num_warps']}: BLOCK_N must be a "
-                           "power of two in [16, 256] (the mma k and n steps; a TMA box row is at "
-                           "most 256), NUM_STAGES in [2, 8], DENSE_TMA 0 or 1, num_warps 1, 2, 4 "
-                           "or 8")
-    del cfg["DIM_SPLIT"]  # a tunable, not a kernel parameter: it picks HEAD_DIM_PAD and D_HI
-    ps = problem.page_size
-    per_page = cfg["IS_PAGED"] and (tile % ps == 0 or ps % tile == 0)
-    # paged tiles are always gathered: DENSE_TMA says what runs (reported, specialised on)
-    return {**cfg, "PAGE_SIZE": ps if per_page else 0,
-            "DENSE_TMA": 0 if cfg["IS_PAGED"] else cfg["DENSE_TMA"]}
 
 
-def _wgmma_config(problem, config, cfg: dict, dims: int) -> dict:
-    """``pick_launch_config``'s rows and tile for ``WGMMA=1``: a warpgroup's 64 rows (128 on 8
-    warps) a program; 16-bit queries and caches only (its shared operands are read as stored)."""
+def _wgmma_tiles(problem, config, cfg: dict, dims: int) -> tuple[int, int]:
+    """``pick_launch_config``'s (tile, rows a program) for ``WGMMA=1``: a warpgroup's 64 rows
+    (128 on 8 warps); 16-bit queries and caches only (its shared operands are read as stored)."""
     if problem.itemsize != 2 or problem.kv_itemsize != 2 or cfg["num_warps"] not in (4, 8):
         raise ProblemError(f"config: WGMMA=1 with num_warps={cfg['num_warps']}: needs 16-bit "
                            f"queries and K/V (here {problem.dtype}, {problem.kv_dtype}; the "
@@ -654,17 +648,7 @@ def _wgmma_config(problem, config, cfg: dict, dims: int) -> dict:
     if "BLOCK_N" not in (config or {}):
         while block_n > 16 and (dims + block_n) / 2 > WGMMA_THREAD_FLOATS:
             block_n //= 2
-    if block_n not in (16, 32, 64, 128, 256) or not 2 <= cfg["NUM_STAGES"] <= 8 or \
-            cfg["DENSE_TMA"] not in (0, 1):
-        raise ProblemError(f"config: BLOCK_N={block_n}, NUM_STAGES={cfg['NUM_STAGES']}, DENSE_TMA="
-                           f"{cfg['DENSE_TMA']}: BLOCK_N must be a power of two in [16, 256], "
-                           "NUM_STAGES in [2, 8], DENSE_TMA 0 or 1")
-    del cfg["DIM_SPLIT"]
-    ps = problem.page_size
-    per_page = cfg["IS_PAGED"] and (block_n % ps == 0 or ps % block_n == 0)
-    return {**cfg, "BLOCK_N": block_n, "BLOCK_H": 16 * cfg["num_warps"],
-            "PAGE_SIZE": ps if per_page else 0,
-            "DENSE_TMA": 0 if cfg["IS_PAGED"] else cfg["DENSE_TMA"]}
+    return block_n, 16 * cfg["num_warps"]
 
 
 def kv_descriptors(inputs, cfg: dict):
