@@ -42,6 +42,8 @@ KNOBS: dict[str, str] = {
     "min_blocks": "programs per SM the launch bounds ask the register allocator for (0: none)",
     "dim_split": "a head dim that is not a power of two in two tiles, the largest power of two "
                  "below it and the rest's (1), or in one padded to the next power of two (0)",
+    "wgmma": "Hopper's warpgroup MMA, a warpgroup's 64 rows a product with operands in shared memory "
+             "(1), or the per-warp mma.sync on 16-row tiles (0)",
 }
 
 

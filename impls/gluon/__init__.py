@@ -22,7 +22,8 @@ BACKEND = Backend(
                 Knob("num_stages", (2, 3, 4), param="NUM_STAGES"),
                 Knob("num_warps", (4, 8)),
                 Knob("tma", (1, 0), param="DENSE_TMA", layouts=("dense",)),
-                Knob("dim_split", (0, 1), param="DIM_SPLIT")),
+                Knob("dim_split", (0, 1), param="DIM_SPLIT"),
+                Knob("wgmma", (0, 1), param="WGMMA")),
 )
 
 # Gluon has no interpreter: no CPU mode (the CPU tests compile the kernels for sm_90 instead).

@@ -22,8 +22,8 @@ domain), one level lower, with every choice Triton's compiler makes written out:
   runtime ``page_size``.
 - **``mma_v2`` with explicit layouts.** Scores ``q K^T`` and ``P V`` on the m16n8k16 tensor-core
   instruction, fragments read from a swizzled shared layout (``ldmatrix``), float32 accumulators;
-  ``wgmma`` would need 64 rows, four times the padded group. ``WGMMA=1`` (by config; not yet run
-  on a GPU) takes that path for drafts of 64-128 rows a KV head: both products on the warpgroup
+  ``wgmma`` would need 64 rows, four times the padded group. ``WGMMA=1`` (the ``wgmma`` knob; the
+  default rule keeps mma_v2) takes that path for drafts of 64-128 rows a KV head: both products on the warpgroup
   MMA, its operands read from shared memory.
 - **The head dim in two tiles** (``D_HI`` > 0, ``impls.common.head_dim_tiles``): 144 as 128 +
   16 rather than one tile padded to 256, each tile in its own ring, the scores summed.
@@ -545,7 +545,7 @@ NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faste
 # warp. Not at head dim 128 nor in one-pass: slower there (results/nvidia-h200/2026-11-26-combine)
 WIDE_WARPS = 8
 MMA_N = 8
-# WGMMA=1 (asked for by config alone, not yet in the search space: unmeasured): both products on
+# WGMMA=1 (the ``wgmma`` knob: a tuner or a config asks for it; the rule does not): both products on
 # Hopper's warpgroup MMA, 16 rows a warp (64 a warpgroup), so a draft's 64-128 rows of a KV head
 # take one program where mma_v2's register budget splits them into programs that each re-read
 # the K/V. A thread holds (dims + BLOCK_N) / 2 accumulator floats: the tile narrows to keep that
