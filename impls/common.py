@@ -22,6 +22,7 @@ LN2 = 0.6931471805599453  # a log2-domain LSE times LN2 is the natural-log LSE t
 # scores); below this |x| the series x (1 - x^2/3 + 2x^4/15) (relative error < 2^-25) is used
 TANH_SERIES_BELOW = 0.0625
 MAX_NUM_SPLITS = 4096  # what an explicit num_splits may ask for (the workspace grows with it)
+SMEM_BYTES = 227 * 1024  # shared memory one program (CTA) may take on sm_90
 
 
 # Head dims that are not a power of two: two tiles (dim_split 1) or one padded (0). Padded to

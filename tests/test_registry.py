@@ -352,6 +352,15 @@ def test_gluon_warpgroup_mma_takes_a_warpgroup_of_rows_and_16_bit_operands():
     assert cfg(128, {})["BLOCK_H"] == 64 and cfg(128, {"num_warps": 8})["BLOCK_H"] == 128
     assert cfg(128, {})["WGMMA"] == 1
     assert pick_launch_config(DecodeProblem(32, 4, 128, (3000,)))["WGMMA"] == 0
+    # the rule: more rows a KV head than one 16-row mma_v2 tile, 16-bit, K/V of 4 MiB or more
+    drafts = DecodeProblem(32, 4, 128, (3000,) * 8, q_len=8)  # 64 rows, 49 MB
+    assert pick_launch_config(drafts)["WGMMA"] == 1 and pick_launch_config(drafts)["BLOCK_H"] == 64
+    for off in (DecodeProblem(32, 4, 128, (3000,) * 8, q_len=2),  # 16 rows: one mma_v2 tile
+                DecodeProblem(32, 4, 128, (200,) * 8, q_len=8),  # 3.3 MB of K/V: launch-bound
+                DecodeProblem(32, 4, 128, (3000,) * 8, q_len=8, kv_dtype="float8_e4m3fn")):
+        assert pick_launch_config(off)["WGMMA"] == 0, off
+    assert pick_launch_config(drafts, {"num_warps": 2})["WGMMA"] == 0  # not a whole warpgroup
+    assert pick_launch_config(drafts, {"WGMMA": 0})["WGMMA"] == 0
     for d in (64, 128, 144, 256):
         c = cfg(d, {})
         assert (c["HEAD_DIM_PAD"] + c["D_HI"] + c["BLOCK_N"]) / 2 <= WGMMA_THREAD_FLOATS
@@ -364,6 +373,25 @@ def test_gluon_warpgroup_mma_takes_a_warpgroup_of_rows_and_16_bit_operands():
         cfg(128, {"WGMMA": 2})
     with pytest.raises(ProblemError, match="DENSE_TMA"):
         cfg(128, {"DENSE_TMA": 2})
+
+
+def test_gluon_configs_past_a_programs_shared_memory_are_refused_before_a_build():
+    """Rings (and WGMMA's query rows) beyond sm_90's 227 KiB a program: an explicit tile is
+    refused by name before any build (conformance found 3 stages of 64 tokens at head dim 256 on
+    128 WGMMA rows compiled to 262,168 B and failed at load); a depth asked for without a tile
+    narrows the tile instead."""
+    pytest.importorskip("triton.experimental.gluon")
+    from impls.common import SMEM_BYTES
+    from impls.gluon._common import pick_launch_config
+    problem = DecodeProblem(32, 4, 256, (3000,) * 8, q_len=8)
+    with pytest.raises(ProblemError, match="shared memory"):
+        pick_launch_config(problem, {"WGMMA": 1, "num_warps": 8, "NUM_STAGES": 3, "BLOCK_N": 64})
+    with pytest.raises(ProblemError, match="shared memory"):
+        pick_launch_config(problem, {"NUM_STAGES": 4, "BLOCK_N": 128})
+    for config in ({"WGMMA": 1, "num_warps": 8, "NUM_STAGES": 3}, {"NUM_STAGES": 4}):
+        c = pick_launch_config(problem, config)
+        ring = c["NUM_STAGES"] * c["BLOCK_N"] * 2 * 2 * 256
+        assert ring + (c["BLOCK_H"] * 2 * 256 if c["WGMMA"] else 0) <= SMEM_BYTES, c
 
 
 def test_cupy_merge_values_it_cannot_take_are_refused():

@@ -66,7 +66,9 @@ def test_gluon_warpgroup_mma_kernels_compile_without_spills():
     res = subprocess.run([sys.executable, "-m", "tests.triton_sm90", "wgmma"], cwd=ROOT, text=True,
                          capture_output=True, timeout=900, env={**os.environ, "TRITON_INTERPRET": "0"})
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
-    attention = [l for l in res.stdout.splitlines() if not l.startswith("combine")]
+    attention = [l for l in res.stdout.splitlines() if not l.startswith(("combine", "edge"))]
+    # a 3-deep ring on 128 rows at head dim 256: the tile narrowed within a program's shared memory
+    assert any(l.startswith("edge") and "'NUM_STAGES': 3" in l for l in res.stdout.splitlines())
     assert len(attention) >= 12, res.stdout
     assert all("wgmma=True" in l and l.endswith(" spills=0") for l in attention), "\n".join(attention)
     assert {re.search(r"'BLOCK_H': (\d+)", l)[1] for l in attention} == {"64", "128"}
@@ -101,17 +103,25 @@ def test_gluon_split_k_takes_two_warpgroups_where_one_holds_16_rows_of_a_head_be
     """Gluon's split kernel takes 8 warps (32 rows a program) where 4 hold only a 16-row tile of
     a KV head's rows, its K/V exceed L2 and the tile keeps an mma's 8 columns a warp; not in
     one-pass, not where L2 holds the K/V, not at head dim 128, not on a 16-token tile, not over a
-    config's num_warps (results/nvidia-h200/2026-11-26-combine)."""
+    config's num_warps (results/nvidia-h200/2026-11-26-combine). mma_v2's rule: 16-bit caches
+    there take the warpgroup MMA by rule (``wgmma_rule``), fp8 caches keep it."""
     from impls.gluon._common import pick_launch_config
 
     l2 = 60 * 2**20
     draft = DecodeProblem(20, 2, 240, (30001,) * 8, layout="paged", q_len=8)  # 80 rows, 490 MB
-    cfg = pick_launch_config(draft, sharers=1, l2_bytes=l2, split=True)
+    assert pick_launch_config(draft, sharers=1, l2_bytes=l2, split=True)["WGMMA"] == 1
+    v2 = {"WGMMA": 0}
+
+    def pick(problem, config=v2, **kw):
+        return pick_launch_config(problem, config, **kw)
+    cfg = pick(draft, sharers=1, l2_bytes=l2, split=True)
     assert (cfg["num_warps"], cfg["BLOCK_H"], cfg["BLOCK_N"]) == (8, 32, 64)
-    assert pick_launch_config(draft, sharers=1, l2_bytes=l2)["num_warps"] == 4  # one-pass
-    assert pick_launch_config(draft, sharers=1, l2_bytes=draft.kv_bytes, split=True)["num_warps"] == 4
-    assert pick_launch_config(draft, sharers=4, l2_bytes=l2, split=True)["BLOCK_N"] == 16
-    assert pick_launch_config(draft, sharers=4, l2_bytes=l2, split=True)["num_warps"] == 4
-    assert pick_launch_config(draft, {"num_warps": 4}, sharers=1, l2_bytes=l2, split=True)["num_warps"] == 4
+    fp8 = pick(draft.replace(kv_dtype="float8_e4m3fn"), None, sharers=1, l2_bytes=l2, split=True)
+    assert (fp8["WGMMA"], fp8["num_warps"], fp8["BLOCK_H"]) == (0, 8, 32)
+    assert pick(draft, sharers=1, l2_bytes=l2)["num_warps"] == 4  # one-pass
+    assert pick(draft, sharers=1, l2_bytes=draft.kv_bytes, split=True)["num_warps"] == 4
+    assert pick(draft, sharers=4, l2_bytes=l2, split=True)["BLOCK_N"] == 16
+    assert pick(draft, sharers=4, l2_bytes=l2, split=True)["num_warps"] == 4
+    assert pick(draft, {**v2, "num_warps": 4}, sharers=1, l2_bytes=l2, split=True)["num_warps"] == 4
     d128 = draft.replace(num_q_heads=16, num_kv_heads=2, head_dim=128)  # 64 rows; 4 warps hold 32
-    assert pick_launch_config(d128, sharers=1, l2_bytes=0, split=True)["num_warps"] == 4
+    assert pick(d128, sharers=1, l2_bytes=0, split=True)["num_warps"] == 4

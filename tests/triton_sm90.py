@@ -29,6 +29,7 @@ from triton.runtime.jit import JITFunction, create_function_from_signature  # no
 
 import impls  # noqa: E402,F401
 from impls import registry  # noqa: E402
+from impls.common import SMEM_BYTES  # noqa: E402
 from specs.inputs import make_inputs  # noqa: E402
 from specs.problem import DecodeProblem  # noqa: E402
 
@@ -38,7 +39,7 @@ GLUON_CONFIGS = (None, {"NUM_STAGES": 3}, {"DENSE_TMA": 1}, {"DENSE_TMA": 0})
 # the rule's configs (the head dim in one tile or two, by rule), the merge fused, two dim tiles forced
 TRITON_CONFIGS = (None, {"MERGE": "fused"}, {"DIM_SPLIT": 1})
 CP_ASYNC = re.compile(r"cp\.async\.c[ag]")  # cp.async.ca/.cg, not TMA's cp.async.bulk
-HOPPER_SMEM = 227 * 1024  # shared memory one block may use on sm_90
+HOPPER_SMEM = SMEM_BYTES  # shared memory one block may use on sm_90
 captured = []
 
 
@@ -124,7 +125,9 @@ def spill_check() -> None:
                 for q in (2, 4, 8) for layout in ("dense", "paged")]
     problems += [DecodeProblem(32, 8, 128, (4096,) * 16, layout="paged", q_len=8),  # GQA-4 x 8
                  DecodeProblem(32, 1, 128, (4096,) * 4),  # a group of 32
-                 DecodeProblem(16, 1, 64, (4096,) * 16, q_len=8)]  # 128 rows of head dim 64
+                 DecodeProblem(16, 1, 64, (4096,) * 16, q_len=8),  # 128 rows of head dim 64
+                 # 32 rows on 0.5 MB of K/V (Gluon: mma_v2's rows, not the warpgroup MMA's)
+                 DecodeProblem(8, 1, 128, (256,) * 4, q_len=4)]
     # Triton: rows past the q tile with the K/V beyond L2 (two warpgroups), kept small here by
     # an L2 that holds none of them: 80 rows at head dim 240, fp8 and paged too
     # (Gluon has no such rule yet; its fp8 tile at head dim 240 spills 4 B, not yet mended)
@@ -151,6 +154,11 @@ def wgmma_check() -> None:
     configs = ({"WGMMA": 1}, {"WGMMA": 1, "num_warps": 8}, {"WGMMA": 1, "DENSE_TMA": 1})
     for line in compile_all(problems, "gluon", configs, spills=True):
         print(line)
+    # the shared-memory edge: a deeper ring on 128 rows at head dim 256, its tile narrowed to fit
+    # (compile_all asserts what the compiler allocates is within a program's)
+    edge = [DecodeProblem(16, 2, 256, (900, 70), layout=layout, q_len=8) for layout in ("dense", "paged")]
+    for line in compile_all(edge, "gluon", ({"WGMMA": 1, "num_warps": 8, "NUM_STAGES": 3},)):
+        print("edge", line)
 
 
 def main() -> None:

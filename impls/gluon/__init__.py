@@ -8,7 +8,7 @@ from specs.problem import KV_DTYPES, MAX_Q_LEN
 BACKEND = Backend(
     name="gluon",
     summary="Gluon kernels: explicit K/V ring (cp.async; TMA + mbarriers for split-K's dense "
-            "tiles), mma_v2 on the 16-row GQA tile",
+            "tiles), mma_v2 on the 16-row GQA tile, the warpgroup MMA on a draft's 64 rows",
     requires=("triton.experimental.gluon",),
     install="pip install -e .[triton]",
     compiles="Gluon JIT (Triton's compiler) on the first launch of each specialisation; cached "

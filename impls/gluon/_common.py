@@ -22,8 +22,8 @@ domain), one level lower, with every choice Triton's compiler makes written out:
   runtime ``page_size``.
 - **``mma_v2`` with explicit layouts.** Scores ``q K^T`` and ``P V`` on the m16n8k16 tensor-core
   instruction, fragments read from a swizzled shared layout (``ldmatrix``), float32 accumulators;
-  ``wgmma`` would need 64 rows, four times the padded group. ``WGMMA=1`` (the ``wgmma`` knob; the
-  default rule keeps mma_v2) takes that path for drafts of 64-128 rows a KV head: both products on the warpgroup
+  ``wgmma`` would need 64 rows, four times the padded group. ``WGMMA=1`` (``wgmma_rule``, or the
+  ``wgmma`` knob) takes that path for drafts of 64-128 rows a KV head: both products on the warpgroup
   MMA, its operands read from shared memory.
 - **The head dim in two tiles** (``D_HI`` > 0, ``impls.common.head_dim_tiles``): 144 as 128 +
   16 rather than one tile padded to 256, each tile in its own ring, the scores summed.
@@ -46,7 +46,7 @@ from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
 from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
 from impls import plan as planner
-from impls.common import L2_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles, with_overrides
+from impls.common import L2_BYTES, SMEM_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles, with_overrides
 from specs.problem import ProblemError
 
 LN2 = gl.constexpr(_LN2)
@@ -545,12 +545,16 @@ NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faste
 # warp. Not at head dim 128 nor in one-pass: slower there (results/nvidia-h200/2026-11-26-combine)
 WIDE_WARPS = 8
 MMA_N = 8
-# WGMMA=1 (the ``wgmma`` knob: a tuner or a config asks for it; the rule does not): both products on
+# WGMMA=1 (the ``wgmma`` knob, or ``wgmma_rule``): both products on
 # Hopper's warpgroup MMA, 16 rows a warp (64 a warpgroup), so a draft's 64-128 rows of a KV head
 # take one program where mma_v2's register budget splits them into programs that each re-read
 # the K/V. A thread holds (dims + BLOCK_N) / 2 accumulator floats: the tile narrows to keep that
 # within WGMMA_THREAD_FLOATS.
 WGMMA_THREAD_FLOATS = 160
+# The rule takes WGMMA where a KV head has more rows than one mma_v2 tile (16) and the K/V read
+# is not launch-bound: under a few MB (problems of 8-15 us on an H100) two 64-row programs cost
+# more than four 16-32-row ones re-reading K/V from L2 (results/nvidia-h100/2026-11-26-gluon-wgmma)
+WGMMA_MIN_KV_BYTES = 4 << 20
 REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA", "WGMMA",
             "num_warps")  # Launch.config
 
@@ -582,7 +586,7 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
         KV_SCALED=problem.cache.quantised,
         SOFTCAP=problem.softcap is not None,
         ROW_SPANS=problem.q_len > 1,
-        WGMMA=0,
+        WGMMA=wgmma_rule(problem, (config or {}).get("num_warps", NUM_WARPS)),
         num_warps=NUM_WARPS,
     )
     cfg = with_overrides(defaults, config)
@@ -593,6 +597,18 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
         cfg["BLOCK_N"], cfg["BLOCK_H"] = _wgmma_tiles(problem, config, cfg, dims)
     else:
         _mma_v2_tiles(problem, config, cfg, dims, rows, split, l2_bytes)
+
+    def smem(block_n):  # the rings (K and V, both tiles of the head dim) and WGMMA's query rows
+        return (cfg["NUM_STAGES"] * block_n * 2 * problem.kv_itemsize
+                + (cfg["BLOCK_H"] * problem.itemsize if cfg["WGMMA"] else 0)) * dims
+    if "BLOCK_N" not in (config or {}):  # a deeper ring asked for: narrower tiles
+        while cfg["BLOCK_N"] > 16 and smem(cfg["BLOCK_N"]) > SMEM_BYTES:
+            cfg["BLOCK_N"] //= 2
+    if smem(cfg["BLOCK_N"]) > SMEM_BYTES:
+        raise ProblemError(f"config: BLOCK_N={cfg['BLOCK_N']}, NUM_STAGES={cfg['NUM_STAGES']}, "
+                           f"BLOCK_H={cfg['BLOCK_H']}, WGMMA={cfg['WGMMA']} at {dims} dims: "
+                           f"{smem(cfg['BLOCK_N'])} B of shared memory, more than a program has "
+                           f"on sm_90 ({SMEM_BYTES} B)")
     tile, stages = cfg["BLOCK_N"], cfg["NUM_STAGES"]
     if tile not in (16, 32, 64, 128, 256) or not 2 <= stages <= 8 or \
             cfg["num_warps"] not in (1, 2, 4, 8) or cfg["DENSE_TMA"] not in (0, 1):
@@ -607,6 +623,14 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
     # paged tiles are always gathered: DENSE_TMA says what runs (reported, specialised on)
     return {**cfg, "PAGE_SIZE": ps if per_page else 0,
             "DENSE_TMA": 0 if cfg["IS_PAGED"] else cfg["DENSE_TMA"]}
+
+
+def wgmma_rule(problem, num_warps: int) -> int:
+    """``WGMMA`` where no config says: 16-bit operands on whole warpgroups, more query rows a KV
+    head than mma_v2's 16-row tile, and K/V of at least ``WGMMA_MIN_KV_BYTES``."""
+    return int(problem.itemsize == 2 and problem.kv_itemsize == 2 and num_warps in (4, 8)
+               and problem.q_len * problem.group_size > MIN_BLOCK_H
+               and problem.kv_bytes >= WGMMA_MIN_KV_BYTES)
 
 
 def _mma_v2_tiles(problem, config, cfg: dict, dims: int, rows: int, split: bool,

@@ -26,7 +26,7 @@ import triton.language as tl
 from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
 from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
-from impls.common import L2_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles, with_overrides
+from impls.common import L2_BYTES, SMEM_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles, with_overrides
 from specs.problem import ProblemError
 
 LN2 = tl.constexpr(_LN2)
@@ -307,7 +307,6 @@ MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V 
 # programs were slower than two of 64 at head dim 128 (results/nvidia-h200/2026-11-26-spec-decode)
 MAX_BLOCK_H = 64
 WIDE_WARPS = 8
-SMEM_BYTES = 227 * 1024  # shared memory one program may take on sm_90: K/V stages and the q tile
 TILE_PAIR_BYTES = 64 * 1024  # K + V tile of one pipeline stage: wider rows get fewer tokens
 NUM_WARPS = 4  # one warpgroup: enough to issue the tile loads of a memory-bound loop
 NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one is consumed
