@@ -22,9 +22,9 @@ domain), one level lower, with every choice Triton's compiler makes written out:
   runtime ``page_size``.
 - **``mma_v2`` with explicit layouts.** Scores ``q K^T`` and ``P V`` on the m16n8k16 tensor-core
   instruction, fragments read from a swizzled shared layout (``ldmatrix``), float32 accumulators;
-  ``wgmma`` would need 64 rows, four times the padded group. ``WGMMA=1`` (``wgmma_rule``, or the
-  ``wgmma`` knob) takes that path for drafts of 64-128 rows a KV head: both products on the warpgroup
-  MMA, its operands read from shared memory.
+  ``wgmma`` takes 64 rows, four times a decode step's padded group. ``WGMMA=1`` (``wgmma_rule``:
+  more than 16 rows a KV head and 4 MiB of K/V or more; or the ``wgmma`` knob): both products on
+  the warpgroup MMA, a program's 64 rows in one tile, its operands read from shared memory.
 - **The head dim in two tiles** (``D_HI`` > 0, ``impls.common.head_dim_tiles``): 144 as 128 +
   16 rather than one tile padded to 256, each tile in its own ring, the scores summed.
 
