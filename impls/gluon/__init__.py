@@ -15,7 +15,7 @@ BACKEND = Backend(
              "on disk (TRITON_CACHE_DIR)",
     packages=("triton",),
     jit_cache_env=("TRITON_CACHE_DIR",),
-    shown_config=("chunk", "num_items", "merges", "block_n", "num_stages", "tma"),
+    shown_config=("chunk", "num_items", "merges", "block_n", "num_stages", "tma", "wgmma"),
     read_probe="impls.triton.read_probe",
     # rings beyond a program's shared memory are refused by pick_launch_config before a build
     space=Space(Knob("block_n", (32, 64, 128), param="BLOCK_N"),
