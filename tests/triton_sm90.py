@@ -39,7 +39,6 @@ GLUON_CONFIGS = (None, {"NUM_STAGES": 3}, {"DENSE_TMA": 1}, {"DENSE_TMA": 0})
 # the rule's configs (the head dim in one tile or two, by rule), the merge fused, two dim tiles forced
 TRITON_CONFIGS = (None, {"MERGE": "fused"}, {"DIM_SPLIT": 1})
 CP_ASYNC = re.compile(r"cp\.async\.c[ag]")  # cp.async.ca/.cg, not TMA's cp.async.bulk
-HOPPER_SMEM = SMEM_BYTES  # shared memory one block may use on sm_90
 captured = []
 
 
@@ -47,7 +46,7 @@ class _StandIn:
     """What a ``warmup`` returns to a launcher that sizes its plan by the compiled binary: without
     a GPU the binary's registers are unknown, so the CUDA limit (255) stands in for them."""
     n_regs = 255
-    metadata = types.SimpleNamespace(shared=HOPPER_SMEM)
+    metadata = types.SimpleNamespace(shared=SMEM_BYTES)
 
     def _init_handles(self):
         pass
@@ -112,7 +111,7 @@ def compile_all(problems, backend: str = "triton", configs=(None,), algorithms=N
                       f"acq_rel={'atom.global.gpu.acq_rel' in ptx} "
                       f"f16_to_bf16={'cvt.bf16.f16' in ptx}"
                       + (f" spills={ptxas_spills(ptx)}" if spills else ""))
-        assert kernel.metadata.shared <= HOPPER_SMEM, f"{fn.__name__} needs {kernel.metadata.shared} B"
+        assert kernel.metadata.shared <= SMEM_BYTES, f"{fn.__name__} needs {kernel.metadata.shared} B"
     return report
 
 

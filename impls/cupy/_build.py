@@ -19,6 +19,7 @@ from pathlib import Path
 
 from impls import common
 from impls import plan as planner
+from impls.common import SMEM_BYTES as SMEM_PER_CTA  # the most one CTA may have on sm_90
 from impls.common import check_thread_mapping, on_torch_stream, threads_per_row, with_overrides
 from impls.registry import Unsupported
 from specs.problem import ProblemError
@@ -48,7 +49,6 @@ STAGES = 3
 MMA_WARPS = (8, 4, 2)
 NUM_SMS = 132  # H100 / H200 SXM: what the pure pick_launch_config assumes (launchers pass the GPU's)
 SMEM_PER_SM = 228 * 1024  # sm_90's shared memory per SM (what bounds the tensor-core CTAs)
-SMEM_PER_CTA = 227 * 1024  # the most dynamic shared memory one CTA may have on sm_90
 SMEM_RESERVED = 1024  # per CTA, taken by the system on sm_90
 MMA_REGISTERS = 160  # per thread, ptxas's count for the loop at head_dim 128 (156-158 on sm_90)
 
