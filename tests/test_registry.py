@@ -165,6 +165,13 @@ def test_old_runs_render_without_their_retired_fields():
     assert results._config_summary({"backend": "gone", "config": {"a": 1}}) == "a=1"
     lines = results.provenance_lines({"gpu": "NVIDIA H200", "command": "x", "copy_bw_gbps": 4000})
     assert not any("without a GPU" in line for line in lines)
+    # over several GPUs each measured its own bandwidth: the header says so, not "none recorded"
+    gpus = [{"gpu": "NVIDIA H200", "gpu_index": str(i), "bandwidth_limit_gbps": 4686.0} for i in (0, 1)]
+    lines = results.provenance_lines({"gpu": "NVIDIA H200", "command": "x", "executor": "ray",
+                                      "gpus_used": 2, "gpus": gpus})
+    assert any("measured in the run on each GPU" in line for line in lines)
+    assert not any("no bandwidth limit" in line for line in lines)
+    assert any("slot 1: NVIDIA H200 (index 1" in line and "4686 GB/s" in line for line in lines)
 
 
 def test_a_plan_with_more_items_than_a_grid_dimension_is_unsupported():
