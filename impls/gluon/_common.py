@@ -555,6 +555,10 @@ WGMMA_THREAD_FLOATS = 160
 # is not launch-bound: under a few MB (problems of 8-15 us on an H100) two 64-row programs cost
 # more than four 16-32-row ones re-reading K/V from L2 (results/nvidia-h100/2026-11-26-gluon-wgmma)
 WGMMA_MIN_KV_BYTES = 4 << 20
+# More than a warpgroup's 64 rows a KV head (drafts of a GQA group over 8): two warpgroups take
+# 128 rows in one program, as FA3's 128-row tile does, rather than two 64-row programs that each
+# read the head's K/V (a thread's accumulator floats are the same either way)
+WGMMA_WIDE_WARPS = 8
 REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA", "WGMMA",
             "num_warps")  # Launch.config
 
@@ -591,6 +595,8 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
     )
     cfg = with_overrides(defaults, config)
     rows = triton.next_power_of_2(problem.q_len * problem.group_size)
+    if cfg["WGMMA"] and "num_warps" not in (config or {}) and rows > 16 * NUM_WARPS:
+        cfg["num_warps"] = WGMMA_WIDE_WARPS  # a KV head's rows in one program: its K/V read once
     if cfg["WGMMA"] not in (0, 1):
         raise ProblemError(f"config: WGMMA={cfg['WGMMA']!r}: must be 0 or 1")
     if cfg["WGMMA"]:
