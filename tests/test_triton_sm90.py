@@ -70,8 +70,6 @@ def test_gluon_warpgroup_mma_kernels_compile_without_spills():
     # a 3-deep ring on 128 rows at head dim 256: the tile narrowed within a program's shared memory
     assert any(l.startswith("edge") and "'NUM_STAGES': 3" in l for l in res.stdout.splitlines())
     assert len(attention) >= 12, res.stdout
-    wide = [l for l in attention if l.startswith("rule") and "'WGMMA': 1" in l]  # by rule, no config
-    assert wide and all("'BLOCK_H': 128" in l and "'num_warps': 8" in l for l in wide), res.stdout
     assert all("wgmma=True" in l and l.endswith(" spills=0") for l in attention), "\n".join(attention)
     assert {re.search(r"'BLOCK_H': (\d+)", l)[1] for l in attention} == {"64", "128"}
     assert any("tma=True" in l for l in attention) and any("cp.async=True" in l for l in attention)

@@ -158,11 +158,6 @@ def wgmma_check() -> None:
     edge = [DecodeProblem(16, 2, 256, (900, 70), layout=layout, q_len=8) for layout in ("dense", "paged")]
     for line in compile_all(edge, "gluon", ({"WGMMA": 1, "num_warps": 8, "NUM_STAGES": 3},)):
         print("edge", line)
-    # the rule on more than 64 rows a KV head (12 x 8 at head dim 208, 16 MB of K/V): 128 rows on 8 warps
-    wide = [DecodeProblem(24, 2, 208, (9000, 700), layout=layout, q_len=8) for layout in ("dense", "paged")]
-    for line in compile_all(wide, "gluon", spills=True):
-        if not line.startswith("combine"):
-            print("rule", line)
 
 
 def main() -> None:

@@ -546,19 +546,17 @@ NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faste
 WIDE_WARPS = 8
 MMA_N = 8
 # WGMMA=1 (the ``wgmma`` knob, or ``wgmma_rule``): both products on
-# Hopper's warpgroup MMA, 16 rows a warp (64 a warpgroup), so a draft's 64-128 rows of a KV head
+# Hopper's warpgroup MMA, 16 rows a warp (64 a warpgroup), so a draft's up to 64 rows of a KV head
 # take one program where mma_v2's register budget splits them into programs that each re-read
-# the K/V. A thread holds (dims + BLOCK_N) / 2 accumulator floats: the tile narrows to keep that
-# within WGMMA_THREAD_FLOATS.
+# the K/V. Over 64 rows, two programs of a head run side by side (the second's K/V mostly from
+# L2): one 128-row program on 8 warps measured slower on 12 of 17 such drafts
+# (results/nvidia-h100/2026-11-27-gluon-wgmma128). A thread holds (dims + BLOCK_N) / 2
+# accumulator floats: the tile narrows to keep that within WGMMA_THREAD_FLOATS.
 WGMMA_THREAD_FLOATS = 160
 # The rule takes WGMMA where a KV head has more rows than one mma_v2 tile (16) and the K/V read
 # is not launch-bound: under a few MB (problems of 8-15 us on an H100) two 64-row programs cost
 # more than four 16-32-row ones re-reading K/V from L2 (results/nvidia-h100/2026-11-26-gluon-wgmma)
 WGMMA_MIN_KV_BYTES = 4 << 20
-# More than a warpgroup's 64 rows a KV head (drafts of a GQA group over 8): two warpgroups take
-# 128 rows in one program, as FA3's 128-row tile does, rather than two 64-row programs that each
-# read the head's K/V (a thread's accumulator floats are the same either way)
-WGMMA_WIDE_WARPS = 8
 REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA", "WGMMA",
             "num_warps")  # Launch.config
 
@@ -595,8 +593,6 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
     )
     cfg = with_overrides(defaults, config)
     rows = triton.next_power_of_2(problem.q_len * problem.group_size)
-    if cfg["WGMMA"] and "num_warps" not in (config or {}) and rows > 16 * NUM_WARPS:
-        cfg["num_warps"] = WGMMA_WIDE_WARPS  # a KV head's rows in one program: its K/V read once
     if cfg["WGMMA"] not in (0, 1):
         raise ProblemError(f"config: WGMMA={cfg['WGMMA']!r}: must be 0 or 1")
     if cfg["WGMMA"]:
