@@ -428,3 +428,40 @@ def test_best_variant_sets_a_backends_fastest_variant_per_problem_side_by_side(t
     refused = subprocess.run([sys.executable, "scripts/best_variant.py", str(old), str(other), "triton"],
                              cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "different GPUs" in refused.stderr
+
+
+def test_best_variant_takes_the_problems_whose_launch_did_not_change_as_the_pairs_control(tmp_path):
+    """An A/B of a launch rule: problems whose fastest row kept its variant and config ran the
+    same kernel (marked =); their spread (here +3 %, a drift) is printed as the control, and the
+    changed problems are counted beyond it, not beyond the 2 % noise alone."""
+    def edit(folder, change):
+        data = json.loads((folder / "results.json").read_text())
+        for n, r in enumerate(data["rows"]):  # fake_run: one row per implementation a problem
+            r["config"] = {"block_n": 64}
+            change(r, n // len(IMPLS))
+        (folder / "results.json").write_text(json.dumps(data))
+        return folder
+
+    def old_rows(r, i):  # the dense kernel the fastest everywhere
+        r["median_us"] *= 1.0 if r["impl"] == "triton/dense" else 1.5
+
+    def new_rows(r, i):  # even problems: split-K with a new tile, 2.5 % faster; odd: 3 % drift
+        old_rows(r, i)
+        if i % 2 == 0 and r["impl"] == "triton/split-k":
+            r.update(config={"block_n": 128}, median_us=r["median_us"] / 1.5 * 0.975)
+        elif i % 2 == 1:
+            r["median_us"] *= 1.03
+    old = edit(fake_run(tmp_path / "old", seed=1, noise=0.0), old_rows)
+    new = edit(fake_run(tmp_path / "new", seed=1, noise=0.0), new_rows)
+    res = subprocess.run([sys.executable, "scripts/best_variant.py", str(old), str(new), "triton"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    problems = sum(p.layout == "dense" for p in workloads.named(("grid", "ragged")))
+    same = [line for line in res.stdout.splitlines() if re.match(r"\s*\+3\.0% = ", line)]
+    assert len(same) == problems // 2, res.stdout
+    assert f"control: {problems // 2} problems ran the same variant and config" in res.stdout
+    assert "+3.0 to +3.0 %" in res.stdout
+    # 2.5 % faster is beyond the 2 % noise but within the control's 3 %: not counted
+    assert f"{problems} problems: {problems - problems // 2} faster" in res.stdout
+    assert f"changed: {problems - problems // 2} problems: 0 faster and 0 slower by more than 3.0 %" \
+        in res.stdout
