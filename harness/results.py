@@ -444,7 +444,7 @@ def provenance_lines(prov: dict) -> list[str]:
         bw = (f"memory bandwidth measured in the run: {prov['bandwidth_limit_gbps']:.0f} GB/s "
               f"({prov.get('bandwidth_limit_probe')}; probes in GB/s: {probes}); '% BW' is the "
               "bytes each problem must move over that")
-    elif any(g.get("bandwidth_limit_gbps") for g in prov.get("gpus") or []):  # over several GPUs
+    elif prov.get("executor") == "ray":  # each GPU measures itself (listed once they report)
         bw = ("memory bandwidth measured in the run on each GPU (the executor line); '% BW' is the "
               "bytes each problem must move over the bandwidth of the GPU that measured the row")
     elif prov.get("gpu"):  # runs from before the bandwidth probes recorded a limit

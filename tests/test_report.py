@@ -431,9 +431,10 @@ def test_best_variant_sets_a_backends_fastest_variant_per_problem_side_by_side(t
 
 
 def test_best_variant_takes_the_problems_whose_launch_did_not_change_as_the_pairs_control(tmp_path):
-    """An A/B of a launch rule: problems whose fastest row kept its variant and config ran the
-    same kernel (marked =); their spread (here +3 %, a drift) is printed as the control, and the
-    changed problems are counted beyond it, not beyond the 2 % noise alone."""
+    """An A/B of a launch rule: problems where every variant kept its config ran the same kernels
+    (marked =, even where another variant came out fastest by a hair); their spread (here about
+    +3 %, a drift) is printed as the control, and the changed problems are counted beyond it,
+    not beyond the 2 % noise alone."""
     def edit(folder, change):
         data = json.loads((folder / "results.json").read_text())
         for n, r in enumerate(data["rows"]):  # fake_run: one row per implementation a problem
@@ -451,16 +452,19 @@ def test_best_variant_takes_the_problems_whose_launch_did_not_change_as_the_pair
             r.update(config={"block_n": 128}, median_us=r["median_us"] / 1.5 * 0.975)
         elif i % 2 == 1:
             r["median_us"] *= 1.03
+            if i % 4 == 1 and r["impl"] == "triton/split-k":  # now the fastest, its config as was
+                r["median_us"] *= 0.999 / 1.5
     old = edit(fake_run(tmp_path / "old", seed=1, noise=0.0), old_rows)
     new = edit(fake_run(tmp_path / "new", seed=1, noise=0.0), new_rows)
     res = subprocess.run([sys.executable, "scripts/best_variant.py", str(old), str(new), "triton"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     problems = sum(p.layout == "dense" for p in workloads.named(("grid", "ragged")))
-    same = [line for line in res.stdout.splitlines() if re.match(r"\s*\+3\.0% = ", line)]
+    same = [line for line in res.stdout.splitlines() if re.match(r"\s*\+(2\.9|3\.0)% = ", line)]
     assert len(same) == problems // 2, res.stdout
-    assert f"control: {problems // 2} problems ran the same variant and config" in res.stdout
-    assert "+3.0 to +3.0 %" in res.stdout
+    assert any("new" in line and "triton/split-k" in line.split("new")[1] for line in same)
+    assert f"control: {problems // 2} problems kept every variant's config" in res.stdout
+    assert "+2.9 to +3.0 %" in res.stdout
     # 2.5 % faster is beyond the 2 % noise but within the control's 3 %: not counted
     assert f"{problems} problems: {problems - problems // 2} faster" in res.stdout
     assert f"changed: {problems - problems // 2} problems: 0 faster and 0 slower by more than 3.0 %" \

@@ -548,8 +548,8 @@ MMA_N = 8
 # WGMMA=1 (the ``wgmma`` knob, or ``wgmma_rule``): both products on
 # Hopper's warpgroup MMA, 16 rows a warp (64 a warpgroup), so a draft's up to 64 rows of a KV head
 # take one program where mma_v2's register budget splits them into programs that each re-read
-# the K/V. Over 64 rows, two programs of a head run side by side (the second's K/V mostly from
-# L2): one 128-row program on 8 warps measured slower on 12 of 17 such drafts
+# the K/V. Over 64 rows a head takes two programs, not one of 128 rows on 8 warps (half the
+# programs): that measured slower on 12 of 17 such drafts, faster on 4
 # (results/nvidia-h100/2026-11-27-gluon-wgmma128). A thread holds (dims + BLOCK_N) / 2
 # accumulator floats: the tile narrows to keep that within WGMMA_THREAD_FLOATS.
 WGMMA_THREAD_FLOATS = 160
