@@ -102,6 +102,23 @@ def test_implementations_taking_one_token_refuse_more():
             assert "q_len 4" in (impl.unsupported(plain.replace(q_len=4)) or ""), impl.name
 
 
+@pytest.mark.parametrize("layout", ["dense", "paged"])
+def test_triton_one_pass_decodes_every_sequence_head_and_row_block_of_its_grid(layout):
+    """Every program of the one-pass grid: 3 sequences of other lengths, 3 KV heads, 128 rows a
+    head (16 x 8 tokens) in blocks of 64; a block written to another sequence's, head's or rows'
+    place fails the oracle, in the interpreter."""
+    pytest.importorskip("triton")
+    from conformance.checks import check
+
+    problem = DecodeProblem(48, 3, 128, (40, 17, 29), layout=layout, page_size=16, dtype="float16",
+                            q_len=8)
+    impl = next(i for i in registry.all_impls() if i.backend.name == "triton"
+                and i.algorithm == "one-pass" and i.unsupported(problem) is None)
+    checked = check(impl, make_inputs(problem, seed=5, device="cpu"))
+    assert checked.run.launch.config["block_h"] < 128  # several row blocks a head
+    assert checked.comparison.passed, checked.comparison.summary()
+
+
 @pytest.mark.parametrize("variant, options", [("one-pass", {}), ("split-k", {"num_splits": 3})])
 def test_triton_wide_row_blocks_match_the_oracle(monkeypatch, variant, options):
     """Triton's 64-row programs on two warpgroups at head dim 160 (K/V beyond L2: here an L2 of
