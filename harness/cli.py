@@ -320,6 +320,11 @@ def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) ->
         # the cells' wall time, workers' start-up and compiles included: what --gpus N shortens
         prov["wall_s"] = round(time.monotonic() - began, 1) if began is not None else 0.0
 
+    # the provenance as the run ended (complete, wall time, a Ray run's GPUs), for a reader of
+    # rows.jsonl + provenance.json as for one of results.json
+    tmp = out_dir / ".provenance.json.tmp"
+    tmp.write_text(json.dumps(prov, indent=1))
+    tmp.replace(out_dir / "provenance.json")
     rows = results.read_rows(rows_path)
     results.tag_workloads(prov, rows)
     if executor.slots > 1:  # the tables in cell order, not in the order rows arrived

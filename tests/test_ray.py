@@ -175,6 +175,8 @@ def test_sharded_over_fake_gpus_each_problem_on_one(cluster, tmp_path):
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     prov, rows = rows_of(run)
     assert prov["executor"] == "ray" and prov["gpus_used"] == 3 and len(prov["gpus"]) == 3
+    # provenance.json as the run ended, as results.json has it (a reader of the rows alone)
+    assert json.loads((run / "provenance.json").read_text()) == prov
     assert prov["complete"] and len(rows) == prov["cells_total"] == 2 * len(PROBLEMS) + 2 * 2 * 2
     assert all(r["status"] == "PASS" and r["host"] and r["gpu_index"] is not None for r in rows)
     gpus_of: dict[str, set] = {}
