@@ -623,8 +623,8 @@ def gpu_spread(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     body = []
     for (impl, _), per_device in timed.items():
         if len(per_device) > 1:
-            fast = min(per_device.values(), key=lambda r: r["median_us"])
-            slow = max(per_device.values(), key=lambda r: r["median_us"])
+            # sorted, not min and max: on a tie those both return the first, one GPU named twice
+            fast, *_, slow = sorted(per_device.values(), key=lambda r: r["median_us"])
             body.append([impl, fast["problem"], str(len(per_device)),
                          f"{fast['median_us']:.1f} (gpu {labels[device_id(fast)]})",
                          f"{slow['median_us']:.1f} (gpu {labels[device_id(slow)]})",

@@ -257,6 +257,8 @@ def test_ranks_ratios_and_tables_compare_rows_of_one_gpu_only():
     assert rows[0]["vs_vendor"] == 1.2 and rows[2]["vs_vendor"] == round(11 / 14, 3)
     header, body = results.gpu_spread(rows)
     assert [b[0] for b in body] == ["triton/dense", "flashinfer/dense"] and body[0][-1] == "40.0"
+    _, tie = results.gpu_spread([_row("triton/dense", 10.0, "0"), _row("triton/dense", 10.0, "1")])
+    assert tie[0][3:] == ["10.0 (gpu 0)", "10.0 (gpu 1)", "0.0"]  # both GPUs named, not one twice
     _, side = results.side_by_side(rows)
     assert [line[0] for line in side] == ["p @gpu 0", "p @gpu 1"]
     two_models = rows + [_row("triton/dense", 9.0, "0", gpu="H200", host="b")]
