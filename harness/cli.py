@@ -277,7 +277,7 @@ def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) ->
         print(_cpu_notice(impls))
     elif torch.cuda.is_available() and (note := _missing_notice(impls)):
         print(note)
-    (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
+    results.write_whole(out_dir / "provenance.json", json.dumps(prov, indent=1))
     print("\n".join(results.provenance_lines(prov)))
 
     options = {k: v for k, v in (("num_splits", args.num_splits), ("config", args.config),
@@ -303,7 +303,7 @@ def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) ->
     prov["cells_total"] = total  # a run is complete when it has them all (report, compare)
     prov["cells_base"] = len(all_cells)  # cells past these measure a problem again (spread, repeatability)
     prov["code"] = scorecard.code_facts(dict.fromkeys(i.backend.name for i in impls))  # as it ran
-    (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1))
+    results.write_whole(out_dir / "provenance.json", json.dumps(prov, indent=1))
     progress = Progress(total, rows_path)
     stopped_by = began = None
     try:
@@ -322,9 +322,7 @@ def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) ->
 
     # the provenance as the run ended (complete, wall time, a Ray run's GPUs), for a reader of
     # rows.jsonl + provenance.json as for one of results.json
-    tmp = out_dir / ".provenance.json.tmp"
-    tmp.write_text(json.dumps(prov, indent=1))
-    tmp.replace(out_dir / "provenance.json")
+    results.write_whole(out_dir / "provenance.json", json.dumps(prov, indent=1))
     rows = results.read_rows(rows_path)
     results.tag_workloads(prov, rows)
     if executor.slots > 1:  # the tables in cell order, not in the order rows arrived

@@ -202,18 +202,11 @@ def page(title: str, parts: list[str]) -> str:
 
 
 def write_page(path: Path, title: str, parts: list[str]) -> Path:
-    """``path``, written whole under a temporary name, then renamed."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(page(title, parts))
-    tmp.replace(path)
-    return path
+    """``path``, written whole (``results.write_whole``)."""
+    return results.write_whole(path, page(title, parts))
 
 
 def write(out_dir: Path, prov: dict, rows: list[dict], plots: Path | None = None,
           inline: bool = True) -> Path:
-    """``out_dir/report.html``, written whole under a temporary name, then renamed."""
-    path = out_dir / "report.html"
-    tmp = out_dir / ".report.html.tmp"
-    tmp.write_text(render(prov, rows, plots, inline))
-    tmp.replace(path)
-    return path
+    """``out_dir/report.html``, written whole (``results.write_whole``)."""
+    return results.write_whole(out_dir / "report.html", render(prov, rows, plots, inline))

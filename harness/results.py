@@ -758,13 +758,19 @@ def render_csv(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
+def write_whole(path: Path, text: str) -> Path:
+    """``path``, written whole under a temporary name, then renamed: never found half-written."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    return path
+
+
 def write_all(out_dir: Path, prov: dict, rows: list[dict]) -> None:
-    """results.json, .csv and .md, each written whole under a temporary name, then renamed."""
+    """results.json, .csv and .md, each written whole (``write_whole``)."""
     for name, text in (("results.json", json.dumps({"provenance": prov, "rows": rows}, indent=1)),
                        ("results.csv", render_csv(rows)), ("results.md", render_markdown(prov, rows))):
-        tmp = out_dir / f".{name}.tmp"
-        tmp.write_text(text)
-        tmp.replace(out_dir / name)
+        write_whole(out_dir / name, text)
 
 
 def incomplete(prov: dict, rows: list[dict]) -> str | None:
