@@ -1,7 +1,7 @@
 """Gluon one-pass decode, on the dense or the paged layout (``IS_PAGED``).
 
-Algorithm: grid (batch, num_kv_heads x row blocks: a multi-token query's tokens x the group in
-blocks of ``BLOCK_H`` rows); each program streams its sequence's K/V tiles through a
+Algorithm: grid (batch x row blocks, num_kv_heads; row blocks: a multi-token query's tokens x the
+group in blocks of ``BLOCK_H`` rows); each program streams its sequence's K/V tiles through a
 ``NUM_STAGES``-slot cp.async ring in shared memory once (``DENSE_TMA=1``: dense tiles by TMA),
 for all query heads of its GQA group at once (``_common.attend``: mma_v2 scores and P.V, online
 softmax), and writes the final ``out`` and ``lse``. Paged: each tile's rows are gathered
@@ -31,9 +31,11 @@ def decode_kernel(
     NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr, KV_SCALED: gl.constexpr,
     SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr, WGMMA: gl.constexpr,
 ):
-    pid_b = gl.program_id(0)
-    pid_kvh = gl.program_id(1) // row_blocks
-    row0 = gl.program_id(1) % row_blocks * BLOCK_H  # the block of the KV head's query rows
+    # a KV head's row blocks side by side in launch order: they run together, and the K/V one
+    # reads from HBM the others read from L2 (a batch of programs apart, each read it from HBM)
+    pid_b = gl.program_id(0) // row_blocks
+    row0 = gl.program_id(0) % row_blocks * BLOCK_H  # the block of the KV head's query rows
+    pid_kvh = gl.program_id(1)
     seq_len = gl.load(seq_lens_ptr + pid_b)
     out, out_hi, lse = attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc,
                               block_table_ptr, pid_b, pid_kvh, 0, seq_len, group_size, stride_qb,
@@ -57,7 +59,7 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     cfg = pick_launch_config(p, config, sharers=waves, tma=False)
     require_alignment(inputs, COPY_BYTES)
     rows = query_args(p, cfg["BLOCK_H"])
-    grid = (p.batch, p.num_kv_heads * rows["row_blocks"])
+    grid = (p.batch * rows["row_blocks"], p.num_kv_heads)
     args = (*tile_kernel_args(inputs, out, lse), *kv_descriptors(inputs, cfg),
             *kv_scale_args(inputs).values(), *mask_args(p).values(), *rows.values())
 

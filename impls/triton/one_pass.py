@@ -1,6 +1,6 @@
 """Triton one-pass decode, on the dense or the paged layout (``IS_PAGED``).
 
-Algorithm: grid (batch, num_kv_heads x row blocks); each program streams its sequence's K/V rows
+Algorithm: grid (batch x row blocks, num_kv_heads); each program streams its sequence's K/V rows
 in ``BLOCK_N``-token tiles once, for all query heads of its GQA group at once (``_common.attend``;
 a multi-token query's tokens x the group, in blocks of ``BLOCK_H`` rows), and writes the final
 ``out`` and ``lse``. Paged: each tile's rows are gathered through the block
@@ -33,9 +33,11 @@ def decode_kernel(
     UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, SOFTCAP: tl.constexpr,
     ROW_SPANS: tl.constexpr,
 ):
-    pid_b = tl.program_id(0)
-    pid_kvh = tl.program_id(1) // row_blocks
-    row0 = tl.program_id(1) % row_blocks * BLOCK_H  # the block of the KV head's query rows
+    # a KV head's row blocks side by side in launch order: they run together, and the K/V one
+    # reads from HBM the others read from L2 (a batch of programs apart, each read it from HBM)
+    pid_b = tl.program_id(0) // row_blocks
+    row0 = tl.program_id(0) % row_blocks * BLOCK_H  # the block of the KV head's query rows
+    pid_kvh = tl.program_id(1)
     seq_len = tl.load(seq_lens_ptr + pid_b)
     out, out_hi, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, 0, seq_len,
                               group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
@@ -56,7 +58,7 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     cfg = pick_launch_config(p, config, l2_bytes(inputs.device))
     del cfg["FUSED_MERGE"]  # nothing to merge in one pass
     rows = query_args(p, cfg["BLOCK_H"])
-    grid = (p.batch, p.num_kv_heads * rows["row_blocks"])
+    grid = (p.batch * rows["row_blocks"], p.num_kv_heads)
     args = tile_kernel_args(inputs, out, lse)
     scales = {**kv_scale_args(inputs), **mask_args(p), **rows}
 
