@@ -40,7 +40,7 @@ CAPS = Capabilities(
          "(a row of 8 does not lower for sm_90: Triton 3.6's ConvertTritonGPUToLLVM fails)")
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.gluon.one_pass", CAPS, options=("config",),
-         summary="grid (batch, kv_heads); a 2-slot cp.async ring (paged: table entries "
+         summary="grid (batch x row blocks, kv_heads); a 2-slot cp.async ring (paged: table entries "
                  "prefetched a tile ahead)"),
     Impl(BACKEND, "split-k", "impls.gluon.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding over the balanced plan (impls.plan); dense tiles by TMA; split "
