@@ -30,12 +30,21 @@ def decode_kernel(
     BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
     NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr, KV_SCALED: gl.constexpr,
     SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr, WGMMA: gl.constexpr,
+    SPLIT_HEAD_ROWS: gl.constexpr,
 ):
-    # a KV head's row blocks side by side in launch order: they run together, and the K/V one
-    # reads from HBM the others read from L2 (a batch of programs apart, each read it from HBM)
-    pid_b = gl.program_id(0) // row_blocks
-    row0 = gl.program_id(0) % row_blocks * BLOCK_H  # the block of the KV head's query rows
-    pid_kvh = gl.program_id(1)
+    if SPLIT_HEAD_ROWS:
+        # a KV head's row blocks side by side in launch order: they run together, and the K/V one
+        # reads from HBM the others read from L2 (a batch of programs apart, each read it from HBM)
+        pid_b = gl.program_id(0) // row_blocks
+        row0 = gl.program_id(0) % row_blocks * BLOCK_H  # the block of the KV head's query rows
+        pid_kvh = gl.program_id(1)
+    else:
+        # one block a KV head: the index arithmetic as measured before the order above, kept as it
+        # was because ptxas's register allocation moves with it (results/nvidia-h100/
+        # 2026-11-27-one-pass-row-order: 96 -> 128 registers, up to 28 % slower or faster)
+        pid_b = gl.program_id(0)
+        pid_kvh = gl.program_id(1) // row_blocks
+        row0 = gl.program_id(1) % row_blocks * BLOCK_H
     seq_len = gl.load(seq_lens_ptr + pid_b)
     out, out_hi, lse = attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc,
                               block_table_ptr, pid_b, pid_kvh, 0, seq_len, group_size, stride_qb,
@@ -59,11 +68,12 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     cfg = pick_launch_config(p, config, sharers=waves, tma=False)
     require_alignment(inputs, COPY_BYTES)
     rows = query_args(p, cfg["BLOCK_H"])
+    split = rows["row_blocks"] > 1  # a KV head's rows in several programs
     grid = (p.batch * rows["row_blocks"], p.num_kv_heads)
     args = (*tile_kernel_args(inputs, out, lse), *kv_descriptors(inputs, cfg),
             *kv_scale_args(inputs).values(), *mask_args(p).values(), *rows.values())
 
     def run():
-        decode_kernel[grid](*args, **cfg)
+        decode_kernel[grid](*args, **cfg, SPLIT_HEAD_ROWS=split)
 
     return Launch(run, {key: cfg[key] for key in REPORTED})

@@ -31,13 +31,21 @@ def decode_kernel(
     HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, D_LO: tl.constexpr, D_HI: tl.constexpr,
     BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
     UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, SOFTCAP: tl.constexpr,
-    ROW_SPANS: tl.constexpr,
+    ROW_SPANS: tl.constexpr, SPLIT_HEAD_ROWS: tl.constexpr,
 ):
-    # a KV head's row blocks side by side in launch order: they run together, and the K/V one
-    # reads from HBM the others read from L2 (a batch of programs apart, each read it from HBM)
-    pid_b = tl.program_id(0) // row_blocks
-    row0 = tl.program_id(0) % row_blocks * BLOCK_H  # the block of the KV head's query rows
-    pid_kvh = tl.program_id(1)
+    if SPLIT_HEAD_ROWS:
+        # a KV head's row blocks side by side in launch order: they run together, and the K/V one
+        # reads from HBM the others read from L2 (a batch of programs apart, each read it from HBM)
+        pid_b = tl.program_id(0) // row_blocks
+        row0 = tl.program_id(0) % row_blocks * BLOCK_H  # the block of the KV head's query rows
+        pid_kvh = tl.program_id(1)
+    else:
+        # one block a KV head: the index arithmetic as measured before the order above, kept as it
+        # was because ptxas's register allocation moves with it (results/nvidia-h100/
+        # 2026-11-27-one-pass-row-order: 96 -> 128 registers, up to 28 % slower or faster)
+        pid_b = tl.program_id(0)
+        pid_kvh = tl.program_id(1) // row_blocks
+        row0 = tl.program_id(1) % row_blocks * BLOCK_H
     seq_len = tl.load(seq_lens_ptr + pid_b)
     out, out_hi, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, 0, seq_len,
                               group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
@@ -58,11 +66,12 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     cfg = pick_launch_config(p, config, l2_bytes(inputs.device))
     del cfg["FUSED_MERGE"]  # nothing to merge in one pass
     rows = query_args(p, cfg["BLOCK_H"])
+    split = rows["row_blocks"] > 1  # a KV head's rows in several programs
     grid = (p.batch * rows["row_blocks"], p.num_kv_heads)
     args = tile_kernel_args(inputs, out, lse)
     scales = {**kv_scale_args(inputs), **mask_args(p), **rows}
 
     def run():
-        decode_kernel[grid](*args, **scales, **cfg)
+        decode_kernel[grid](*args, **scales, **cfg, SPLIT_HEAD_ROWS=split)
 
     return Launch(run, {key: cfg[key] for key in REPORTED})
