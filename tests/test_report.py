@@ -469,3 +469,35 @@ def test_best_variant_takes_the_problems_whose_launch_did_not_change_as_the_pair
     assert f"{problems} problems: {problems - problems // 2} faster" in res.stdout
     assert f"changed: {problems - problems // 2} problems: 0 faster and 0 slower by more than 3.0 %" \
         in res.stdout
+
+
+def test_best_variant_takes_the_untouched_variants_rows_as_the_control_of_a_code_ab(tmp_path):
+    """An A/B of kernel code: the dense kernel 20 % faster with its config as it was, split-K's
+    code untouched (+1 % drift). Every problem kept its configs, so without --control they all
+    read as the control and none as changed; with --control split-k, split-K's rows are the drift
+    and every problem counts as faster beyond it."""
+    def edit(folder, dense, split):
+        data = json.loads((folder / "results.json").read_text())
+        for r in data["rows"]:
+            r["config"] = {"block_n": 64}
+            r["median_us"] *= {"triton/dense": dense, "triton/split-k": split}.get(r["impl"], 2.0)
+        (folder / "results.json").write_text(json.dumps(data))
+        return folder
+
+    old = edit(fake_run(tmp_path / "old", seed=1, noise=0.0), 1.0, 1.5)
+    new = edit(fake_run(tmp_path / "new", seed=1, noise=0.0), 0.8, 1.5 * 1.01)
+    problems = sum(p.layout == "dense" for p in workloads.named(("grid", "ragged")))
+    command = [sys.executable, "scripts/best_variant.py", str(old), str(new), "triton"]
+    blind = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert "changed: 0 problems" in blind.stdout, blind.stdout
+    res = subprocess.run(command + ["--control", "split-k"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert not re.search(r"% = ", res.stdout)  # no problem claims to have run the same kernels
+    assert f"control: {problems} rows of split-k (code unchanged), old against new: +1.0 to +1.0 %" \
+        in res.stdout, res.stdout
+    assert f"changed: {problems} problems: {problems} faster and 0 slower by more than 2.0 %" \
+        in res.stdout
+    missing = subprocess.run(command + ["--control", "paged"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=120)
+    assert missing.returncode == 2 and "no row of paged" in missing.stdout
