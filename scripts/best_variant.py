@@ -84,7 +84,7 @@ def control_variants(args, rows_old: dict, rows_new: dict, change: dict) -> int:
     pairs = [k for k in rows_old.keys() & rows_new.keys()
              if k[1] in impls and rows_old[k].get("config") == rows_new[k].get("config")]
     if not pairs:
-        print(f"control: no row of {args.control} with the same config in both runs")
+        print(f"control: no row of {args.control} with the same config in both runs", file=sys.stderr)
         return 2
     control = sorted(100 * (rows_new[k]["median_us"] / rows_old[k]["median_us"] - 1) for k in pairs)
     drift = max(args.noise, max(abs(c) for c in control))
@@ -92,9 +92,14 @@ def control_variants(args, rows_old: dict, rows_new: dict, change: dict) -> int:
           f"{control[0]:+.1f} to {control[-1]:+.1f} % (median {statistics.median(control):+.1f} %), "
           "the pair's drift")
     moved = list(change.values())
-    print(f"changed: {len(moved)} problems: {sum(c < -drift for c in moved)} faster and "
-          f"{sum(c > drift for c in moved)} slower by more than {drift:.1f} % (the noise or the "
-          "control's widest move, whichever is larger)")
+    print(f"every problem's fastest row: {len(moved)} problems: {sum(c < -drift for c in moved)} "
+          f"faster and {sum(c > drift for c in moved)} slower by more than {drift:.1f} % (the noise "
+          "or the control's widest move, whichever is larger)")
+    for impl in sorted({k[1] for k in rows_old.keys() & rows_new.keys()} - impls):  # the others
+        rows = [100 * (rows_new[k]["median_us"] / rows_old[k]["median_us"] - 1)
+                for k in rows_old.keys() & rows_new.keys() if k[1] == impl]
+        print(f"{impl}: {len(rows)} rows: {sum(c < -drift for c in rows)} faster and "
+              f"{sum(c > drift for c in rows)} slower by more than {drift:.1f} %")
     return 0
 
 

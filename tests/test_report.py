@@ -472,32 +472,41 @@ def test_best_variant_takes_the_problems_whose_launch_did_not_change_as_the_pair
 
 
 def test_best_variant_takes_the_untouched_variants_rows_as_the_control_of_a_code_ab(tmp_path):
-    """An A/B of kernel code: the dense kernel 20 % faster with its config as it was, split-K's
-    code untouched (+1 % drift). Every problem kept its configs, so without --control they all
-    read as the control and none as changed; with --control split-k, split-K's rows are the drift
-    and every problem counts as faster beyond it."""
-    def edit(folder, dense, split):
+    """An A/B of kernel code: the dense kernel 20 % faster on even problems and 3 % on odd ones
+    with its config as it was, split-K's code untouched but 4 % slower (a drift beyond the 2 %
+    noise), and one split-K row with a new config 30 % faster (not the drift: it changed). Without
+    --control the problems that kept their configs read as the control and none as changed; with
+    --control split-k, split-K's same-config rows are the drift (+4 %), and only the even
+    problems' 20 % counts beyond it, not the odd ones' 3 %."""
+    def edit(folder, dense, split, changed=None):
         data = json.loads((folder / "results.json").read_text())
-        for r in data["rows"]:
+        for n, r in enumerate(data["rows"]):  # fake_run: one row per implementation a problem
             r["config"] = {"block_n": 64}
-            r["median_us"] *= {"triton/dense": dense, "triton/split-k": split}.get(r["impl"], 2.0)
+            r["median_us"] *= {"triton/dense": dense(n // len(IMPLS)),
+                               "triton/split-k": split}.get(r["impl"], 2.0)
+        if changed:
+            row = next(r for r in data["rows"] if r["impl"] == "triton/split-k")
+            row.update(config={"block_n": 128}, median_us=row["median_us"] * changed)
         (folder / "results.json").write_text(json.dumps(data))
         return folder
 
-    old = edit(fake_run(tmp_path / "old", seed=1, noise=0.0), 1.0, 1.5)
-    new = edit(fake_run(tmp_path / "new", seed=1, noise=0.0), 0.8, 1.5 * 1.01)
+    old = edit(fake_run(tmp_path / "old", seed=1, noise=0.0), lambda i: 1.0, 1.5)
+    new = edit(fake_run(tmp_path / "new", seed=1, noise=0.0), lambda i: 0.97 if i % 2 else 0.8,
+               1.5 * 1.04, changed=0.7 / 1.04)
     problems = sum(p.layout == "dense" for p in workloads.named(("grid", "ragged")))
+    even = (problems + 1) // 2
     command = [sys.executable, "scripts/best_variant.py", str(old), str(new), "triton"]
     blind = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert "changed: 0 problems" in blind.stdout, blind.stdout
+    assert "changed: 1 problems" in blind.stdout, blind.stdout
     res = subprocess.run(command + ["--control", "split-k"], cwd=ROOT, capture_output=True,
                          text=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     assert not re.search(r"% = ", res.stdout)  # no problem claims to have run the same kernels
-    assert f"control: {problems} rows of split-k (code unchanged), old against new: +1.0 to +1.0 %" \
+    assert f"control: {problems - 1} rows of split-k (code unchanged), old against new: +4.0 to +4.0 %" \
         in res.stdout, res.stdout
-    assert f"changed: {problems} problems: {problems} faster and 0 slower by more than 2.0 %" \
-        in res.stdout
-    missing = subprocess.run(command + ["--control", "paged"], cwd=ROOT, capture_output=True,
+    assert f"every problem's fastest row: {problems} problems: {even} faster and 0 slower by " \
+        "more than 4.0 %" in res.stdout, res.stdout
+    assert f"triton/dense: {problems} rows: {even} faster and 0 slower by more than 4.0 %" in res.stdout
+    missing = subprocess.run(command + ["--control", "fused"], cwd=ROOT, capture_output=True,
                              text=True, timeout=120)
-    assert missing.returncode == 2 and "no row of paged" in missing.stdout
+    assert missing.returncode == 2 and "no row of fused" in missing.stderr

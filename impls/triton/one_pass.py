@@ -34,15 +34,15 @@ def decode_kernel(
     ROW_SPANS: tl.constexpr, SPLIT_HEAD_ROWS: tl.constexpr,
 ):
     if SPLIT_HEAD_ROWS:
-        # a KV head's row blocks side by side in launch order: they run together, and the K/V one
-        # reads from HBM the others read from L2 (a batch of programs apart, each read it from HBM)
+        # a KV head's row blocks side by side in launch order: the first reads the K/V from HBM, the
+        # rest can find it in L2 (a batch of programs apart, each had read it from HBM)
         pid_b = tl.program_id(0) // row_blocks
         row0 = tl.program_id(0) % row_blocks * BLOCK_H  # the block of the KV head's query rows
         pid_kvh = tl.program_id(1)
     else:
-        # one block a KV head: the index arithmetic as measured before the order above, kept as it
-        # was because ptxas's register allocation moves with it (results/nvidia-h100/
-        # 2026-11-27-one-pass-row-order: 96 -> 128 registers, up to 28 % slower or faster)
+        # one block a KV head: the index arithmetic as before the order above, kept because ptxas's
+        # register allocation moves with it (Gluon 46.0's kernel 118 -> 147 registers, +28 %:
+        # results/nvidia-h100/2026-11-27-one-pass-row-order)
         pid_b = tl.program_id(0)
         pid_kvh = tl.program_id(1) // row_blocks
         row0 = tl.program_id(1) % row_blocks * BLOCK_H

@@ -19,6 +19,10 @@ def cell(x):
     return f"{x:7.1f}" if x else "      -"
 
 
+def change(x):
+    return f"{100 * x:+6.1f}%" if x is not None else "      -"
+
+
 print(f"{'problem':44} {'impl':12} blk |      oA      o1      o2 |      nA      n1      n2 | n/o(2) n/o(A)")
 summary = {}
 for seed in ("86", "46"):
@@ -31,7 +35,7 @@ for seed in ("86", "46"):
         first = v[3] / v[0] - 1 if v[3] and v[0] else None
         summary.setdefault((row["backend"], blocks > 1), []).append(second)
         print(f"{key[1][:44]:44} {key[0]:12} {blocks:3d} | {' '.join(map(cell, v[:3]))} | "
-              f"{' '.join(map(cell, v[3:]))} | {100 * (second or 0):+6.1f}% {100 * (first or 0):+6.1f}%")
+              f"{' '.join(map(cell, v[3:]))} | {change(second)} {change(first)}")
 for (backend, several), changes in sorted(summary.items()):
     changes = sorted(100 * c for c in changes if c is not None)
     print(backend, "several" if several else "one", len(changes),
