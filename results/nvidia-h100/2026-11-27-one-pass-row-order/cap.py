@@ -7,7 +7,7 @@ import sys
 
 folder = sys.argv[1] if len(sys.argv) > 1 else "."
 for backend in ("triton", "gluon"):
-    rows = [r for _, r in json.load(open(f"{folder}/cap-{backend}.json"))]
+    rows = list(dict(json.load(open(f"{folder}/cap-{backend}.json"))).values())  # each kernel once
     by_regs = [r for r in rows if r[6] > r[3]]  # (regs, sass, hash, per_sm, budget, spills, smem_per_sm)
     free = [r for r in by_regs if r[5] == 0]
     print(f"{backend}: {len(rows)} kernels; registers bound {len(by_regs)} (shared memory the rest); "

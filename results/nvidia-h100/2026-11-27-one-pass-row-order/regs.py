@@ -52,7 +52,7 @@ def record(ptx: str) -> int:  # stands in for sm90.ptxas_spills: compile_all cal
 
 def capped(src: str, regs: int, threads: int) -> tuple:
     """(programs a SM holds by registers, the budget of one more, bytes ptxas spills under it)."""
-    per_sm = REGS_PER_SM // (regs * threads)
+    per_sm = REGS_PER_SM // (-(-regs // 8) * 8 * threads)  # registers are allocated 8 a thread at a time
     budget = REGS_PER_SM // ((per_sm + 1) * threads) // 8 * 8
     log = subprocess.run([os.path.join(BIN, "ptxas"), "-v", "--gpu-name=sm_90a", f"--maxrregcount={budget}", src,
                           "-o", src[:-4] + "-cap.cubin"], capture_output=True, text=True, check=True).stderr
