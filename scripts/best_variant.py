@@ -57,23 +57,19 @@ def main(argv: list[str]) -> int:
         a, b = old[k], new[k]
         print(f"{change[k]:+6.1f}% {'=' if k in same else ' '} old {a['median_us']:9.1f} us "
               f"{a['impl']:<18} new {b['median_us']:9.1f} us {b['impl']:<18} {a['problem']}")
-    changes = list(change.values())
-    print(f"\n{len(both)} problems: {sum(c < -args.noise for c in changes)} faster and "
-          f"{sum(c > args.noise for c in changes)} slower by more than {args.noise:g} %")
+    print(f"\n{len(both)} problems: {counted(change.values(), args.noise)} by more than {args.noise:g} %")
     if args.control:
         return control_variants(args, rows_old, rows_new, change)
     if not same:
         print("control: no problem kept every variant's config in both runs")
         return 0
-    control = sorted(change[k] for k in same)
-    drift = max(args.noise, max(abs(c) for c in control))
+    control = [change[k] for k in same]
+    drift = max(args.noise, *map(abs, control))
     moved = [change[k] for k in both if k not in same]
-    print(f"control: {len(same)} problems kept every variant's config (=): {control[0]:+.1f} to "
-          f"{control[-1]:+.1f} % (median {statistics.median(control):+.1f} %), the pair's drift "
-          "where only launch choices changed")
-    print(f"changed: {len(moved)} problems: {sum(c < -drift for c in moved)} faster and "
-          f"{sum(c > drift for c in moved)} slower by more than {drift:.1f} % (the noise or the "
-          "control's widest move, whichever is larger)")
+    print(f"control: {len(same)} problems kept every variant's config (=): {span(control)}, the "
+          "pair's drift where only launch choices changed")
+    print(f"changed: {len(moved)} problems: {counted(moved, drift)} by more than {drift:.1f} % (the "
+          "noise or the control's widest move, whichever is larger)")
     return 0
 
 
@@ -81,26 +77,33 @@ def control_variants(args, rows_old: dict, rows_new: dict, change: dict) -> int:
     """The drift from the rows of ``--control``'s variants (same config in both runs), and every
     problem's change counted beyond it."""
     impls = {f"{args.backend}/{v.strip()}" for v in args.control.split(",")}
-    pairs = [k for k in rows_old.keys() & rows_new.keys()
-             if k[1] in impls and rows_old[k].get("config") == rows_new[k].get("config")]
-    if not pairs:
+    both = rows_old.keys() & rows_new.keys()
+    row_change = {k: 100 * (rows_new[k]["median_us"] / rows_old[k]["median_us"] - 1) for k in both}
+    control = [row_change[k] for k in both
+               if k[1] in impls and rows_old[k].get("config") == rows_new[k].get("config")]
+    if not control:
         print(f"control: no row of {args.control} with the same config in both runs", file=sys.stderr)
         return 2
-    control = sorted(100 * (rows_new[k]["median_us"] / rows_old[k]["median_us"] - 1) for k in pairs)
-    drift = max(args.noise, max(abs(c) for c in control))
-    print(f"control: {len(pairs)} rows of {args.control} (code unchanged), old against new: "
-          f"{control[0]:+.1f} to {control[-1]:+.1f} % (median {statistics.median(control):+.1f} %), "
-          "the pair's drift")
-    moved = list(change.values())
-    print(f"every problem's fastest row: {len(moved)} problems: {sum(c < -drift for c in moved)} "
-          f"faster and {sum(c > drift for c in moved)} slower by more than {drift:.1f} % (the noise "
-          "or the control's widest move, whichever is larger)")
-    for impl in sorted({k[1] for k in rows_old.keys() & rows_new.keys()} - impls):  # the others
-        rows = [100 * (rows_new[k]["median_us"] / rows_old[k]["median_us"] - 1)
-                for k in rows_old.keys() & rows_new.keys() if k[1] == impl]
-        print(f"{impl}: {len(rows)} rows: {sum(c < -drift for c in rows)} faster and "
-              f"{sum(c > drift for c in rows)} slower by more than {drift:.1f} %")
+    drift = max(args.noise, *map(abs, control))
+    print(f"control: {len(control)} rows of {args.control} (code unchanged), old against new: "
+          f"{span(control)}, the pair's drift")
+    print(f"every problem's fastest row: {len(change)} problems: {counted(change.values(), drift)} by "
+          f"more than {drift:.1f} % (the noise or the control's widest move, whichever is larger)")
+    for impl in sorted({k[1] for k in both} - impls):  # the others
+        rows = [c for k, c in row_change.items() if k[1] == impl]
+        print(f"{impl}: {len(rows)} rows: {counted(rows, drift)} by more than {drift:.1f} %")
     return 0
+
+
+def counted(changes, limit: float) -> str:
+    """How many of ``changes`` (in %) lie beyond ``limit`` either way."""
+    changes = list(changes)
+    return f"{sum(c < -limit for c in changes)} faster and {sum(c > limit for c in changes)} slower"
+
+
+def span(changes: list[float]) -> str:
+    """``changes``' range and median, in %."""
+    return f"{min(changes):+.1f} to {max(changes):+.1f} % (median {statistics.median(changes):+.1f} %)"
 
 
 if __name__ == "__main__":
