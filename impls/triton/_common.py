@@ -301,13 +301,12 @@ MIN_FITTED_BLOCK_N = 32
 # (results/nvidia-h200/sweeps/2026-11-21-triton.log).
 MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V at bf16 D=128
 # Beyond the q tile's rows, where the K/V do not fit in L2 (a KV head's further row blocks then
-# compete for L2 with every other head's reads; the fastest variant was faster with it on 11 of 13
-# held-out problems, one-pass alone on 8 and slower on 4: results/nvidia-h100/
-# 2026-11-27-one-pass-row-order):
-# a program takes up to this many rows on two warpgroups, as far
-# as THREAD_FLOATS holds them (16-bit queries: 64 rows at head dims 129-256, where the q tile
-# holds 32 and those spill on 4 warps; a group of 64 there takes the 8 warps too). 128-row
-# programs were slower than two of 64 at head dim 128 (results/nvidia-h200/2026-11-26-spec-decode)
+# compete for L2 with every other head's reads; re-tested with the blocks adjacent, mixed for
+# one-pass alone: results/nvidia-h100/2026-11-27-one-pass-row-order): a program takes up to
+# this many rows on two warpgroups, as far as THREAD_FLOATS holds them (16-bit queries: 64 rows
+# at head dims 129-256, where the q tile holds 32 and those spill on 4 warps; a group of 64 there
+# takes the 8 warps too). 128-row programs were slower than two of 64 at head dim 128
+# (results/nvidia-h200/2026-11-26-spec-decode)
 MAX_BLOCK_H = 64
 WIDE_WARPS = 8
 TILE_PAIR_BYTES = 64 * 1024  # K + V tile of one pipeline stage: wider rows get fewer tokens

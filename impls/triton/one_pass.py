@@ -41,8 +41,8 @@ def decode_kernel(
         pid_kvh = tl.program_id(1)
     else:
         # one block a KV head: the index arithmetic as before the order above, kept because ptxas's
-        # register allocation moves with it (Gluon 46.0's kernel 118 -> 147 registers, +28 %:
-        # results/nvidia-h100/2026-11-27-one-pass-row-order)
+        # register allocation, and with it the programs a SM holds, moves with it (results/
+        # nvidia-h100/2026-11-27-one-pass-row-order)
         pid_b = tl.program_id(0)
         pid_kvh = tl.program_id(1) // row_blocks
         row0 = tl.program_id(1) % row_blocks * BLOCK_H
