@@ -48,6 +48,7 @@ import torch
 
 from impls.common import check_num_splits, sm_count
 from impls.registry import Unsupported
+from specs.problem import ProblemError
 
 OVERHEAD_TOKENS = 128  # an item's fixed cost (start, partial write, merge), in tokens of work
 MIN_CHUNK = 256  # the planner's smallest chunk (below it the merge outweighs the parallelism)
@@ -342,6 +343,7 @@ def new_partials(split_plan: SplitPlan, problem, device: torch.device):
 
 
 MAX_ITEMS = 65535  # the kernels put work items on a CUDA grid's y dimension
+MAX_THREAD_REGS = 255  # ptxas allocates a thread no more
 
 
 @dataclass(frozen=True)
@@ -377,6 +379,52 @@ def residency(regs_per_thread: int, smem_bytes: int, num_warps: int,
     by_regs = (limits.regs // 4 // max(regs_per_warp, 1)) * 4 // num_warps
     by_smem = limits.smem // (smem_bytes + limits.reserved_smem)
     return max(1, min(by_regs, by_smem, limits.threads // (32 * num_warps), limits.programs))
+
+
+def registers_for(programs: int, num_warps: int, limits: SmLimits = SmLimits()) -> int:
+    """The most registers a thread may use (a multiple of 8, the allocation step) for an SM's
+    register file to hold ``programs`` programs of ``num_warps`` warps (ptxas's ceiling at most)."""
+    warps_per_quarter = -(-programs * num_warps // 4)
+    return min(MAX_THREAD_REGS, limits.regs // 4 // warps_per_quarter // 256 * 8)
+
+
+def register_cap(regs_per_thread: int, smem_bytes: int, num_warps: int,
+                 limits: SmLimits = SmLimits()) -> int:
+    """Programs a SM would hold with the registers capped (a launch's ``min_blocks``): one more
+    than a compiled kernel's ``regs_per_thread`` let it hold, where registers alone bind its
+    residency (shared memory, threads and the program limit would hold one more); 0 where they
+    do not. ptxas's count moves with unrelated edits of a kernel, and the programs a SM holds
+    with it (results/nvidia-h100/2026-11-27-one-pass-row-order): a cap makes it the launch's."""
+    now = residency(regs_per_thread, smem_bytes, num_warps, limits)
+    return now + 1 if residency(8, smem_bytes, num_warps, limits) > now else 0
+
+
+def capped_kernel(compile_with: Callable, num_warps: int, min_blocks: int | None,
+                  limits: SmLimits = SmLimits()):
+    """(compiled kernel, min_blocks, register cap or None) of a launch; ``compile_with(cap)``
+    compiles and loads the kernel under a per-thread register cap (None: ptxas's own count).
+    ``min_blocks`` given: that many programs a SM (0: no cap). None: ``register_cap``'s rule on
+    the uncapped kernel, kept where the capped one holds the programs asked for and spills no
+    more (a spill to local memory can cost more than the program it buys)."""
+    if min_blocks is not None and (min_blocks < 0 or min_blocks * num_warps * 32 > limits.threads):
+        raise ProblemError(f"config: min_blocks={min_blocks!r}: programs a SM, from 0 (no cap) to "
+                           f"{limits.threads // (32 * num_warps)} ({limits.threads} threads an SM "
+                           f"over {num_warps} warps a program)")
+    if min_blocks == 0:
+        return compile_with(None), 0, None
+    if min_blocks is not None:
+        cap = registers_for(min_blocks, num_warps, limits)
+        return compile_with(cap), min_blocks, cap
+    kernel = compile_with(None)
+    rule = register_cap(kernel.n_regs, kernel.metadata.shared, num_warps, limits)
+    if not rule:
+        return kernel, 0, None
+    cap = registers_for(rule, num_warps, limits)
+    capped = compile_with(cap)
+    held = residency(capped.n_regs, capped.metadata.shared, num_warps, limits)
+    if held < rule or capped.n_spills > kernel.n_spills:
+        return kernel, 0, None
+    return capped, rule, cap
 
 
 def combine_blocks(num_merges: int, num_rows: int, max_slots: int, head_dim_pad: int,

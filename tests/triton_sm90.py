@@ -46,6 +46,7 @@ class _StandIn:
     """What a ``warmup`` returns to a launcher that sizes its plan by the compiled binary: without
     a GPU the binary's registers are unknown, so the CUDA limit (255) stands in for them."""
     n_regs = 255
+    n_spills = 0
     metadata = types.SimpleNamespace(shared=SMEM_BYTES)
 
     def _init_handles(self):

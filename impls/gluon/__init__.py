@@ -23,7 +23,8 @@ BACKEND = Backend(
                 Knob("num_warps", (4, 8)),
                 Knob("tma", (1, 0), param="DENSE_TMA", layouts=("dense",)),
                 Knob("dim_split", (0, 1), param="DIM_SPLIT"),
-                Knob("wgmma", (0, 1), param="WGMMA")),
+                Knob("wgmma", (0, 1), param="WGMMA"),
+                Knob("min_blocks", (0, 2, 3, 4), param="MIN_BLOCKS")),
 )
 
 # Gluon has no interpreter: no CPU mode (the CPU tests compile the kernels for sm_90 instead).

@@ -589,6 +589,7 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
         SOFTCAP=problem.softcap is not None,
         ROW_SPANS=problem.q_len > 1,
         WGMMA=wgmma_rule(problem, (config or {}).get("num_warps", NUM_WARPS)),
+        MIN_BLOCKS=None,  # a register cap: the launcher's rule on the compiled kernel (impls.plan)
         num_warps=NUM_WARPS,
     )
     cfg = with_overrides(defaults, config)
@@ -689,6 +690,17 @@ def kv_descriptors(inputs, cfg: dict):
     if not cfg["DENSE_TMA"]:
         return None, None, None, None
     return (*pair(cfg["HEAD_DIM_PAD"]), *(pair(cfg["D_HI"]) if cfg["D_HI"] else (None, None)))
+
+
+def compile_capped(kernel, args, grid, kwargs: dict, min_blocks: int | None, device):
+    """(compiled kernel, min_blocks, register cap or None) of ``kernel[grid](*args, **kwargs)``
+    under ``impls.plan.capped_kernel``'s register cap (the launch's ``maxnreg``)."""
+    def compile_with(cap):
+        compiled = kernel.warmup(*args, grid=grid, **kwargs, maxnreg=cap)
+        compiled._init_handles()  # loads the binary: n_regs and n_spills are known from then on
+        return compiled
+    return planner.capped_kernel(compile_with, kwargs["num_warps"], min_blocks,
+                                 planner.sm_limits(device))
 
 
 def resident_programs(kernel, cfg: dict, device) -> int:

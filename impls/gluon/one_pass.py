@@ -15,7 +15,8 @@ from triton.experimental.gluon import language as gl
 
 from impls.common import (kv_scale_args, mask_args, query_args, require_alignment, sm_count,
                           tile_kernel_args)
-from impls.gluon._common import COPY_BYTES, REPORTED, attend, kv_descriptors, pick_launch_config, store_rows
+from impls.gluon._common import (COPY_BYTES, REPORTED, attend, compile_capped, kv_descriptors,
+                                 pick_launch_config, store_rows)
 from impls.registry import Launch
 
 
@@ -72,8 +73,11 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     grid = (p.batch * rows["row_blocks"], p.num_kv_heads)
     args = (*tile_kernel_args(inputs, out, lse), *kv_descriptors(inputs, cfg),
             *kv_scale_args(inputs).values(), *mask_args(p).values(), *rows.values())
+    min_blocks = cfg.pop("MIN_BLOCKS")
+    kwargs = {**cfg, "SPLIT_HEAD_ROWS": split}
+    _, min_blocks, cap = compile_capped(decode_kernel, args, grid, kwargs, min_blocks, inputs.device)
 
     def run():
-        decode_kernel[grid](*args, **cfg, SPLIT_HEAD_ROWS=split)
+        decode_kernel[grid](*args, **kwargs, maxnreg=cap)
 
-    return Launch(run, {key: cfg[key] for key in REPORTED})
+    return Launch(run, {**{key: cfg[key] for key in REPORTED}, "MIN_BLOCKS": min_blocks})

@@ -23,8 +23,8 @@ from triton.experimental.gluon import language as gl
 from impls import plan as planner
 from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_alignment,
                           sm_count, tile_kernel_args)
-from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, REPORTED, attend, kv_descriptors,
-                                 pick_launch_config, resident_programs, store_rows)
+from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, REPORTED, attend, compile_capped,
+                                 kv_descriptors, pick_launch_config, resident_programs, store_rows)
 from impls.registry import Launch
 
 COMBINE_WARPS = 4  # the combine's tiles are planner.COMBINE_TILE floats at most
@@ -160,10 +160,11 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     # compiled for a cfg on a stand-in plan (the same argument types) to read its residency
     stand_in = planner.SplitLaunch.of(planner.whole_sequences(p.seq_lens), inputs)
 
-    def compiled_residency(cfg):
+    def compiled_residency(cfg):  # (programs a SM holds, min_blocks, register cap or None)
         split_args, _ = kernel_args(cfg, stand_in)
-        return resident_programs(split_kernel.warmup(*split_args, grid=(1,), **cfg), cfg,
-                                 inputs.device)
+        kernel, min_blocks, cap = compile_capped(split_kernel, split_args, (1,), cfg,
+                                                 cfg.pop("MIN_BLOCKS"), inputs.device)
+        return resident_programs(kernel, cfg, inputs.device), min_blocks, cap
 
     # TMA streams an SM's share of HBM with one program in 64 KB slots: the plan fills the SMs
     # with the items of one resident program each. The cp.async ring wants several programs per
@@ -172,13 +173,13 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     cfg = pick_launch_config(p, config, sharers=1, tma=True, l2_bytes=l2, split=True)
     if not cfg["DENSE_TMA"]:  # paged, or DENSE_TMA=0 asked for
         cfg = pick_launch_config(p, config, l2_bytes=l2, split=True)
-    resident = compiled_residency(cfg)
+    resident, min_blocks, cap = compiled_residency(cfg)
     split_plan = plan_for(cfg, resident)
     if not cfg["DENSE_TMA"]:
         sharers = -(-split_plan.num_items * p.num_kv_heads // sm_count(inputs.device))
         if sharers < MAX_SHARERS:
             cfg = pick_launch_config(p, config, sharers=sharers, l2_bytes=l2, split=True)
-            resident = compiled_residency(cfg)
+            resident, min_blocks, cap = compiled_residency(cfg)
             split_plan = plan_for(cfg, resident)
 
     split = planner.SplitLaunch.of(split_plan, inputs, lambda: plan_for(cfg, resident))
@@ -194,10 +195,10 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                        num_warps=COMBINE_WARPS)
 
     def run():
-        split_kernel[split_grid](*split_args, **cfg)
+        split_kernel[split_grid](*split_args, **cfg, maxnreg=cap)
         if split_plan.num_merges:
             combine_kernel[combine_grid](*combine_args, **combine_cfg)
 
-    return Launch(run, {**split.reported(), "resident": resident,
+    return Launch(run, {**split.reported(), "resident": resident, "MIN_BLOCKS": min_blocks,
                         **{key: cfg[key] for key in REPORTED}},
                   plan=split.replan)

@@ -22,7 +22,8 @@ BACKEND = Backend(
                 Knob("num_stages", (2, 3, 4)),
                 Knob("gather", ("page", "token"), param="GATHER", layouts=("paged",)),
                 Knob("merge", ("kernel", "fused"), param="MERGE", variants=("split-k",)),
-                Knob("dim_split", (0, 1), param="DIM_SPLIT")),
+                Knob("dim_split", (0, 1), param="DIM_SPLIT"),
+                Knob("min_blocks", (0, 2, 3, 4), param="MIN_BLOCKS")),
 )
 
 # Head dims are padded to a power of two inside the kernels (masked), up to 256, or (dim_split)

@@ -26,6 +26,7 @@ import triton.language as tl
 from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
 from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
+from impls import plan as planner
 from impls.common import L2_BYTES, SMEM_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles, with_overrides
 from specs.problem import ProblemError
 
@@ -324,6 +325,21 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
+def compile_capped(kernel, args, grid, kwargs: dict, min_blocks: int | None, device):
+    """(compiled kernel, min_blocks, register cap or None) of ``kernel[grid](*args, **kwargs)``
+    under ``impls.plan.capped_kernel``'s register cap (the launch's ``maxnreg``); in the
+    interpreter, where nothing is compiled: (None, min_blocks or 0, None)."""
+    if interpreting():
+        return None, min_blocks or 0, None
+
+    def compile_with(cap):
+        compiled = kernel.warmup(*args, grid=grid, **kwargs, maxnreg=cap)
+        compiled._init_handles()  # loads the binary: n_regs and n_spills are known from then on
+        return compiled
+    return planner.capped_kernel(compile_with, kwargs["num_warps"], min_blocks,
+                                 planner.sm_limits(device))
+
+
 def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_BYTES) -> dict:
     """Compile-time shape of the kernels for ``problem`` on a GPU of ``l2_bytes`` of L2 (no device
     query; launchers pass their GPU's); ``config`` overrides the tunable ones (``BLOCK_N``,
@@ -371,6 +387,7 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
         # the merge in a kernel of its own: measured faster at batch 1 than fused into the split
         # kernel's last program (results/nvidia-h100/2026-11-24-plan/), the same elsewhere
         MERGE="kernel",
+        MIN_BLOCKS=None,  # a register cap: the launcher's rule on the compiled kernel (impls.plan)
         num_warps=num_warps,
         num_stages=NUM_STAGES,  # one less on a grid of many programs: below
     )

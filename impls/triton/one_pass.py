@@ -18,7 +18,7 @@ import triton.language as tl
 from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_e4m3_hardware,
                           tile_kernel_args)
 from impls.registry import Launch
-from impls.triton._common import REPORTED, attend, pick_launch_config, store_rows
+from impls.triton._common import REPORTED, attend, compile_capped, pick_launch_config, store_rows
 
 
 # runtime ints that vary per problem are not specialised (fewer recompiles, same code)
@@ -65,13 +65,15 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     p = inputs.problem
     cfg = pick_launch_config(p, config, l2_bytes(inputs.device))
     del cfg["FUSED_MERGE"]  # nothing to merge in one pass
+    min_blocks = cfg.pop("MIN_BLOCKS")
     rows = query_args(p, cfg["BLOCK_H"])
     split = rows["row_blocks"] > 1  # a KV head's rows in several programs
     grid = (p.batch * rows["row_blocks"], p.num_kv_heads)
     args = tile_kernel_args(inputs, out, lse)
-    scales = {**kv_scale_args(inputs), **mask_args(p), **rows}
+    kwargs = {**kv_scale_args(inputs), **mask_args(p), **rows, **cfg, "SPLIT_HEAD_ROWS": split}
+    _, min_blocks, cap = compile_capped(decode_kernel, args, grid, kwargs, min_blocks, inputs.device)
 
     def run():
-        decode_kernel[grid](*args, **scales, **cfg, SPLIT_HEAD_ROWS=split)
+        decode_kernel[grid](*args, **kwargs, maxnreg=cap)
 
-    return Launch(run, {key: cfg[key] for key in REPORTED})
+    return Launch(run, {**{key: cfg[key] for key in REPORTED}, "MIN_BLOCKS": min_blocks})

@@ -30,7 +30,7 @@ from impls import plan as planner
 from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_e4m3_hardware,
                           sm_count, tile_kernel_args)
 from impls.registry import Launch, Unsupported
-from impls.triton._common import (REPORTED, attend, interpreting, pick_launch_config,
+from impls.triton._common import (REPORTED, attend, compile_capped, interpreting, pick_launch_config,
                                   store_rows)
 
 # Programs of the split kernel resident per SM in the CPU interpreter (nothing compiled to ask);
@@ -195,17 +195,19 @@ def split_args_for(inputs, out, lse, split: planner.SplitLaunch, counters, cfg: 
             (*combine_args, p.q_len, p.num_q_heads, p.q_len * p.num_q_heads))
 
 
-def resident_programs(inputs, out, lse, cfg: dict, counters) -> int:
-    """Programs of the split kernel one SM holds, from the kernel compiled for ``cfg`` (on a
-    stand-in plan: the same argument types) by the occupancy rules."""
+def resident_programs(inputs, out, lse, cfg: dict, counters, min_blocks: int | None):
+    """(programs of the split kernel one SM holds, min_blocks, register cap or None), from the
+    kernel compiled for ``cfg`` (on a stand-in plan: the same argument types) under
+    ``compile_capped``'s cap, by the occupancy rules."""
     if interpreting():
-        return RESIDENT_PROGRAMS
+        return RESIDENT_PROGRAMS, min_blocks or 0, None
     stand_in = planner.SplitLaunch.of(planner.whole_sequences(inputs.problem.seq_lens), inputs)
     args, _ = split_args_for(inputs, out, lse, stand_in, counters, cfg)
-    kernel = split_kernel.warmup(*args, grid=(1,), **cfg, BLOCK_S=planner.COMBINE_SLOTS)
-    kernel._init_handles()  # loads the binary: n_regs is known from then on
-    return planner.residency(kernel.n_regs, kernel.metadata.shared, cfg["num_warps"],
-                             planner.sm_limits(inputs.device))
+    kernel, min_blocks, cap = compile_capped(split_kernel, args, (1,),
+                                             {**cfg, "BLOCK_S": planner.COMBINE_SLOTS},
+                                             min_blocks, inputs.device)
+    return (planner.residency(kernel.n_regs, kernel.metadata.shared, cfg["num_warps"],
+                              planner.sm_limits(inputs.device)), min_blocks, cap)
 
 
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
@@ -220,7 +222,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                           "group")
     # finished pieces per (sequence, KV head) for the fused merge; zero between launches
     counters = torch.zeros(p.batch, p.num_kv_heads, dtype=torch.int32, device=inputs.device)
-    resident = resident_programs(inputs, out, lse, cfg, counters)
+    resident, min_blocks, cap = resident_programs(inputs, out, lse, cfg, counters,
+                                                  cfg.pop("MIN_BLOCKS"))
     row_blocks = query_args(p, cfg["BLOCK_H"])["row_blocks"]
     split = planner.split_launch(inputs, resident, cfg["BLOCK_N"], num_splits,
                                  head_blocks=row_blocks, whole_pages=cfg["PAGE_SIZE"] > 0)
@@ -239,11 +242,11 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                        BLOCK_S=block_s, BLOCK_R=block_r, num_warps=COMBINE_WARPS)
 
     def run():
-        split_kernel[split_grid](*split_args, **cfg, BLOCK_S=split_block_s)
+        split_kernel[split_grid](*split_args, **cfg, BLOCK_S=split_block_s, maxnreg=cap)
         if separate_merge:
             combine_kernel[combine_grid](*combine_args, **combine_cfg)
 
-    return Launch(run, {**split.reported(), "resident": resident,
+    return Launch(run, {**split.reported(), "resident": resident, "MIN_BLOCKS": min_blocks,
                         "merge": "fused" if cfg["FUSED_MERGE"] else "kernel",
                         **{key: cfg[key] for key in REPORTED}},
                   plan=split.replan)

@@ -1,0 +1,88 @@
+"""The register cap (``min_blocks``): the budget of a residency, the rule that asks one program
+more a SM where registers alone bind, and the launch that keeps a cap only where ptxas holds it
+without spilling more (``impls.plan.capped_kernel`` over fake compiled kernels)."""
+
+import types
+
+import pytest
+
+import impls  # noqa: F401  (first: CPU modes before any DSL import)
+from impls import plan as planner
+from impls.launch import KNOBS
+from impls.registry import backends
+from specs.problem import ProblemError
+
+KB = 1024
+
+
+@pytest.mark.parametrize("programs, warps, regs", [(1, 4, 255), (2, 4, 255), (3, 4, 168), (4, 4, 128),
+                                                    (6, 4, 80), (2, 8, 128), (3, 8, 80), (16, 4, 32)])
+def test_the_budget_of_a_residency_is_what_the_register_file_holds_that_many_programs_at(programs, warps,
+                                                                                        regs):
+    assert planner.registers_for(programs, warps) == regs
+    assert planner.residency(regs, 0, warps) >= programs  # the budget holds them ...
+    if regs < planner.MAX_THREAD_REGS:  # ... and 8 more (the allocation step) would not
+        assert planner.residency(regs + 8, 0, warps) < programs
+
+
+def test_the_rule_asks_one_program_more_only_where_registers_alone_bind():
+    # 186 registers on 4 warps: 2 a SM; 40 KB of shared memory would hold 5
+    assert planner.residency(186, 40 * KB, 4) == 2
+    assert planner.register_cap(186, 40 * KB, 4) == 3
+    # shared memory binds (100 KB: 2 a SM): no cap
+    assert planner.register_cap(186, 100 * KB, 4) == 0
+    # threads bind: 8 programs of 8 warps fill the SM's 64 warps whatever the registers
+    assert planner.register_cap(32, 0, 8) == 0
+    # a small kernel: 96 registers hold 5 of 4 warps, the cap asks 6 (80 registers)
+    assert planner.register_cap(96, 20 * KB, 4) == 6
+
+
+def fake(regs, spills, smem=20 * KB):
+    return types.SimpleNamespace(n_regs=regs, n_spills=spills, metadata=types.SimpleNamespace(shared=smem))
+
+
+def compiler(uncapped, capped_spills=None):
+    """compile_with(cap): the uncapped kernel, or under a cap (ptxas's count within it)."""
+    calls = []
+
+    def compile_with(cap):
+        calls.append(cap)
+        if cap is None:
+            return uncapped
+        return fake(min(cap, uncapped.n_regs), uncapped.n_spills if capped_spills is None else capped_spills,
+                    uncapped.metadata.shared)
+    return compile_with, calls
+
+
+def test_the_launch_keeps_the_rules_cap_where_ptxas_holds_it_without_a_spill():
+    compile_with, calls = compiler(fake(186, 0))
+    kernel, blocks, cap = planner.capped_kernel(compile_with, 4, None)
+    assert (blocks, cap, kernel.n_regs, calls) == (3, 168, 168, [None, 168])
+    # a spill under the cap: the uncapped kernel, no cap
+    compile_with, calls = compiler(fake(186, 0), capped_spills=64)
+    kernel, blocks, cap = planner.capped_kernel(compile_with, 4, None)
+    assert (blocks, cap, kernel.n_regs) == (0, None, 186)
+    # shared memory binds: compiled once, no cap
+    compile_with, calls = compiler(fake(186, 0, smem=100 * KB))
+    assert planner.capped_kernel(compile_with, 4, None)[1:] == (0, None) and calls == [None]
+
+
+def test_a_min_blocks_asked_for_sets_the_cap_and_zero_none():
+    compile_with, calls = compiler(fake(186, 0))
+    assert planner.capped_kernel(compile_with, 4, 4)[1:] == (4, 128) and calls == [128]
+    compile_with, calls = compiler(fake(186, 0))
+    assert planner.capped_kernel(compile_with, 4, 0)[1:] == (0, None) and calls == [None]
+
+
+@pytest.mark.parametrize("min_blocks", [-1, 9])
+def test_a_min_blocks_the_sm_cannot_hold_is_refused_before_a_build(min_blocks):
+    compile_with, calls = compiler(fake(186, 0))
+    with pytest.raises(ProblemError, match=r"min_blocks=.*programs a SM, from 0 \(no cap\) to 8"):
+        planner.capped_kernel(compile_with, 8, min_blocks)
+    assert calls == []
+
+
+def test_every_backend_that_caps_registers_names_the_knob_min_blocks():
+    assert "min_blocks" in KNOBS
+    capped = {b.name for b in backends() if "min_blocks" in b.space.names}
+    assert {"triton", "gluon", "numba"} <= capped
