@@ -388,24 +388,30 @@ def registers_for(programs: int, num_warps: int, limits: SmLimits = SmLimits()) 
     return min(MAX_THREAD_REGS, limits.regs // 4 // warps_per_quarter // 256 * 8)
 
 
-def register_cap(regs_per_thread: int, smem_bytes: int, num_warps: int,
+def register_cap(regs_per_thread: int, smem_bytes: int, num_warps: int, programs: int, sms: int,
                  limits: SmLimits = SmLimits()) -> int:
     """Programs a SM would hold with the registers capped (a launch's ``min_blocks``): one more
     than a compiled kernel's ``regs_per_thread`` let it hold, where registers alone bind its
-    residency (shared memory, threads and the program limit would hold one more); 0 where they
-    do not. ptxas's count moves with unrelated edits of a kernel, and the programs a SM holds
-    with it (results/nvidia-h100/2026-11-27-one-pass-row-order): a cap makes it the launch's."""
+    residency (shared memory, threads and the program limit would hold one more) and the grid's
+    ``programs`` (whole sequences: batch x KV heads x row blocks) are more than the ``sms`` hold
+    now; 0 otherwise. Below that the cap buys no program that would run, and costs the kernel
+    registers (results/nvidia-h200/2026-11-27-register-cap)."""
     now = residency(regs_per_thread, smem_bytes, num_warps, limits)
+    if programs <= sms * now:
+        return 0
     return now + 1 if residency(8, smem_bytes, num_warps, limits) > now else 0
 
 
-def capped_kernel(compile_with: Callable, num_warps: int, min_blocks: int | None,
-                  limits: SmLimits = SmLimits()):
-    """(compiled kernel, min_blocks, register cap or None) of a launch; ``compile_with(cap)``
-    compiles and loads the kernel under a per-thread register cap (None: ptxas's own count).
-    ``min_blocks`` given: that many programs a SM (0: no cap). None: ``register_cap``'s rule on
-    the uncapped kernel, kept where the capped one holds the programs asked for and spills no
-    more (a spill to local memory can cost more than the program it buys)."""
+def capped_kernel(compile_with: Callable, inputs, num_warps: int, block_h: int,
+                  min_blocks: int | None):
+    """(compiled kernel, min_blocks, register cap or None) of a launch on ``inputs`` of
+    ``block_h`` query rows a program; ``compile_with(cap)`` compiles and loads the kernel under a
+    per-thread register cap (None: ptxas's own count). ``min_blocks`` given: that many programs a
+    SM (0: no cap). None: ``register_cap``'s rule on the uncapped kernel, kept where the capped
+    one holds the programs asked for and spills no more (a spill to local memory can cost more
+    than the program it buys)."""
+    p, limits = inputs.problem, sm_limits(inputs.device)
+    programs = p.batch * p.num_kv_heads * -(-p.q_len * p.group_size // block_h)
     if min_blocks is not None and (min_blocks < 0 or min_blocks * num_warps * 32 > limits.threads):
         raise ProblemError(f"config: min_blocks={min_blocks!r}: programs a SM, from 0 (no cap) to "
                            f"{limits.threads // (32 * num_warps)} ({limits.threads} threads an SM "
@@ -416,7 +422,8 @@ def capped_kernel(compile_with: Callable, num_warps: int, min_blocks: int | None
         cap = registers_for(min_blocks, num_warps, limits)
         return compile_with(cap), min_blocks, cap
     kernel = compile_with(None)
-    rule = register_cap(kernel.n_regs, kernel.metadata.shared, num_warps, limits)
+    rule = register_cap(kernel.n_regs, kernel.metadata.shared, num_warps, programs,
+                        sm_count(inputs.device), limits)
     if not rule:
         return kernel, 0, None
     cap = registers_for(rule, num_warps, limits)

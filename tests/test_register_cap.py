@@ -5,12 +5,13 @@ without spilling more (``impls.plan.capped_kernel`` over fake compiled kernels).
 import types
 
 import pytest
+import torch
 
 import impls  # noqa: F401  (first: CPU modes before any DSL import)
 from impls import plan as planner
 from impls.launch import KNOBS
 from impls.registry import backends
-from specs.problem import ProblemError
+from specs.problem import DecodeProblem, ProblemError
 
 KB = 1024
 
@@ -25,20 +26,34 @@ def test_the_budget_of_a_residency_is_what_the_register_file_holds_that_many_pro
         assert planner.residency(regs + 8, 0, warps) < programs
 
 
-def test_the_rule_asks_one_program_more_only_where_registers_alone_bind():
+def test_the_rule_asks_one_program_more_only_where_registers_alone_bind_and_the_grid_waits():
+    many = 10_000  # programs of a grid many times what 132 SMs hold
     # 186 registers on 4 warps: 2 a SM; 40 KB of shared memory would hold 5
     assert planner.residency(186, 40 * KB, 4) == 2
-    assert planner.register_cap(186, 40 * KB, 4) == 3
+    assert planner.register_cap(186, 40 * KB, 4, many, 132) == 3
+    # a grid the SMs hold already (132 x 2 programs): a cap would buy no program that runs
+    assert planner.register_cap(186, 40 * KB, 4, 264, 132) == 0
+    assert planner.register_cap(186, 40 * KB, 4, 265, 132) == 3
     # shared memory binds (100 KB: 2 a SM): no cap
-    assert planner.register_cap(186, 100 * KB, 4) == 0
+    assert planner.register_cap(186, 100 * KB, 4, many, 132) == 0
     # threads bind: 8 programs of 8 warps fill the SM's 64 warps whatever the registers
-    assert planner.register_cap(32, 0, 8) == 0
+    assert planner.register_cap(32, 0, 8, many, 132) == 0
     # a small kernel: 96 registers hold 5 of 4 warps, the cap asks 6 (80 registers)
-    assert planner.register_cap(96, 20 * KB, 4) == 6
+    assert planner.register_cap(96, 20 * KB, 4, many, 132) == 6
 
 
 def fake(regs, spills, smem=20 * KB):
     return types.SimpleNamespace(n_regs=regs, n_spills=spills, metadata=types.SimpleNamespace(shared=smem))
+
+
+# grids of 4096 and 8 programs (batch x 8 KV heads, one row block of 16): on the CPU's nominal 4
+# SMs, many waves and one that 2 programs a SM hold
+MANY = types.SimpleNamespace(problem=DecodeProblem(32, 8, 64, (20,) * 512), device=torch.device("cpu"))
+FEW = types.SimpleNamespace(problem=DecodeProblem(32, 8, 64, (20,)), device=torch.device("cpu"))
+
+
+def capped_kernel(compile_with, min_blocks, inputs=MANY, num_warps=4):
+    return planner.capped_kernel(compile_with, inputs, num_warps, 16, min_blocks)
 
 
 def compiler(uncapped, capped_spills=None):
@@ -56,29 +71,32 @@ def compiler(uncapped, capped_spills=None):
 
 def test_the_launch_keeps_the_rules_cap_where_ptxas_holds_it_without_a_spill():
     compile_with, calls = compiler(fake(186, 0))
-    kernel, blocks, cap = planner.capped_kernel(compile_with, 4, None)
+    kernel, blocks, cap = capped_kernel(compile_with, None)
     assert (blocks, cap, kernel.n_regs, calls) == (3, 168, 168, [None, 168])
     # a spill under the cap: the uncapped kernel, no cap
     compile_with, calls = compiler(fake(186, 0), capped_spills=64)
-    kernel, blocks, cap = planner.capped_kernel(compile_with, 4, None)
+    kernel, blocks, cap = capped_kernel(compile_with, None)
     assert (blocks, cap, kernel.n_regs) == (0, None, 186)
     # shared memory binds: compiled once, no cap
     compile_with, calls = compiler(fake(186, 0, smem=100 * KB))
-    assert planner.capped_kernel(compile_with, 4, None)[1:] == (0, None) and calls == [None]
+    assert capped_kernel(compile_with, None)[1:] == (0, None) and calls == [None]
+    # a grid the SMs hold uncapped: compiled once, no cap
+    compile_with, calls = compiler(fake(186, 0))
+    assert capped_kernel(compile_with, None, FEW)[1:] == (0, None) and calls == [None]
 
 
 def test_a_min_blocks_asked_for_sets_the_cap_and_zero_none():
     compile_with, calls = compiler(fake(186, 0))
-    assert planner.capped_kernel(compile_with, 4, 4)[1:] == (4, 128) and calls == [128]
+    assert capped_kernel(compile_with, 4)[1:] == (4, 128) and calls == [128]
     compile_with, calls = compiler(fake(186, 0))
-    assert planner.capped_kernel(compile_with, 4, 0)[1:] == (0, None) and calls == [None]
+    assert capped_kernel(compile_with, 0)[1:] == (0, None) and calls == [None]
 
 
 @pytest.mark.parametrize("min_blocks", [-1, 9])
 def test_a_min_blocks_the_sm_cannot_hold_is_refused_before_a_build(min_blocks):
     compile_with, calls = compiler(fake(186, 0))
     with pytest.raises(ProblemError, match=r"min_blocks=.*programs a SM, from 0 \(no cap\) to 8"):
-        planner.capped_kernel(compile_with, 8, min_blocks)
+        capped_kernel(compile_with, min_blocks, num_warps=8)
     assert calls == []
 
 

@@ -75,7 +75,7 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
             *kv_scale_args(inputs).values(), *mask_args(p).values(), *rows.values())
     min_blocks = cfg.pop("MIN_BLOCKS")
     kwargs = {**cfg, "SPLIT_HEAD_ROWS": split}
-    _, min_blocks, cap = compile_capped(decode_kernel, args, grid, kwargs, min_blocks, inputs.device)
+    _, min_blocks, cap = compile_capped(decode_kernel, args, grid, kwargs, min_blocks, inputs)
 
     def run():
         decode_kernel[grid](*args, **kwargs, maxnreg=cap)

@@ -325,7 +325,7 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-def compile_capped(kernel, args, grid, kwargs: dict, min_blocks: int | None, device):
+def compile_capped(kernel, args, grid, kwargs: dict, min_blocks: int | None, inputs):
     """(compiled kernel, min_blocks, register cap or None) of ``kernel[grid](*args, **kwargs)``
     under ``impls.plan.capped_kernel``'s register cap (the launch's ``maxnreg``); in the
     interpreter, where nothing is compiled: (None, min_blocks or 0, None)."""
@@ -336,8 +336,8 @@ def compile_capped(kernel, args, grid, kwargs: dict, min_blocks: int | None, dev
         compiled = kernel.warmup(*args, grid=grid, **kwargs, maxnreg=cap)
         compiled._init_handles()  # loads the binary: n_regs and n_spills are known from then on
         return compiled
-    return planner.capped_kernel(compile_with, kwargs["num_warps"], min_blocks,
-                                 planner.sm_limits(device))
+    return planner.capped_kernel(compile_with, inputs, kwargs["num_warps"], kwargs["BLOCK_H"],
+                                 min_blocks)
 
 
 def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_BYTES) -> dict:

@@ -71,7 +71,7 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     grid = (p.batch * rows["row_blocks"], p.num_kv_heads)
     args = tile_kernel_args(inputs, out, lse)
     kwargs = {**kv_scale_args(inputs), **mask_args(p), **rows, **cfg, "SPLIT_HEAD_ROWS": split}
-    _, min_blocks, cap = compile_capped(decode_kernel, args, grid, kwargs, min_blocks, inputs.device)
+    _, min_blocks, cap = compile_capped(decode_kernel, args, grid, kwargs, min_blocks, inputs)
 
     def run():
         decode_kernel[grid](*args, **kwargs, maxnreg=cap)

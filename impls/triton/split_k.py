@@ -205,7 +205,7 @@ def resident_programs(inputs, out, lse, cfg: dict, counters, min_blocks: int | N
     args, _ = split_args_for(inputs, out, lse, stand_in, counters, cfg)
     kernel, min_blocks, cap = compile_capped(split_kernel, args, (1,),
                                              {**cfg, "BLOCK_S": planner.COMBINE_SLOTS},
-                                             min_blocks, inputs.device)
+                                             min_blocks, inputs)
     return (planner.residency(kernel.n_regs, kernel.metadata.shared, cfg["num_warps"],
                               planner.sm_limits(inputs.device)), min_blocks, cap)
 
