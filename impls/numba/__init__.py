@@ -21,7 +21,7 @@ BACKEND = Backend(
     # The simulator runs every thread as a Python thread, ~50x slower per element than Triton's
     # numpy-vectorised interpreter: CI problems are clamped further (GQA groups up to 16 kept),
     # and fewer are drawn (the GPU profile draws its full count at full sizes)
-    cpu_limit=ProblemLimit(max_batch=3, max_seq_len=48, max_q_heads=4, max_examples=4),
+    cpu_limit=ProblemLimit(max_batch=3, max_seq_len=48, max_q_heads=4, max_examples=3),
 )
 
 # 8-byte word loads: head_dim a multiple of 4 (16-bit) or 2 (fp32) elements; up to 256.
