@@ -46,7 +46,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from impls.common import check_num_splits, sm_count
+from impls.common import check_num_splits, num_head_blocks, sm_count
 from impls.registry import Unsupported
 from specs.problem import ProblemError
 
@@ -394,12 +394,24 @@ def register_cap(regs_per_thread: int, smem_bytes: int, num_warps: int, programs
     than a compiled kernel's ``regs_per_thread`` let it hold, where registers alone bind its
     residency (shared memory, threads and the program limit would hold one more) and the grid's
     ``programs`` (whole sequences: batch x KV heads x row blocks) are more than the ``sms`` hold
-    now; 0 otherwise. Below that the cap buys no program that would run, and costs the kernel
-    registers (results/nvidia-h200/2026-11-27-register-cap)."""
+    now; 0 otherwise. ptxas's count moves with unrelated edits of a kernel, and the residency
+    with it: a cap makes the residency the launch's. Where the SMs hold the grid already, a cap
+    buys no program that runs and costs the kernel registers
+    (results/nvidia-h200/2026-11-27-register-cap)."""
     now = residency(regs_per_thread, smem_bytes, num_warps, limits)
     if programs <= sms * now:
         return 0
     return now + 1 if residency(8, smem_bytes, num_warps, limits) > now else 0
+
+
+def check_min_blocks(min_blocks, num_warps: int, limits: SmLimits = SmLimits()) -> None:
+    """A ``min_blocks`` launch option (None: the rule's), or a ``ProblemError`` naming the rule."""
+    most = limits.threads // (32 * num_warps)
+    if min_blocks is not None and (isinstance(min_blocks, bool) or not isinstance(min_blocks, int)
+                                   or not 0 <= min_blocks <= most):
+        raise ProblemError(f"config: min_blocks={min_blocks!r}: programs a SM, an int from 0 (no "
+                           f"cap) to {most} ({limits.threads} threads an SM over {num_warps} "
+                           "warps a program)")
 
 
 def capped_kernel(compile_with: Callable, inputs, num_warps: int, block_h: int,
@@ -408,20 +420,18 @@ def capped_kernel(compile_with: Callable, inputs, num_warps: int, block_h: int,
     ``block_h`` query rows a program; ``compile_with(cap)`` compiles and loads the kernel under a
     per-thread register cap (None: ptxas's own count). ``min_blocks`` given: that many programs a
     SM (0: no cap). None: ``register_cap``'s rule on the uncapped kernel, kept where the capped
-    one holds the programs asked for and spills no more (a spill to local memory can cost more
-    than the program it buys)."""
-    p, limits = inputs.problem, sm_limits(inputs.device)
-    programs = p.batch * p.num_kv_heads * -(-p.q_len * p.group_size // block_h)
-    if min_blocks is not None and (min_blocks < 0 or min_blocks * num_warps * 32 > limits.threads):
-        raise ProblemError(f"config: min_blocks={min_blocks!r}: programs a SM, from 0 (no cap) to "
-                           f"{limits.threads // (32 * num_warps)} ({limits.threads} threads an SM "
-                           f"over {num_warps} warps a program)")
+    one holds the programs asked for and needs no more local memory (spills; a spill can cost
+    more than the program it buys)."""
+    limits = sm_limits(inputs.device)
+    check_min_blocks(min_blocks, num_warps, limits)
     if min_blocks == 0:
         return compile_with(None), 0, None
     if min_blocks is not None:
         cap = registers_for(min_blocks, num_warps, limits)
         return compile_with(cap), min_blocks, cap
     kernel = compile_with(None)
+    programs = inputs.problem.batch * inputs.problem.num_kv_heads * num_head_blocks(inputs.problem,
+                                                                                    block_h)
     rule = register_cap(kernel.n_regs, kernel.metadata.shared, num_warps, programs,
                         sm_count(inputs.device), limits)
     if not rule:

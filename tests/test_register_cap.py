@@ -9,8 +9,8 @@ import torch
 
 import impls  # noqa: F401  (first: CPU modes before any DSL import)
 from impls import plan as planner
-from impls.launch import KNOBS
-from impls.registry import backends
+from impls import registry
+from specs.inputs import make_inputs
 from specs.problem import DecodeProblem, ProblemError
 
 KB = 1024
@@ -56,16 +56,17 @@ def capped_kernel(compile_with, min_blocks, inputs=MANY, num_warps=4):
     return planner.capped_kernel(compile_with, inputs, num_warps, 16, min_blocks)
 
 
-def compiler(uncapped, capped_spills=None):
-    """compile_with(cap): the uncapped kernel, or under a cap (ptxas's count within it)."""
+def compiler(uncapped, capped_spills=None, capped_regs=None):
+    """compile_with(cap): the uncapped kernel, or under a cap (ptxas's count within it, or
+    ``capped_regs`` where ptxas would not meet it)."""
     calls = []
 
     def compile_with(cap):
         calls.append(cap)
         if cap is None:
             return uncapped
-        return fake(min(cap, uncapped.n_regs), uncapped.n_spills if capped_spills is None else capped_spills,
-                    uncapped.metadata.shared)
+        spills = uncapped.n_spills if capped_spills is None else capped_spills
+        return fake(capped_regs or min(cap, uncapped.n_regs), spills, uncapped.metadata.shared)
     return compile_with, calls
 
 
@@ -77,6 +78,10 @@ def test_the_launch_keeps_the_rules_cap_where_ptxas_holds_it_without_a_spill():
     compile_with, calls = compiler(fake(186, 0), capped_spills=64)
     kernel, blocks, cap = capped_kernel(compile_with, None)
     assert (blocks, cap, kernel.n_regs) == (0, None, 186)
+    # a capped kernel that does not reach the residency asked for: the uncapped kernel, no cap
+    compile_with, calls = compiler(fake(186, 0), capped_regs=176)
+    kernel, blocks, cap = capped_kernel(compile_with, None)
+    assert (blocks, cap, kernel.n_regs, calls) == (0, None, 186, [None, 168])
     # shared memory binds: compiled once, no cap
     compile_with, calls = compiler(fake(186, 0, smem=100 * KB))
     assert capped_kernel(compile_with, None)[1:] == (0, None) and calls == [None]
@@ -92,15 +97,17 @@ def test_a_min_blocks_asked_for_sets_the_cap_and_zero_none():
     assert capped_kernel(compile_with, 0)[1:] == (0, None) and calls == [None]
 
 
-@pytest.mark.parametrize("min_blocks", [-1, 9])
+@pytest.mark.parametrize("min_blocks", [-1, 9, 2.0, True])
 def test_a_min_blocks_the_sm_cannot_hold_is_refused_before_a_build(min_blocks):
     compile_with, calls = compiler(fake(186, 0))
-    with pytest.raises(ProblemError, match=r"min_blocks=.*programs a SM, from 0 \(no cap\) to 8"):
+    with pytest.raises(ProblemError, match=r"min_blocks=.*programs a SM, an int from 0 \(no cap\) to 8"):
         capped_kernel(compile_with, min_blocks, num_warps=8)
     assert calls == []
 
 
-def test_every_backend_that_caps_registers_names_the_knob_min_blocks():
-    assert "min_blocks" in KNOBS
-    capped = {b.name for b in backends() if "min_blocks" in b.space.names}
-    assert {"triton", "gluon", "numba"} <= capped
+@pytest.mark.parametrize("impl", ["triton/dense", "triton/split-k"])
+def test_the_interpreter_refuses_a_min_blocks_the_gpu_would_refuse(impl):
+    inputs = make_inputs(DecodeProblem(8, 2, 64, (40,)), 0)
+    out, lse = inputs.new_outputs()
+    with pytest.raises(ProblemError, match=r"min_blocks=99: programs a SM"):
+        registry.get(impl).prepare(inputs, out, lse, config={"min_blocks": 99})

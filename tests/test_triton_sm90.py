@@ -125,3 +125,18 @@ def test_gluon_split_k_takes_two_warpgroups_where_one_holds_16_rows_of_a_head_be
     assert pick(draft, {**v2, "num_warps": 4}, sharers=1, l2_bytes=l2, split=True)["num_warps"] == 4
     d128 = draft.replace(num_q_heads=16, num_kv_heads=2, head_dim=128)  # 64 rows; 4 warps hold 32
     assert pick(d128, sharers=1, l2_bytes=0, split=True)["num_warps"] == 4
+
+
+def test_a_register_capped_launch_runs_the_kernel_its_cap_was_checked_on():
+    """Over a register-bound stand-in on a grid of many waves, every launcher takes the rule's cap
+    (one program more: 3 a SM, 168 registers a thread at 4 warps) and launches the binary the cap
+    was checked on; split-K's fused merge, whose binary is specialised on the plan it sizes,
+    takes none."""
+    res = subprocess.run([sys.executable, "-m", "tests.triton_sm90", "cap"], cwd=ROOT, text=True,
+                         capture_output=True, timeout=600, env={**os.environ, "TRITON_INTERPRET": "0"})
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
+    lines = res.stdout.splitlines()
+    ruled = [line for line in lines if " rule " in line or line.startswith("triton/one-pass fused")]
+    assert len(ruled) == 5, lines
+    assert all(line.endswith("min_blocks=3 maxnreg=168 checked=True") for line in ruled), lines
+    assert "triton/split-k fused min_blocks=0 maxnreg=None checked=False" in lines

@@ -96,9 +96,10 @@ def test_the_search_walks_one_knob_at_a_time_to_the_best():
     everything = space.configs("split-k", "paged")
     cost = {"block_n": {32: 3, 64: 2, 128: 0}, "block_h": {16: 0, 32: 1, 64: 2}, "num_warps": {4: 1, 8: 0},
             "num_stages": {2: 2, 3: 0, 4: 1}, "gather": {"page": 0, "token": 1},
-            "merge": {"kernel": 1, "fused": 0}, "dim_split": {0: 0, 1: 1}}
+            "merge": {"kernel": 1, "fused": 0}, "dim_split": {0: 0, 1: 1},
+            "min_blocks": {0: 0, 2: 1, 3: 2, 4: 1}}
     rule = {"block_n": 32, "block_h": 32, "num_warps": 4, "num_stages": 2, "gather": "token",
-            "merge": "kernel", "dim_split": 0}
+            "merge": "kernel", "dim_split": 0, "min_blocks": 0}
     seen = []
 
     def measure(config):
@@ -108,7 +109,7 @@ def test_the_search_walks_one_knob_at_a_time_to_the_best():
 
     best, best_us, tried = tuning.search(TRITON, "split-k", "paged", measure)
     assert best == {"block_n": 128, "block_h": 16, "num_warps": 8, "num_stages": 3, "gather": "page",
-                    "merge": "fused", "dim_split": 0} and best_us == 10
+                    "merge": "fused", "dim_split": 0, "min_blocks": 0} and best_us == 10
     assert tried == len(seen) and tried < len(everything) / 2
     # the rule is the optimum: one round of neighbours, none better, the rule kept
     best, _, tried = tuning.search(TRITON, "split-k", "paged",

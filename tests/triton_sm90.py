@@ -162,7 +162,42 @@ def wgmma_check() -> None:
         print("edge", line)
 
 
+def cap_check() -> None:
+    """The launchers over a register-bound stand-in (186 registers a thread, 20 KB: 2 programs of
+    4 warps a SM by registers where shared memory holds more), on a grid of many waves of the
+    CPU's nominal 4 SMs: one line per launch, its ``min_blocks``, the register cap it launched
+    with, and whether every kernel it launched is one a warmup compiled (and the cap was checked
+    on): the same constants and ``maxnreg``."""
+    calls = []
+
+    def record(self, *args, grid, warmup, **kwargs):
+        constants = {k: v for k, v in kwargs.items() if not hasattr(v, "data_ptr")}
+        calls.append((self.__name__, warmup, constants))
+        if warmup:
+            return types.SimpleNamespace(n_regs=min(186, kwargs.get("maxnreg") or 186), n_spills=0,
+                                         metadata=types.SimpleNamespace(shared=20 * 1024),
+                                         _init_handles=lambda: None)
+    JITFunction.run = record
+    inputs = make_inputs(DecodeProblem(32, 8, 128, (300,) * 64), seed=0, device="cpu")
+    for backend, configs in (("triton", (None, {"MERGE": "fused"})), ("gluon", (None,))):
+        for impl in registry.all_impls():
+            if impl.backend.name != backend:
+                continue
+            for config in configs:
+                calls.clear()
+                out, lse = inputs.new_outputs()
+                prepare = getattr(importlib.import_module(impl.module), impl.entry)
+                launch = prepare(inputs, out, lse, **({"config": config} if config else {}))
+                launch.run()
+                warm = [c for name, w, c in calls if w]
+                ran = [c for name, w, c in calls if not w and name != "combine_kernel"]
+                print(impl.name, "fused" if config else "rule", f"min_blocks={launch.config['MIN_BLOCKS']}",
+                      f"maxnreg={ran[0].get('maxnreg')}", f"checked={all(c in warm for c in ran)}")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["cap"]:
+        return cap_check()
     if sys.argv[1:2] == ["spills"]:
         return spill_check()
     if sys.argv[1:2] == ["wgmma"]:

@@ -161,9 +161,10 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     stand_in = planner.SplitLaunch.of(planner.whole_sequences(p.seq_lens), inputs)
 
     def compiled_residency(cfg):  # (programs a SM holds, min_blocks, register cap or None)
+        min_blocks = cfg.pop("MIN_BLOCKS")
         split_args, _ = kernel_args(cfg, stand_in)
-        kernel, min_blocks, cap = compile_capped(split_kernel, split_args, (1,), cfg,
-                                                 cfg.pop("MIN_BLOCKS"), inputs)
+        kernel, min_blocks, cap = compile_capped(split_kernel, split_args, (1,), cfg, min_blocks,
+                                                 inputs)
         return resident_programs(kernel, cfg, inputs.device), min_blocks, cap
 
     # TMA streams an SM's share of HBM with one program in 64 KB slots: the plan fills the SMs

@@ -181,7 +181,7 @@ def launches_for(inputs, out: torch.Tensor, lse: torch.Tensor, split: planner.Sp
     return launches, reported(c)
 
 
-REPORTED = ("BLOCK_H", "TPR", "UNROLL", "NUM_WARPS")  # what Launch.config records
+REPORTED = ("BLOCK_H", "TPR", "UNROLL", "NUM_WARPS", "MIN_BLOCKS")  # what Launch.config records
 
 
 def reported(c: Config) -> dict:

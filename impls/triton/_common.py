@@ -329,7 +329,8 @@ def compile_capped(kernel, args, grid, kwargs: dict, min_blocks: int | None, inp
     """(compiled kernel, min_blocks, register cap or None) of ``kernel[grid](*args, **kwargs)``
     under ``impls.plan.capped_kernel``'s register cap (the launch's ``maxnreg``); in the
     interpreter, where nothing is compiled: (None, min_blocks or 0, None)."""
-    if interpreting():
+    if interpreting():  # nothing compiled: the option checked all the same
+        planner.check_min_blocks(min_blocks, kwargs["num_warps"])
         return None, min_blocks or 0, None
 
     def compile_with(cap):

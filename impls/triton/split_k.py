@@ -200,6 +200,7 @@ def resident_programs(inputs, out, lse, cfg: dict, counters, min_blocks: int | N
     kernel compiled for ``cfg`` (on a stand-in plan: the same argument types) under
     ``compile_capped``'s cap, by the occupancy rules."""
     if interpreting():
+        planner.check_min_blocks(min_blocks, cfg["num_warps"])
         return RESIDENT_PROGRAMS, min_blocks or 0, None
     stand_in = planner.SplitLaunch.of(planner.whole_sequences(inputs.problem.seq_lens), inputs)
     args, _ = split_args_for(inputs, out, lse, stand_in, counters, cfg)
@@ -222,8 +223,12 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                           "group")
     # finished pieces per (sequence, KV head) for the fused merge; zero between launches
     counters = torch.zeros(p.batch, p.num_kv_heads, dtype=torch.int32, device=inputs.device)
-    resident, min_blocks, cap = resident_programs(inputs, out, lse, cfg, counters,
-                                                  cfg.pop("MIN_BLOCKS"))
+    min_blocks = cfg.pop("MIN_BLOCKS")
+    if cfg["FUSED_MERGE"] and min_blocks is None:
+        # its binary is specialised on the plan's slot count, known only after the residency:
+        # the cap's checks (residency, spills) would be on another binary
+        min_blocks = 0
+    resident, min_blocks, cap = resident_programs(inputs, out, lse, cfg, counters, min_blocks)
     row_blocks = query_args(p, cfg["BLOCK_H"])["row_blocks"]
     split = planner.split_launch(inputs, resident, cfg["BLOCK_N"], num_splits,
                                  head_blocks=row_blocks, whole_pages=cfg["PAGE_SIZE"] > 0)
