@@ -444,6 +444,16 @@ def capped_kernel(compile_with: Callable, inputs, num_warps: int, block_h: int,
     return capped, rule, cap
 
 
+def capped_warmup(kernel, args, grid, kwargs: dict, min_blocks: int | None, inputs):
+    """``capped_kernel`` of the launch ``kernel[grid](*args, **kwargs)`` of a JIT kernel that
+    compiles and loads without launching (``warmup``) and takes the cap as its ``maxnreg``."""
+    def compile_with(cap):
+        compiled = kernel.warmup(*args, grid=grid, **kwargs, maxnreg=cap)
+        compiled._init_handles()  # loads the binary: n_regs and n_spills are known from then on
+        return compiled
+    return capped_kernel(compile_with, inputs, kwargs["num_warps"], kwargs["BLOCK_H"], min_blocks)
+
+
 def combine_blocks(num_merges: int, num_rows: int, max_slots: int, head_dim_pad: int,
                    sms: int) -> tuple[int, int]:
     """(slots, rows) of a combine program's step, for the split-K launchers whose combine merges

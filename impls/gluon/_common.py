@@ -692,17 +692,6 @@ def kv_descriptors(inputs, cfg: dict):
     return (*pair(cfg["HEAD_DIM_PAD"]), *(pair(cfg["D_HI"]) if cfg["D_HI"] else (None, None)))
 
 
-def compile_capped(kernel, args, grid, kwargs: dict, min_blocks: int | None, inputs):
-    """(compiled kernel, min_blocks, register cap or None) of ``kernel[grid](*args, **kwargs)``
-    under ``impls.plan.capped_kernel``'s register cap (the launch's ``maxnreg``)."""
-    def compile_with(cap):
-        compiled = kernel.warmup(*args, grid=grid, **kwargs, maxnreg=cap)
-        compiled._init_handles()  # loads the binary: n_regs and n_spills are known from then on
-        return compiled
-    return planner.capped_kernel(compile_with, inputs, kwargs["num_warps"], kwargs["BLOCK_H"],
-                                 min_blocks)
-
-
 def resident_programs(kernel, cfg: dict, device) -> int:
     """Programs of a compiled attention kernel one SM holds (``impls.plan.residency`` of its
     registers and shared memory); the split planner sizes its work items by it."""

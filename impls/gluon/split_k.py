@@ -23,8 +23,8 @@ from triton.experimental.gluon import language as gl
 from impls import plan as planner
 from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_alignment,
                           sm_count, tile_kernel_args)
-from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, REPORTED, attend, compile_capped,
-                                 kv_descriptors, pick_launch_config, resident_programs, store_rows)
+from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, REPORTED, attend, kv_descriptors,
+                                 pick_launch_config, resident_programs, store_rows)
 from impls.registry import Launch
 
 COMBINE_WARPS = 4  # the combine's tiles are planner.COMBINE_TILE floats at most
@@ -163,8 +163,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     def compiled_residency(cfg):  # (programs a SM holds, min_blocks, register cap or None)
         min_blocks = cfg.pop("MIN_BLOCKS")
         split_args, _ = kernel_args(cfg, stand_in)
-        kernel, min_blocks, cap = compile_capped(split_kernel, split_args, (1,), cfg, min_blocks,
-                                                 inputs)
+        kernel, min_blocks, cap = planner.capped_warmup(split_kernel, split_args, (1,), cfg,
+                                                        min_blocks, inputs)
         return resident_programs(kernel, cfg, inputs.device), min_blocks, cap
 
     # TMA streams an SM's share of HBM with one program in 64 KB slots: the plan fills the SMs

@@ -332,13 +332,7 @@ def compile_capped(kernel, args, grid, kwargs: dict, min_blocks: int | None, inp
     if interpreting():  # nothing compiled: the option checked all the same
         planner.check_min_blocks(min_blocks, kwargs["num_warps"])
         return None, min_blocks or 0, None
-
-    def compile_with(cap):
-        compiled = kernel.warmup(*args, grid=grid, **kwargs, maxnreg=cap)
-        compiled._init_handles()  # loads the binary: n_regs and n_spills are known from then on
-        return compiled
-    return planner.capped_kernel(compile_with, inputs, kwargs["num_warps"], kwargs["BLOCK_H"],
-                                 min_blocks)
+    return planner.capped_warmup(kernel, args, grid, kwargs, min_blocks, inputs)
 
 
 def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_BYTES) -> dict:
