@@ -70,6 +70,14 @@ def ptxas_spills(ptx: str) -> int:
     return sum(int(n) for n in re.findall(r"(\d+) bytes spill stores", log))
 
 
+def prepared(impl, inputs, config):
+    """``impl``'s launch on ``inputs`` with ``config`` (kernel names), from its module's own
+    ``prepare``: Gluon has no CPU mode."""
+    out, lse = inputs.new_outputs()
+    prepare = getattr(importlib.import_module(impl.module), impl.entry)
+    return prepare(inputs, out, lse, **({"config": config} if config else {}))
+
+
 def compile_all(problems, backend: str = "triton", configs=(None,), algorithms=None,
                 spills: bool = False) -> list[str]:
     JITFunction.run = _record
@@ -80,10 +88,8 @@ def compile_all(problems, backend: str = "triton", configs=(None,), algorithms=N
             if impl.backend.name == backend and impl.unsupported(problem) is None \
                     and (algorithms is None or impl.algorithm in algorithms):
                 for config in configs:
-                    out, lse = inputs.new_outputs()  # the module's prepare: Gluon has no CPU mode
-                    prepare = getattr(importlib.import_module(impl.module), impl.entry)
                     try:
-                        launch = prepare(inputs, out, lse, **({"config": config} if config else {}))
+                        launch = prepared(impl, inputs, config)
                     except registry.Unsupported:  # a config this problem cannot take
                         continue
                     launch.run()
@@ -185,9 +191,7 @@ def cap_check() -> None:
                 continue
             for config in configs:
                 calls.clear()
-                out, lse = inputs.new_outputs()
-                prepare = getattr(importlib.import_module(impl.module), impl.entry)
-                launch = prepare(inputs, out, lse, **({"config": config} if config else {}))
+                launch = prepared(impl, inputs, config)
                 launch.run()
                 warm = [c for name, w, c in calls if w]
                 ran = [c for name, w, c in calls if not w and name != "combine_kernel"]

@@ -23,10 +23,10 @@ import os
 import triton
 import triton.language as tl
 
+from impls import plan as planner
 from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
 from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
-from impls import plan as planner
 from impls.common import L2_BYTES, SMEM_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles, with_overrides
 from specs.problem import ProblemError
 
