@@ -415,20 +415,28 @@ def check_min_blocks(min_blocks, num_warps: int, limits: SmLimits = SmLimits()) 
 
 
 def capped_kernel(compile_with: Callable, inputs, num_warps: int, block_h: int,
-                  min_blocks: int | None):
+                  min_blocks: int | None, too_few: type[Exception] | tuple = ()):
     """(compiled kernel, min_blocks, register cap or None) of a launch on ``inputs`` of
     ``block_h`` query rows a program; ``compile_with(cap)`` compiles and loads the kernel under a
     per-thread register cap (None: ptxas's own count). ``min_blocks`` given: that many programs a
     SM (0: no cap). None: ``register_cap``'s rule on the uncapped kernel, kept where the capped
     one holds the programs asked for and needs no more local memory (spills; a spill can cost
-    more than the program it buys)."""
+    more than the program it buys). ``too_few``: the compiler's error where a cap is below what
+    an instruction of the kernel needs (wgmma's accumulators, at 8 warps and 80 registers): the
+    rule's cap is then dropped, and one asked for refused as a ``ProblemError``."""
     limits = sm_limits(inputs.device)
     check_min_blocks(min_blocks, num_warps, limits)
     if min_blocks == 0:
         return compile_with(None), 0, None
     if min_blocks is not None:
         cap = registers_for(min_blocks, num_warps, limits)
-        return compile_with(cap), min_blocks, cap
+        try:
+            return compile_with(cap), min_blocks, cap
+        except too_few as error:
+            compile_with(None)  # raises the kernel's own error where the cap is not what fails
+            raise ProblemError(f"config: min_blocks={min_blocks} caps a thread at {cap} registers "
+                               f"({num_warps} warps a program), fewer than an instruction of this "
+                               f"kernel needs: {str(error).strip().splitlines()[-1]}") from error
     kernel = compile_with(None)
     programs = inputs.problem.batch * inputs.problem.num_kv_heads * num_head_blocks(inputs.problem,
                                                                                     block_h)
@@ -437,21 +445,27 @@ def capped_kernel(compile_with: Callable, inputs, num_warps: int, block_h: int,
     if not rule:
         return kernel, 0, None
     cap = registers_for(rule, num_warps, limits)
-    capped = compile_with(cap)
+    try:
+        capped = compile_with(cap)
+    except too_few:
+        return kernel, 0, None
     held = residency(capped.n_regs, capped.metadata.shared, num_warps, limits)
     if held < rule or capped.n_spills > kernel.n_spills:
         return kernel, 0, None
     return capped, rule, cap
 
 
-def capped_warmup(kernel, args, grid, kwargs: dict, min_blocks: int | None, inputs):
+def capped_warmup(kernel, args, grid, kwargs: dict, min_blocks: int | None, inputs,
+                  too_few: type[Exception]):
     """``capped_kernel`` of the launch ``kernel[grid](*args, **kwargs)`` of a JIT kernel that
-    compiles and loads without launching (``warmup``) and takes the cap as its ``maxnreg``."""
+    compiles and loads without launching (``warmup``) and takes the cap as its ``maxnreg``;
+    ``too_few``: its compiler's error for a cap the kernel cannot be compiled in."""
     def compile_with(cap):
         compiled = kernel.warmup(*args, grid=grid, **kwargs, maxnreg=cap)
         compiled._init_handles()  # loads the binary: n_regs and n_spills are known from then on
         return compiled
-    return capped_kernel(compile_with, inputs, kwargs["num_warps"], kwargs["BLOCK_H"], min_blocks)
+    return capped_kernel(compile_with, inputs, kwargs["num_warps"], kwargs["BLOCK_H"], min_blocks,
+                         too_few)
 
 
 def combine_blocks(num_merges: int, num_rows: int, max_slots: int, head_dim_pad: int,

@@ -52,17 +52,26 @@ MANY = types.SimpleNamespace(problem=DecodeProblem(32, 8, 64, (20,) * 512), devi
 FEW = types.SimpleNamespace(problem=DecodeProblem(32, 8, 64, (20,)), device=torch.device("cpu"))
 
 
+class TooFew(Exception):
+    """A compiler's error for a register cap below what an instruction of the kernel needs."""
+
+
 def capped_kernel(compile_with, min_blocks, inputs=MANY, num_warps=4):
-    return planner.capped_kernel(compile_with, inputs, num_warps, 16, min_blocks)
+    return planner.capped_kernel(compile_with, inputs, num_warps, 16, min_blocks, TooFew)
 
 
-def compiler(uncapped, capped_spills=None, capped_regs=None):
+def compiler(uncapped, capped_spills=None, capped_regs=None, needs=0, broken=False):
     """compile_with(cap): the uncapped kernel, or under a cap (ptxas's count within it, or
-    ``capped_regs`` where ptxas would not meet it)."""
+    ``capped_regs`` where ptxas would not meet it); ``TooFew`` under a cap below ``needs``, and
+    under any cap where the kernel is ``broken`` (uncapped: a RuntimeError, its own)."""
     calls = []
 
     def compile_with(cap):
         calls.append(cap)
+        if broken and cap is None:
+            raise RuntimeError("the kernel's own error")
+        if broken or (cap is not None and cap < needs):
+            raise TooFew(f"ptxas log\nInsufficient registers ({cap}): try {needs} or higher\n")
         if cap is None:
             return uncapped
         spills = uncapped.n_spills if capped_spills is None else capped_spills
@@ -95,6 +104,23 @@ def test_a_min_blocks_asked_for_sets_the_cap_and_zero_none():
     assert capped_kernel(compile_with, 4)[1:] == (4, 128) and calls == [128]
     compile_with, calls = compiler(fake(186, 0))
     assert capped_kernel(compile_with, 0)[1:] == (0, None) and calls == [None]
+
+
+def test_a_cap_the_compiler_cannot_meet_is_dropped_by_the_rule_and_refused_when_asked_for():
+    # the rule's cap (168 registers) below what an instruction needs: the uncapped kernel, no cap
+    compile_with, calls = compiler(fake(186, 0), needs=176)
+    kernel, blocks, cap = capped_kernel(compile_with, None)
+    assert (blocks, cap, kernel.n_regs, calls) == (0, None, 186, [None, 168])
+    # asked for: refused as a config the problem cannot take, naming the knob, the cap and why
+    compile_with, calls = compiler(fake(186, 0), needs=176)
+    with pytest.raises(ProblemError, match=r"config: min_blocks=4 caps a thread at 128 registers \(4 warps"
+                                           r".*Insufficient registers \(128\): try 176 or higher"):
+        capped_kernel(compile_with, 4)
+    assert calls == [128, None]  # compiled uncapped too: the cap is what fails
+    # a kernel that fails uncapped as well: its own error, not a refused config
+    compile_with, calls = compiler(fake(186, 0), broken=True)
+    with pytest.raises(RuntimeError, match="the kernel's own error"):
+        capped_kernel(compile_with, 4)
 
 
 @pytest.mark.parametrize("min_blocks", [-1, 9, 2.0, True])

@@ -12,6 +12,7 @@ grid is too small (8 programs at batch 1 for Llama-3-8B) and split-K is the answ
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.runtime.errors import PTXASError
 
 from impls import plan as planner
 from impls.common import (kv_scale_args, mask_args, query_args, require_alignment, sm_count,
@@ -75,7 +76,8 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
             *kv_scale_args(inputs).values(), *mask_args(p).values(), *rows.values())
     min_blocks = cfg.pop("MIN_BLOCKS")
     kwargs = {**cfg, "SPLIT_HEAD_ROWS": split}
-    _, min_blocks, cap = planner.capped_warmup(decode_kernel, args, grid, kwargs, min_blocks, inputs)
+    _, min_blocks, cap = planner.capped_warmup(decode_kernel, args, grid, kwargs, min_blocks, inputs,
+                                              PTXASError)
 
     def run():
         decode_kernel[grid](*args, **kwargs, maxnreg=cap)

@@ -19,6 +19,7 @@ short sequences.
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.runtime.errors import PTXASError
 
 from impls import plan as planner
 from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_alignment,
@@ -164,7 +165,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
         min_blocks = cfg.pop("MIN_BLOCKS")
         split_args, _ = kernel_args(cfg, stand_in)
         kernel, min_blocks, cap = planner.capped_warmup(split_kernel, split_args, (1,), cfg,
-                                                        min_blocks, inputs)
+                                                        min_blocks, inputs, PTXASError)
         return resident_programs(kernel, cfg, inputs.device), min_blocks, cap
 
     # TMA streams an SM's share of HBM with one program in 64 KB slots: the plan fills the SMs

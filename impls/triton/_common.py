@@ -22,6 +22,7 @@ import os
 
 import triton
 import triton.language as tl
+from triton.runtime.errors import PTXASError
 
 from impls import plan as planner
 from impls.common import LN2 as _LN2
@@ -332,7 +333,7 @@ def compile_capped(kernel, args, grid, kwargs: dict, min_blocks: int | None, inp
     if interpreting():  # nothing compiled: the option checked all the same
         planner.check_min_blocks(min_blocks, kwargs["num_warps"])
         return None, min_blocks or 0, None
-    return planner.capped_warmup(kernel, args, grid, kwargs, min_blocks, inputs)
+    return planner.capped_warmup(kernel, args, grid, kwargs, min_blocks, inputs, PTXASError)
 
 
 def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_BYTES) -> dict:
