@@ -141,7 +141,6 @@ def in_space(impl, config: dict) -> dict:
 # A neighbour replaces the current configuration only when faster by more than this share: the
 # quick cold-L2 medians scatter by about 1 %, and a move on noise costs another round of builds.
 MIN_GAIN = 0.02
-MAX_ROUNDS = 6
 
 
 def neighbours(space, config: dict, candidates: list[dict]) -> list[dict]:
@@ -162,7 +161,8 @@ def search(impl, variant: str, layout: str, measure: Callable[[dict | None], tup
     ``measure(config)`` gives (median in us, the launch's knobs) for a configuration (None: the
     rule's own), or None where it is wrong or cannot run. Each round times the neighbours of the
     best so far (one knob changed) and moves to the fastest if it gains more than MIN_GAIN; it
-    stops where none does. A rule that already sits in the best basin costs one round (the
+    stops where none does, or after as many moves as the space has free knobs (enough to reach,
+    one knob a move, an optimum that differs from the rule's in every knob). A rule that already sits in the best basin costs one round (the
     space's knob count, not its product); the rule's own configuration stays a candidate, so a
     tuned cell is never slower than the rule by more than the timing's noise.
     (best config, its median, configurations timed)."""
@@ -183,7 +183,7 @@ def search(impl, variant: str, layout: str, measure: Callable[[dict | None], tup
         timed[json.dumps(rule[1], sort_keys=True)] = rule[0]
     current = nearest(rule[1], candidates) if rule else candidates[0]
     current_us = time_of(current)
-    for _ in range(MAX_ROUNDS):
+    for _ in range(sum(not k.when for k in space.knobs)):
         around = [(us, c) for c in neighbours(space, current, candidates)
                   if (us := time_of(c)) is not None]
         if not around:

@@ -111,6 +111,11 @@ def test_the_search_walks_one_knob_at_a_time_to_the_best():
     assert best == {"block_n": 128, "block_h": 16, "num_warps": 8, "num_stages": 3, "gather": "page",
                     "merge": "fused", "dim_split": 0, "min_blocks": 0} and best_us == 10
     assert tried == len(seen) and tried < len(everything) / 2
+    # a rule that differs from the optimum in every knob: one move a knob reaches it still
+    rule.update(block_n=32, block_h=32, num_warps=4, num_stages=2, gather="token", merge="kernel",
+                dim_split=1, min_blocks=3)
+    best, best_us, _ = tuning.search(TRITON, "split-k", "paged", measure)
+    assert best_us == 10 and all(best[k] != rule[k] for k in rule)
     # the rule is the optimum: one round of neighbours, none better, the rule kept
     best, _, tried = tuning.search(TRITON, "split-k", "paged",
                                    lambda c: (10 if c is None else 11, c or {"rule": 1}))
