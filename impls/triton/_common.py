@@ -311,6 +311,15 @@ MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V 
 # (results/nvidia-h200/2026-11-26-spec-decode)
 MAX_BLOCK_H = 64
 WIDE_WARPS = 8
+# ... and past 128 dims (head dims 129-256, where a row's products cost more than its K/V read),
+# up to 128 rows: one 64-row warpgroup MMA a warpgroup, the K/V read once for both. Two 64-row
+# programs took 1.4-1.7x the time on the drafts of head dims 192-256 with 96-128 rows
+# (results/nvidia-h100/2026-11-27-wide-rows). A thread then holds up to WIDE_THREAD_FLOATS
+# (ptxas for sm_90: 128 x (256 + 32) over 8 warps, 144 floats, no spill; 128 x (256 + 64), 160,
+# 40 B of spill stores), so the tile narrows to 32 tokens there.
+WIDE_DIMS = 128
+MAX_WIDE_BLOCK_H = 128
+WIDE_THREAD_FLOATS = 144
 TILE_PAIR_BYTES = 64 * 1024  # K + V tile of one pipeline stage: wider rows get fewer tokens
 NUM_WARPS = 4  # one warpgroup: enough to issue the tile loads of a memory-bound loop
 NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one is consumed
@@ -353,13 +362,15 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
     block_h = max(MIN_BLOCK_H, min(triton.next_power_of_2(rows), max(
         q_tile_rows, triton.next_power_of_2(problem.group_size))))
 
-    def holds(b, block_n, warps):  # the rows' accumulator and scores within THREAD_FLOATS a thread
-        return b * (dims + block_n) <= THREAD_FLOATS * 32 * warps
+    def holds(b, block_n, warps):  # the rows' accumulator and scores within a thread's floats
+        budget = WIDE_THREAD_FLOATS if b > MAX_BLOCK_H else THREAD_FLOATS
+        return b * (dims + block_n) <= budget * 32 * warps
     num_warps = NUM_WARPS
     if problem.itemsize == 2:  # 16-bit queries: two warpgroups where one cannot hold the rows
         wide = block_h
         if block_h < rows and problem.kv_bytes > l2_bytes:
-            wide = min(MAX_BLOCK_H, triton.next_power_of_2(rows))
+            most = MAX_WIDE_BLOCK_H if dims > WIDE_DIMS else MAX_BLOCK_H
+            wide = min(most, triton.next_power_of_2(rows))
             while not holds(wide, MIN_FITTED_BLOCK_N, WIDE_WARPS):
                 wide //= 2
         # (the rule's own rows may not fit 4 warps either: a group of 64 at head dim 256)
