@@ -162,9 +162,10 @@ def search(impl, variant: str, layout: str, measure: Callable[[dict | None], tup
     rule's own), or None where it is wrong or cannot run. Each round times the neighbours of the
     best so far (one knob changed) and moves to the fastest if it gains more than MIN_GAIN; it
     stops where none does, or after as many moves as the space has free knobs (enough to reach,
-    one knob a move, an optimum that differs from the rule's in every knob). A rule that already sits in the best basin costs one round (the
-    space's knob count, not its product); the rule's own configuration stays a candidate, so a
-    tuned cell is never slower than the rule by more than the timing's noise.
+    one knob a move, an optimum that differs from the rule's in every knob). A rule that already
+    sits in the best basin costs one round (the space's knob count, not its product); the rule's
+    own configuration stays a candidate, so a tuned cell is never slower than the rule by more
+    than the timing's noise.
     (best config, its median, configurations timed)."""
     space = impl.backend.space
     candidates = space.configs(variant, layout)

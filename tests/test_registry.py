@@ -245,9 +245,10 @@ def test_triton_config_values_it_cannot_take_are_refused(config, message):
 def test_triton_rows_beyond_the_q_tile_take_two_warpgroups_where_kv_is_beyond_l2():
     """Query rows past the 16 KB q tile are more programs a KV head, each reading its K/V: from
     L2 where they fit there, so the rule keeps them; beyond it, at head dims 144-256 (a q tile
-    of 32 rows, which spill on 4 warps) a program takes 64 rows on 8 warps, its token tile
-    narrowed to keep registers and shared memory (fp8: a converted tile more) within sm_90's.
-    Head dim 128 keeps 64-row programs; 32-bit queries and a config's keys keep theirs."""
+    of 32 rows, which spill on 4 warps) a program takes up to 128 rows on 8 warps (64 a
+    warpgroup), its token tile narrowed to keep registers and shared memory (fp8: a converted
+    tile more) within sm_90's. Head dim 128 keeps 64-row programs; 32-bit queries and a config's
+    keys keep theirs; a config's warps size the rows."""
     pytest.importorskip("triton")
     from impls.triton._common import SMEM_BYTES, pick_launch_config
 
@@ -255,13 +256,14 @@ def test_triton_rows_beyond_the_q_tile_take_two_warpgroups_where_kv_is_beyond_l2
         c = pick_launch_config(DecodeProblem(hq, hkv, d, (4000,) * 64, q_len=q_len, **kw), l2_bytes=l2)
         return c["BLOCK_H"], c["num_warps"], c["BLOCK_N"]
 
-    assert launch(20, 2, 240, 8) == (64, 8, 64)  # 80 rows, 1 GB of K/V: two programs of 64
+    assert launch(20, 2, 240, 8) == (128, 8, 32)  # 80 rows, 1 GB of K/V: one program
+    assert launch(12, 2, 240, 8) == (64, 8, 64)  # 48 rows: one program of 64
     assert launch(20, 2, 240, 8, l2=2**40) == (32, 4, 64)  # all in L2: three of 32
-    assert launch(20, 2, 240, 8, kv_dtype="float8_e4m3fn")[:2] == (64, 8)
+    assert launch(20, 2, 240, 8, kv_dtype="float8_e4m3fn")[:2] == (128, 8)
     assert launch(128, 8, 128, 8) == launch(8, 1, 128, 8) == (64, 4, 64)  # head dim 128: 64 rows
     assert launch(20, 2, 240, 8, dtype="float32")[:2] == (16, 4)  # the q tile of 32-bit rows
     c = pick_launch_config(DecodeProblem(20, 2, 240, (4000,) * 64, q_len=8), {"num_warps": 4})
-    assert (c["BLOCK_H"], c["num_warps"], c["BLOCK_N"]) == (64, 4, 32)
+    assert (c["BLOCK_H"], c["num_warps"], c["BLOCK_N"]) == (32, 4, 64)  # the rows 4 warps hold
     # block_h is a knob (impls.launch): the old rule's 32 rows on request, no more than the rows
     c = pick_launch_config(DecodeProblem(20, 2, 240, (4000,) * 64, q_len=8), {"BLOCK_H": 32, "num_warps": 4})
     assert (c["BLOCK_H"], c["num_warps"], c["BLOCK_N"]) == (32, 4, 64)
@@ -276,10 +278,10 @@ def test_triton_rows_beyond_the_q_tile_take_two_warpgroups_where_kv_is_beyond_l2
     assert many["num_stages"] == 2
     with pytest.raises(ProblemError, match=r"262144 B of shared memory, more than a program has"):
         pick_launch_config(DecodeProblem(16, 1, 256, (4000,) * 4, q_len=8), {"BLOCK_H": 128, "BLOCK_N": 64})
-    assert launch(64, 1, 256, 2)[:2] == (64, 8)  # a group of 64 at head dim 256: 8 warps hold it
+    assert launch(64, 1, 256, 2)[:2] == (128, 8)  # a group of 64 at head dim 256, 2 tokens: 128 rows
     fp8 = pick_launch_config(DecodeProblem(20, 2, 240, (4000,) * 64, q_len=8, kv_dtype="float8_e4m3fn"))
     converted = fp8["BLOCK_N"] * 256 * 2
-    assert fp8["num_stages"] * fp8["BLOCK_N"] * 256 * 2 + (64 * 256 * 2 + converted) <= SMEM_BYTES
+    assert fp8["num_stages"] * fp8["BLOCK_N"] * 256 * 2 + (fp8["BLOCK_H"] * 256 * 2 + converted) <= SMEM_BYTES
 
 
 def test_triton_tiles_are_powers_of_two_on_every_shape_both_ways_of_the_head_dim():

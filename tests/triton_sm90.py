@@ -135,13 +135,16 @@ def spill_check() -> None:
                  # 32 rows on 0.5 MB of K/V (Gluon: mma_v2's rows, not the warpgroup MMA's)
                  DecodeProblem(8, 1, 128, (256,) * 4, q_len=4)]
     # Triton: rows past the q tile with the K/V beyond L2 (two warpgroups), kept small here by
-    # an L2 that holds none of them: 80 rows at head dim 240, fp8 and paged too
+    # an L2 that holds none of them: 48 rows at head dim 240 (a 64-row tile), 80 (a 128-row
+    # tile), fp8 and paged too, and 112 rows at head dim 192 (two tiles of dims, 64-token tiles)
     # (Gluon's two-warpgroup rule is split-K's, below; its paged one-pass tile of 16 rows at
     # head dims 208-240 spills 4 B, bf16 and fp8: not mended, so those are not compiled here)
     common.L2_BYTES = 0
     problems += [] if sys.argv[2] != "triton" else [DecodeProblem(20, 2, 240, (300, 70), layout="paged", q_len=8),
                  DecodeProblem(20, 2, 240, (300, 70), layout="paged", q_len=8,
-                               kv_dtype="float8_e4m3fn")]
+                               kv_dtype="float8_e4m3fn"),
+                 DecodeProblem(28, 2, 192, (300, 70), q_len=8),
+                 DecodeProblem(12, 2, 240, (300, 70), q_len=8)]
     for line in compile_all(problems, sys.argv[2], algorithms=("one-pass",), spills=True):
         print(line)
     if sys.argv[2] == "gluon":  # split-K's two warpgroups where one holds 16 rows (head dim 240)

@@ -363,7 +363,7 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
         q_tile_rows, triton.next_power_of_2(problem.group_size))))
 
     def holds(b, block_n, warps):  # the rows' accumulator and scores within a thread's floats
-        budget = WIDE_THREAD_FLOATS if b > MAX_BLOCK_H else THREAD_FLOATS
+        budget = WIDE_THREAD_FLOATS if b > MAX_BLOCK_H and warps == WIDE_WARPS else THREAD_FLOATS
         return b * (dims + block_n) <= budget * 32 * warps
     num_warps = NUM_WARPS
     if problem.itemsize == 2:  # 16-bit queries: two warpgroups where one cannot hold the rows
@@ -371,7 +371,8 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
         if block_h < rows and problem.kv_bytes > l2_bytes:
             most = MAX_WIDE_BLOCK_H if dims > WIDE_DIMS else MAX_BLOCK_H
             wide = min(most, triton.next_power_of_2(rows))
-            while not holds(wide, MIN_FITTED_BLOCK_N, WIDE_WARPS):
+            warps = (config or {}).get("num_warps", WIDE_WARPS)  # the rows for the warps asked for
+            while not holds(wide, MIN_FITTED_BLOCK_N, warps):
                 wide //= 2
         # (the rule's own rows may not fit 4 warps either: a group of 64 at head dim 256)
         if wide > block_h or not holds(block_h, MIN_FITTED_BLOCK_N, NUM_WARPS):
