@@ -2,7 +2,7 @@
 # the register cap's landed rule against none, on an unseen seed: $1 = seed, $2 = q_len
 set -u
 unset DECODE_BENCH_ENV_TILELANG
-export DECODE_BENCH_COMMIT=${DECODE_BENCH_COMMIT:-$(git rev-parse HEAD)}
+: "${DECODE_BENCH_COMMIT:?the commit measured (git rev-parse on the device reads a stale copy of .git)}"; export DECODE_BENCH_COMMIT
 S=$1; Q=$2; N=${S}q$Q
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > $OUT/env.txt
 python3 -c "import torch, triton; print(torch.__version__, triton.__version__)" >> $OUT/env.txt

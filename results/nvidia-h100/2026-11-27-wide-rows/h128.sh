@@ -4,7 +4,7 @@
 # 64-row ones at 32-token tiles
 set -u
 unset DECODE_BENCH_ENV_TILELANG
-export DECODE_BENCH_COMMIT=${DECODE_BENCH_COMMIT:-$(git rev-parse HEAD)}
+: "${DECODE_BENCH_COMMIT:?the commit measured (git rev-parse on the device reads a stale copy of .git)}"; export DECODE_BENCH_COMMIT
 W=$OUT/w; mkdir -p $W
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > $W/env.txt
 F="--workload-file results/nvidia-h100/2026-11-27-wide-rows/worst.json"

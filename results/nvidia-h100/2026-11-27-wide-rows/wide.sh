@@ -7,7 +7,7 @@ set -u
 unset DECODE_BENCH_ENV_TILELANG
 W=$OUT/w; mkdir -p $W; root=$PWD
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > $W/env.txt
-DECODE_BENCH_COMMIT=${NEW:-$(git rev-parse HEAD)} RUNS="newu|230|--workload-file results/nvidia-h100/2026-11-27-wide-rows/unseen.json --backends triton,flash_attn3" W=$W bash scripts/gpu_pipeline.sh
-( cd "$OLD_TREE" && DECODE_BENCH_COMMIT=${OLD:-unknown} RUNS="oldu|180|--workload-file $root/results/nvidia-h100/2026-11-27-wide-rows/unseen.json --backends triton" W=$W bash scripts/gpu_pipeline.sh )
+DECODE_BENCH_COMMIT=${NEW:?the commit measured} RUNS="newu|230|--workload-file results/nvidia-h100/2026-11-27-wide-rows/unseen.json --backends triton,flash_attn3" W=$W bash scripts/gpu_pipeline.sh
+( cd "$OLD_TREE" && DECODE_BENCH_COMMIT=${OLD:?the commit before} RUNS="oldu|180|--workload-file $root/results/nvidia-h100/2026-11-27-wide-rows/unseen.json --backends triton" W=$W bash scripts/gpu_pipeline.sh )
 PYTHONPATH=. python3 scripts/best_variant.py $W/oldu $W/newu triton > $W/best-triton.txt 2>&1; tail -4 $W/best-triton.txt
 python3 results/nvidia-h100/2026-11-27-wide-rows/ratios.py $W/newu $W/oldu
