@@ -39,6 +39,8 @@ processing-time-first, for a grid of more than one wave).
 from __future__ import annotations
 
 import bisect
+import contextlib
+import io
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -431,12 +433,12 @@ def capped_kernel(compile_with: Callable, inputs, num_warps: int, block_h: int,
     if min_blocks is not None:
         cap = registers_for(min_blocks, num_warps, limits)
         try:
-            return compile_with(cap), min_blocks, cap
+            return compile_quietly(compile_with, cap), min_blocks, cap
         except too_few as error:
             compile_with(None)  # raises the kernel's own error where the cap is not what fails
             raise ProblemError(f"config: min_blocks={min_blocks} caps a thread at {cap} registers "
                                f"({num_warps} warps a program), fewer than an instruction of this "
-                               f"kernel needs: {str(error).strip().splitlines()[-1]}") from error
+                               f"kernel needs: {compiler_says(error)}") from error
     kernel = compile_with(None)
     programs = inputs.problem.batch * inputs.problem.num_kv_heads * num_head_blocks(inputs.problem,
                                                                                     block_h)
@@ -446,13 +448,27 @@ def capped_kernel(compile_with: Callable, inputs, num_warps: int, block_h: int,
         return kernel, 0, None
     cap = registers_for(rule, num_warps, limits)
     try:
-        capped = compile_with(cap)
+        capped = compile_quietly(compile_with, cap)
     except too_few:
         return kernel, 0, None
     held = residency(capped.n_regs, capped.metadata.shared, num_warps, limits)
     if held < rule or capped.n_spills > kernel.n_spills:
         return kernel, 0, None
     return capped, rule, cap
+
+
+def compile_quietly(compile_with: Callable, cap: int):
+    """``compile_with(cap)`` with its standard output dropped: a compiler that refuses a cap may
+    print the whole PTX it was given (Triton does), thousands of lines a refused launch."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return compile_with(cap)
+
+
+def compiler_says(error: Exception) -> str:
+    """The compiler's own reason in its error: the first line that says 'fatal' (ptxas's, before
+    the repro command Triton puts last), else the last line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return next((line for line in lines if "fatal" in line.lower()), lines[-1] if lines else repr(error))
 
 
 def capped_warmup(kernel, args, grid, kwargs: dict, min_blocks: int | None, inputs,

@@ -70,8 +70,11 @@ def compiler(uncapped, capped_spills=None, capped_regs=None, needs=0, broken=Fal
         calls.append(cap)
         if broken and cap is None:
             raise RuntimeError("the kernel's own error")
-        if broken or (cap is not None and cap < needs):
-            raise TooFew(f"ptxas log\nInsufficient registers ({cap}): try {needs} or higher\n")
+        if broken or (cap is not None and cap < needs):  # laid out as Triton's PTXASError
+            print("// the PTX, printed by the compiler")
+            raise TooFew(f"PTXAS error: Internal Triton PTX codegen error\n`ptxas` stderr:\nptxas fatal   : "
+                         f"(C7602) Insufficient registers ({cap}): try {needs} or higher\nptxas fatal   : "
+                         "Ptx assembly aborted due to errors\n\nRepro command: ptxas x.ptx -o x.o\n")
         if cap is None:
             return uncapped
         spills = uncapped.n_spills if capped_spills is None else capped_spills
@@ -106,7 +109,7 @@ def test_a_min_blocks_asked_for_sets_the_cap_and_zero_none():
     assert capped_kernel(compile_with, 0)[1:] == (0, None) and calls == [None]
 
 
-def test_a_cap_the_compiler_cannot_meet_is_dropped_by_the_rule_and_refused_when_asked_for():
+def test_a_cap_the_compiler_cannot_meet_is_dropped_by_the_rule_and_refused_when_asked_for(capsys):
     # the rule's cap (168 registers) below what an instruction needs: the uncapped kernel, no cap
     compile_with, calls = compiler(fake(186, 0), needs=176)
     kernel, blocks, cap = capped_kernel(compile_with, None)
@@ -114,9 +117,11 @@ def test_a_cap_the_compiler_cannot_meet_is_dropped_by_the_rule_and_refused_when_
     # asked for: refused as a config the problem cannot take, naming the knob, the cap and why
     compile_with, calls = compiler(fake(186, 0), needs=176)
     with pytest.raises(ProblemError, match=r"config: min_blocks=4 caps a thread at 128 registers \(4 warps"
-                                           r".*Insufficient registers \(128\): try 176 or higher"):
+                                           r".*needs: ptxas fatal   : \(C7602\) Insufficient registers \(128\): "
+                                           r"try 176 or higher$"):
         capped_kernel(compile_with, 4)
     assert calls == [128, None]  # compiled uncapped too: the cap is what fails
+    assert "PTX" not in capsys.readouterr().out  # the compiler's dump of a refused cap dropped
     # a kernel that fails uncapped as well: its own error, not a refused config
     compile_with, calls = compiler(fake(186, 0), broken=True)
     with pytest.raises(RuntimeError, match="the kernel's own error"):

@@ -258,12 +258,15 @@ def test_triton_rows_beyond_the_q_tile_take_two_warpgroups_where_kv_is_beyond_l2
 
     assert launch(20, 2, 240, 8) == (128, 8, 32)  # 80 rows, 1 GB of K/V: one program
     assert launch(12, 2, 240, 8) == (64, 8, 64)  # 48 rows: one program of 64
+    assert launch(16, 1, 64, 8) == (128, 4, 32)  # 128 rows of head dim 64: the 4-warp budget
     assert launch(20, 2, 240, 8, l2=2**40) == (32, 4, 64)  # all in L2: three of 32
     assert launch(20, 2, 240, 8, kv_dtype="float8_e4m3fn")[:2] == (128, 8)
     assert launch(128, 8, 128, 8) == launch(8, 1, 128, 8) == (64, 4, 64)  # head dim 128: 64 rows
     assert launch(20, 2, 240, 8, dtype="float32")[:2] == (16, 4)  # the q tile of 32-bit rows
     c = pick_launch_config(DecodeProblem(20, 2, 240, (4000,) * 64, q_len=8), {"num_warps": 4})
     assert (c["BLOCK_H"], c["num_warps"], c["BLOCK_N"]) == (32, 4, 64)  # the rows 4 warps hold
+    c = pick_launch_config(DecodeProblem(20, 2, 240, (4000,) * 64, q_len=8), {"BLOCK_N": 64})
+    assert (c["BLOCK_H"], c["num_warps"], c["BLOCK_N"]) == (64, 8, 64)  # the rows a 64-token tile lets
     # block_h is a knob (impls.launch): the old rule's 32 rows on request, no more than the rows
     c = pick_launch_config(DecodeProblem(20, 2, 240, (4000,) * 64, q_len=8), {"BLOCK_H": 32, "num_warps": 4})
     assert (c["BLOCK_H"], c["num_warps"], c["BLOCK_N"]) == (32, 4, 64)

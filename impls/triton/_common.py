@@ -305,9 +305,8 @@ MAX_BLOCK_N = 128  # tokens per K/V tile: 128 x 128 x 2 B = 32 KB of K and of V 
 # Beyond the q tile's rows, where the K/V do not fit in L2 (a KV head's further row blocks then
 # compete for L2 with every other head's reads; re-tested with the blocks adjacent, mixed for
 # one-pass alone: results/nvidia-h100/2026-11-27-one-pass-row-order): a program takes up to
-# this many rows on two warpgroups, as far as THREAD_FLOATS holds them (16-bit queries: 64 rows
-# at head dims 129-256, where the q tile holds 32 and those spill on 4 warps; a group of 64 there
-# takes the 8 warps too). 128-row programs were slower than two of 64 at head dim 128
+# this many rows on two warpgroups, as far as THREAD_FLOATS holds them (16-bit queries up to
+# head dim 128). 128-row programs were slower than two of 64 at head dim 128
 # (results/nvidia-h200/2026-11-26-spec-decode)
 MAX_BLOCK_H = 64
 WIDE_WARPS = 8
@@ -371,8 +370,9 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
         if block_h < rows and problem.kv_bytes > l2_bytes:
             most = MAX_WIDE_BLOCK_H if dims > WIDE_DIMS else MAX_BLOCK_H
             wide = min(most, triton.next_power_of_2(rows))
-            warps = (config or {}).get("num_warps", WIDE_WARPS)  # the rows for the warps asked for
-            while not holds(wide, MIN_FITTED_BLOCK_N, warps):
+            # the rows for the warps and the tile asked for
+            warps = (config or {}).get("num_warps", WIDE_WARPS)
+            while not holds(wide, (config or {}).get("BLOCK_N", MIN_FITTED_BLOCK_N), warps):
                 wide //= 2
         # (the rule's own rows may not fit 4 warps either: a group of 64 at head dim 256)
         if wide > block_h or not holds(block_h, MIN_FITTED_BLOCK_N, NUM_WARPS):
