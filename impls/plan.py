@@ -416,6 +416,9 @@ def check_min_blocks(min_blocks, num_warps: int, limits: SmLimits = SmLimits()) 
                            "warps a program)")
 
 
+REFUSED_CAPS: set = set()  # (uncapped binary's hash, cap) the compiler refused in this process
+
+
 def capped_kernel(compile_with: Callable, inputs, num_warps: int, block_h: int,
                   min_blocks: int | None, too_few: type[Exception] | tuple = ()):
     """(compiled kernel, min_blocks, register cap or None) of a launch on ``inputs`` of
@@ -447,9 +450,13 @@ def capped_kernel(compile_with: Callable, inputs, num_warps: int, block_h: int,
     if not rule:
         return kernel, 0, None
     cap = registers_for(rule, num_warps, limits)
+    refused = (getattr(kernel, "hash", None), cap)  # the compiler keeps no failed build: we do
+    if refused[0] is not None and refused in REFUSED_CAPS:
+        return kernel, 0, None
     try:
         capped = compile_quietly(compile_with, cap)
     except too_few:
+        REFUSED_CAPS.add(refused)
         return kernel, 0, None
     held = residency(capped.n_regs, capped.metadata.shared, num_warps, limits)
     if held < rule or capped.n_spills > kernel.n_spills:

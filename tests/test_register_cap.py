@@ -114,6 +114,13 @@ def test_a_cap_the_compiler_cannot_meet_is_dropped_by_the_rule_and_refused_when_
     compile_with, calls = compiler(fake(186, 0), needs=176)
     kernel, blocks, cap = capped_kernel(compile_with, None)
     assert (blocks, cap, kernel.n_regs, calls) == (0, None, 186, [None, 168])
+    # the same binary again (a second prepare of the launch): the refusal remembered, not rebuilt
+    uncapped = fake(186, 0)
+    uncapped.hash = "a-binary"
+    compile_with, calls = compiler(uncapped, needs=176)
+    assert capped_kernel(compile_with, None)[1:] == (0, None) and calls == [None, 168]
+    compile_with, calls = compiler(uncapped, needs=176)
+    assert capped_kernel(compile_with, None)[1:] == (0, None) and calls == [None]
     # asked for: refused as a config the problem cannot take, naming the knob, the cap and why
     compile_with, calls = compiler(fake(186, 0), needs=176)
     with pytest.raises(ProblemError, match=r"config: min_blocks=4 caps a thread at 128 registers \(4 warps"
