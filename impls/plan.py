@@ -451,12 +451,13 @@ def capped_kernel(compile_with: Callable, inputs, num_warps: int, block_h: int,
         return kernel, 0, None
     cap = registers_for(rule, num_warps, limits)
     refused = (getattr(kernel, "hash", None), cap)  # the compiler keeps no failed build: we do
-    if refused[0] is not None and refused in REFUSED_CAPS:
+    if refused in REFUSED_CAPS:
         return kernel, 0, None
     try:
         capped = compile_quietly(compile_with, cap)
     except too_few:
-        REFUSED_CAPS.add(refused)
+        if refused[0] is not None:  # a binary with no hash (a stand-in) is not told apart
+            REFUSED_CAPS.add(refused)
         return kernel, 0, None
     held = residency(capped.n_regs, capped.metadata.shared, num_warps, limits)
     if held < rule or capped.n_spills > kernel.n_spills:
