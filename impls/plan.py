@@ -383,6 +383,25 @@ def residency(regs_per_thread: int, smem_bytes: int, num_warps: int,
     return max(1, min(by_regs, by_smem, limits.threads // (32 * num_warps), limits.programs))
 
 
+# A grid of more programs than the SMs hold runs them in waves. A K/V ring sized for one program
+# an SM then keeps the others off it: a 4-warp program alone leaves its softmax and its first
+# tile's wait exposed, and a short sequence never fills its ring. Where the grid gives s programs
+# an SM, each ring takes 1/s of the SM's shared memory so the s are resident together, up to
+# this many (a 16 KB stage at most 4 ways: narrower tiles cost more per token)
+MAX_SHARERS = 4
+
+
+def sharers(programs: int, sms: int) -> int:
+    """Programs an SM would take in turn for a grid of ``programs`` on ``sms`` SMs (its waves), at
+    most MAX_SHARERS and at least 1."""
+    return min(MAX_SHARERS, max(1, -(-programs // max(1, sms))))
+
+
+def shared_bytes_each(sharers_: int, limits: SmLimits = SmLimits()) -> int:
+    """Shared memory a program may take for ``sharers_`` of them to be resident on one SM."""
+    return limits.smem // max(1, sharers_) - limits.reserved_smem
+
+
 def registers_for(programs: int, num_warps: int, limits: SmLimits = SmLimits()) -> int:
     """The most registers a thread may use (a multiple of 8, the allocation step) for an SM's
     register file to hold ``programs`` programs of ``num_warps`` warps (ptxas's ceiling at most)."""

@@ -536,7 +536,7 @@ MAX_BLOCK_N = 128  # tokens per K/V tile at most
 # several share an SM (a grid of several waves, or the split planner's items), each takes its
 # share, so more programs hide each other's softmax (scripts/sweep.py gluon; the results README).
 SM_SLOT_BYTES = 64 * 1024
-MAX_SHARERS = 4  # programs per SM the slot size is divided among (a 16 KB slot at most 4 ways)
+MAX_SHARERS = planner.MAX_SHARERS  # programs per SM the slot is divided among (16 KB at most 4 ways)
 NUM_STAGES = 2  # ring slots: one tile in flight while one is consumed (deeper rings measured slower)
 NUM_WARPS = 4  # one warpgroup issues a slot's copies; 8 warps measured no faster, but for WIDE_WARPS
 # Split-K where one warpgroup holds only a 16-row tile of a KV head's rows (head dims over 128)

@@ -64,7 +64,7 @@ def decode_kernel(
 
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     p = inputs.problem
-    waves = -(-p.batch * p.num_kv_heads // sm_count(inputs.device))  # programs per SM
+    waves = planner.sharers(p.batch * p.num_kv_heads, sm_count(inputs.device))  # programs per SM
     # dense tiles by cp.async: for whole sequences TMA measured no faster on most cells (the
     # results README of the TMA run)
     cfg = pick_launch_config(p, config, sharers=waves, tma=False)

@@ -178,7 +178,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     resident, min_blocks, cap = compiled_residency(cfg)
     split_plan = plan_for(cfg, resident)
     if not cfg["DENSE_TMA"]:
-        sharers = -(-split_plan.num_items * p.num_kv_heads // sm_count(inputs.device))
+        sharers = planner.sharers(split_plan.num_items * p.num_kv_heads, sm_count(inputs.device))
         if sharers < MAX_SHARERS:
             cfg = pick_launch_config(p, config, sharers=sharers, l2_bytes=l2, split=True)
             resident, min_blocks, cap = compiled_residency(cfg)

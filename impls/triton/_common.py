@@ -320,6 +320,7 @@ WIDE_DIMS = 128
 MAX_WIDE_BLOCK_H = 128
 WIDE_THREAD_FLOATS = 144
 TILE_PAIR_BYTES = 64 * 1024  # K + V tile of one pipeline stage: wider rows get fewer tokens
+MIN_SHARED_BLOCK_N = 16  # tokens a tile keeps where programs share an SM: tl.dot's k step (P @ V)
 NUM_WARPS = 4  # one warpgroup: enough to issue the tile loads of a memory-bound loop
 NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one is consumed
 # Paged grids of this many (sequence, KV head) programs and more (8+ waves on a 132-SM GPU) take
@@ -344,11 +345,12 @@ def compile_capped(kernel, args, grid, kwargs: dict, min_blocks: int | None, inp
     return planner.capped_warmup(kernel, args, grid, kwargs, min_blocks, inputs, PTXASError)
 
 
-def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_BYTES) -> dict:
-    """Compile-time shape of the kernels for ``problem`` on a GPU of ``l2_bytes`` of L2 (no device
-    query; launchers pass their GPU's); ``config`` overrides the tunable ones (``BLOCK_N``,
-    ``num_warps``, ``num_stages``, ``GATHER``, ``MERGE``; ``FUSED_MERGE`` is the split kernel's
-    alone)."""
+def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_BYTES,
+                       sms: int | None = None) -> dict:
+    """Compile-time shape of the kernels for ``problem`` on a GPU of ``l2_bytes`` of L2 and ``sms``
+    SMs (no device query; launchers pass their GPU's; None: the ring sized for one program an
+    SM); ``config`` overrides the tunable ones (``BLOCK_N``, ``num_warps``, ``num_stages``,
+    ``GATHER``, ``MERGE``; ``FUSED_MERGE`` is the split kernel's alone)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     rows = problem.q_len * problem.group_size
     dim_split = (config or {}).get("DIM_SPLIT", dim_split_rule(problem))
@@ -420,6 +422,13 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
                 not holds(cfg["BLOCK_H"], cfg["BLOCK_N"], cfg["num_warps"])
                 or smem(cfg["BLOCK_N"]) > SMEM_BYTES):
             cfg["BLOCK_N"] //= 2
+        # ... and while the grid's programs an SM (whole sequences; a split plan adds only where
+        # they do not fill the SMs) would not be resident together (impls.plan.MAX_SHARERS)
+        if sms:
+            programs = problem.batch * problem.num_kv_heads * -(-rows // cfg["BLOCK_H"])
+            share = planner.shared_bytes_each(planner.sharers(programs, sms))
+            while cfg["BLOCK_N"] > MIN_SHARED_BLOCK_N and smem(cfg["BLOCK_N"]) > share:
+                cfg["BLOCK_N"] //= 2
     if problem.itemsize == 2 and smem(cfg["BLOCK_N"]) > SMEM_BYTES:  # (32-bit: over-counted)
         raise ProblemError(f"config: BLOCK_H={cfg['BLOCK_H']}, BLOCK_N={cfg['BLOCK_N']}, num_stages="
                            f"{cfg['num_stages']}: {smem(cfg['BLOCK_N'])} B of shared memory, more "
