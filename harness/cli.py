@@ -291,7 +291,8 @@ def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) ->
     # limit; on several GPUs, the first GPU's order), else alphabetical
     order = {name: n for n, name in enumerate(args.backends or ())}
     # timing on one GPU: two problems measured twice, the run's repeatability (ranks, ties; over
-    # several, the spread is measured whatever this says and is the repeatability);
+    # several, the spread is measured whatever this says and is the repeatability, except with
+    # --tune: plan() then measures each problem once, as a copy would rerun its search);
     # not in --quick runs, nor with --tune (a second search would be tuning, not remeasuring)
     remeasure = spec.timing and (torch.cuda.is_available() or executor.slots > 1) and not args.quick \
         and not args.tune

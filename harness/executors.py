@@ -16,9 +16,10 @@ into a row wherever it runs. An executor runs every task and brings every row to
   (never split by backend), and no GPU waits while another has problems left: what a backend's
   first compile costs lands where it lands and the queue evens it out. ``SPREAD_PROBLEMS``
   problems run on every GPU, so the report can say how far apart the GPUs are (and the ranks
-  how far a row moves from one of the run's GPUs to another). A shard whose
-  Ray worker or node is lost runs again, the cells of its problems left only, on whichever GPU
-  Ray gives it; those rows say which attempt measured them and why.
+  how far a row moves from one of the run's GPUs to another); a tuning run measures each problem
+  once (a copy would be its whole search again). A shard whose Ray worker or node is lost runs
+  again, the cells of its problems left only, on whichever GPU Ray gives it; those rows say
+  which attempt measured them and why.
 
 The nodes of a cluster run this checkout from the same path (a shared filesystem, as clusters
 under Slurm have) with the same Python environments.
@@ -99,15 +100,19 @@ def plan(spec: RunSpec, problems: list[DecodeProblem], impls_of: list[tuple[int,
     one's disk-cache load), the smallest before the last third of the queue, its own cells on
     slot 1 (minutes later: the spread's pairs are also the run's repeatability over its GPUs,
     ``results.repeatability``). ``remeasure`` (timing on GPUs), one slot: those two measured a
-    second time at the end, the run's repeatability on its GPU; several need no more cells."""
+    second time at the end, the run's repeatability on its GPU; several need no more cells.
+    A tuning run (the ``tune`` option) plans no spread and no second measurement, each problem's
+    cells once: every copy would run the whole tuning search again on its GPU (four GPUs spent
+    a run's whole time limit tuning the largest problem four times)."""
     backends = tuple(sorted({registry.get(name).backend.name for _, name in impls_of},
                             key=lambda b: (order.get(b, 0), b)))
     cells_of: dict[int, list[Cell]] = {}
     for cell, (p, name) in enumerate(impls_of):
         cells_of.setdefault(p, []).append((cell, p, name))
     by_size = sorted(cells_of, key=lambda i: problems[i].bytes_moved)
+    tuning = bool(spec.options.get("tune"))
     again = list(dict.fromkeys((by_size[-1], by_size[0])))[:SPREAD_PROBLEMS] \
-        if (slots > 1 or remeasure) and by_size else []
+        if (slots > 1 or remeasure) and not tuning and by_size else []
     first: list[list[Task]] = [[] for _ in range(slots)]
     next_id = len(impls_of)
 

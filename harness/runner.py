@@ -122,11 +122,14 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
     row = _base_row(cell, impl, problem, prov)
     options = {k: v for k, v in spec.options.items() if k in impl.options}
     tune = bool(spec.options.get("tune"))
+    # a candidate is one fixed configuration: with ``tune`` on, the backend's autotuner would
+    # run again and ignore it
+    fixed = {k: v for k, v in options.items() if k != "tune"}
 
     def measure(config: dict | None) -> tuple | None:  # a tuner's candidate (None: the rule's)
         try:
             candidate = check(impl, inputs, ref,
-                              options if config is None else {**options, "config": config})
+                              fixed if config is None else {**fixed, "config": config})
         except Exception:  # noqa: BLE001  (refused or failed to build: not a candidate)
             return None
         if not candidate.comparison.passed:
@@ -161,8 +164,9 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
                bytes=problem.bytes_moved)
     if tuned is not None:  # the autotuner's time, apart from compile + first call
         row["tuning_s"] = round(tuned, 2)
-        if c.passed:
-            tuning.record(impl, problem, inputs.device, checked.run.launch.config, tuned)
+        if c.passed:  # cached only as fast as a later run's replay of it is
+            row.update(tuning.record(impl, problem, inputs.device, checked.run.launch.config,
+                                     tuned, measure))
     if spec.save_cases:
         start = time.perf_counter()
         try:

@@ -1,7 +1,8 @@
 """Tuning for every DSL backend, and the cache later runs read.
 
 ``--tune`` picks each cell's launch configuration by measurement: a backend with an autotuner
-of its own (the ``tune`` launch option) runs it; any other backend with a declared search space
+of its own (the ``tune`` launch option) runs it (its pick cached only where its knobs, replayed,
+beat the rule: ``record``); any other backend with a declared search space
 (``Backend.space``, impls.launch) is searched here from its rule's choice, one knob at a time
 (``search``), every configuration checked against the reference first (a wrong one is never
 chosen, one the problem cannot take is skipped) and timed with the harness's own cold-L2
@@ -33,7 +34,7 @@ import tempfile
 import time
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 
@@ -232,9 +233,27 @@ def choose(impl, problem: DecodeProblem, options: dict, tune: bool, use_cache: b
 
 
 def record(impl, problem: DecodeProblem, device: torch.device, launch_config: dict,
-           tuning_s: float | None, median_us: Any = None) -> None:
-    """Store what a backend's own autotuner chose (its launch's reported knobs)."""
-    config = in_space(impl, launch_config)
-    if config and tuning_s is not None:
-        store(impl, impl.variant(problem.layout), problem, gpu_name(device), config, median_us,
-              tuning_s, 0)
+           tuning_s: float, measure: Callable[[dict | None], tuple | None]) -> dict:
+    """Store what a backend's own autotuner chose, as a later run will replay it: the knobs of
+    its launch (``in_space``), which set less than the tuner did and so may build another,
+    slower kernel. ``measure`` (as in ``search``) times that replay and the rule's configuration;
+    the faster is stored, a replay that loses keeps the rule's. The row's fields that say so
+    (``tuning_note``), or none."""
+    replay = in_space(impl, launch_config)
+    if not replay:  # no knobs reported: nothing a later run could replay
+        return {}
+    start = time.perf_counter()
+    replayed, rule = measure(replay), measure(None)
+    seconds = tuning_s + time.perf_counter() - start
+    pick = f"the autotuner's pick, replayed from its knobs {replay},"
+    if replayed is None and rule is None:
+        return {"tuning_note": f"neither {pick} nor the rule's configuration ran correctly: "
+                               "nothing cached"}
+    variant, gpu = impl.variant(problem.layout), gpu_name(device)
+    if rule is not None and (replayed is None or rule[0] < replayed[0]):
+        how = (f"measured {replayed[0]:.1f} us against the rule's {rule[0]:.1f} us" if replayed
+               else f"did not run correctly (the rule's: {rule[0]:.1f} us)")
+        store(impl, variant, problem, gpu, rule[1], rule[0], seconds, 2)
+        return {"tuning_note": f"{pick} {how}, so the cache keeps the rule's"}
+    store(impl, variant, problem, gpu, replay, replayed[0], seconds, 2)
+    return {}

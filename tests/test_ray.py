@@ -98,6 +98,19 @@ def test_the_plan_remeasures_the_largest_and_smallest_once_on_one_gpu_and_not_ag
         assert executors.plan(spec, problems, [], {}, slots=slots, remeasure=True).total() == 0
 
 
+def test_a_tuning_plan_measures_each_problem_once_on_several_gpus():
+    """A copy of a problem in a tuning run is its whole search again on another GPU: no spread,
+    every problem in the shared queue, each cell once."""
+    problems = [DecodeProblem.from_dict(p) for p in PROBLEMS]
+    impls = [(i, name) for i in range(len(problems)) for name in ("numba/dense", "triton/dense")]
+    spec = RunSpec([p.to_dict() for p in problems], [], 0, {"tune": True}, True, False,
+                   "rows.jsonl", None)
+    for slots in (2, 3):
+        plan = executors.plan(spec, problems, impls, {}, slots=slots)
+        assert plan.total() == len(impls)
+        assert plan.first == ((),) * slots and all(t.slot is None for t in plan.queue)
+
+
 def test_a_slot_takes_the_next_task_for_it_and_a_lost_slots_are_kept():
     queue = executors.Queue((executors.Task(((0, 0, "a"),)), executors.Task(((1, 1, "a"),), slot=1),
                              executors.Task(((2, 2, "a"),))))

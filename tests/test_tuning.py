@@ -4,6 +4,7 @@ the search over a backend's declared space."""
 from __future__ import annotations
 
 import json
+import types
 
 import pytest
 import torch
@@ -11,7 +12,9 @@ import torch
 import impls  # noqa: F401  (first: CPU modes before any DSL import)
 from harness import tuning
 from impls import registry
-from specs.problem import DecodeProblem
+from impls.launch import Knob, Space
+from impls.registry import Backend, Capabilities, Impl, Launch
+from specs.problem import DecodeProblem, ProblemError
 
 CPU = torch.device("cpu")
 TRITON = registry.get("triton/split-k")
@@ -94,7 +97,8 @@ def test_the_search_walks_one_knob_at_a_time_to_the_best():
     short of timing the whole space; a rule that is already the best is kept."""
     space = TRITON.backend.space
     everything = space.configs("split-k", "paged")
-    cost = {"block_n": {32: 3, 64: 2, 128: 0}, "block_h": {16: 0, 32: 1, 64: 2, 128: 3}, "num_warps": {4: 1, 8: 0},
+    cost = {"block_n": {16: 4, 32: 3, 64: 2, 128: 0}, "block_h": {16: 0, 32: 1, 64: 2, 128: 3},
+            "num_warps": {4: 1, 8: 0},
             "num_stages": {2: 2, 3: 0, 4: 1}, "gather": {"page": 0, "token": 1},
             "merge": {"kernel": 1, "fused": 0}, "dim_split": {0: 0, 1: 1},
             "min_blocks": {0: 0, 2: 1, 3: 2, 4: 1}}
@@ -127,6 +131,67 @@ def test_a_search_with_nothing_correct_falls_back_to_the_rule(cache_file):
     options, source = tuning.choose(TRITON, p, {}, True, True, CPU, measure_by({}))
     assert "config" not in options and source["config_source"] == "rule"
     assert "no configuration" in source["tuning_note"] and not cache_file.exists()
+
+
+AUTOTUNED = Backend(name="toy-autotuned", summary="", requires=("torch",), cpu_mode="torch",
+                    space=Space(Knob("block_n", (32, 64)), Knob("num_warps", (4, 8))))
+
+
+@pytest.mark.parametrize("replay_us,rule_us", [(1241.6, 705.9), (300.0, 705.9), (None, None)])
+def test_an_autotuners_pick_is_cached_only_where_its_replayed_knobs_beat_the_rule(
+        cache_file, monkeypatch, replay_us, rule_us):
+    """An own autotuner sets more than the space's knobs (here ``waves``); a later run replays
+    the knobs alone, another kernel. ``evaluate`` times that replay and the rule's configuration
+    (never the autotuner again) and caches the faster; a replay that loses leaves a note, and
+    with neither running, nothing is cached."""
+    from harness import runner
+    from harness.runner import RunSpec, evaluate
+    from specs.inputs import make_inputs
+    from specs.reference import reference
+
+    us_of = {64: replay_us, 32: rule_us}  # by block_n: the tuner's pick, the rule's
+    autotuned = []
+
+    def prepare(inputs, out, lse, config=None, tune=False):
+        ref = reference(inputs)
+        if tune:
+            autotuned.append(1)
+            cfg = {"block_n": 64, "num_warps": 8, "waves": 3}
+        else:
+            cfg = {"block_n": 32, "num_warps": 4, **(config or {})}
+            if us_of[cfg["block_n"]] is None:
+                raise ProblemError(f"block_n={cfg['block_n']}: refused")
+
+        def run():
+            out.copy_(ref.out)
+            lse.copy_(ref.lse)
+        run.us = us_of[cfg["block_n"]]  # what the stand-in timer reads
+        return Launch(run, cfg, tuning_s=0.5 if tune else None)
+
+    def timer(device):  # the cold-L2 protocol's shape, the launch's own median
+        return lambda run: {"cold": types.SimpleNamespace(estimate=types.SimpleNamespace(median=run.us))}
+
+    monkeypatch.setitem(globals(), "_autotuned_prepare", prepare)
+    monkeypatch.setattr(runner, "tuning_timer", timer)
+    impl = Impl(AUTOTUNED, "one-pass", __name__, Capabilities(frozenset({"dense"})),
+                options=("config", "tune"), entry="_autotuned_prepare")
+    problem = DecodeProblem(4, 2, 64, (9,), dtype="float32")
+    inputs = make_inputs(problem, 0)
+    spec = RunSpec([problem.to_dict()], [], 0, {"tune": True}, False, True, "/dev/null", None)
+    row = evaluate(0, impl, problem, inputs, reference(inputs), spec, None, {})
+    assert row["status"] == "PASS" and row["config_source"] == "tuned" and autotuned == [1]
+    stored = json.loads(cache_file.read_text()) if cache_file.exists() else {}
+    if replay_us is None:
+        assert not stored and "nothing cached" in row["tuning_note"]
+        return
+    entry = next(iter(stored.values()))
+    if replay_us > rule_us:
+        assert entry["config"] == {"block_n": 32, "num_warps": 4} and entry["median_us"] == rule_us
+        assert "measured 1241.6 us against the rule's 705.9 us" in row["tuning_note"]
+    else:
+        assert entry["config"] == {"block_n": 64, "num_warps": 8} and entry["median_us"] == replay_us
+        assert "tuning_note" not in row
+    assert entry["tried"] == 2
 
 
 def test_a_corrupt_cache_is_named_not_used(cache_file):
