@@ -287,6 +287,35 @@ def test_triton_rows_beyond_the_q_tile_take_two_warpgroups_where_kv_is_beyond_l2
     assert fp8["num_stages"] * fp8["BLOCK_N"] * 256 * 2 + (fp8["BLOCK_H"] * 256 * 2 + converted) <= SMEM_BYTES
 
 
+def test_triton_programs_of_short_sequences_share_an_sm_where_the_grid_has_waves():
+    """Where a program's tokens would not fill its ring (stages x tile) and the grid gives an SM
+    several programs (batch x KV heads x row blocks over the SMs, up to impls.plan.MAX_SHARERS),
+    the tile narrows (to 16 tokens at least) until that many programs' shared memory fits an SM
+    together: 4 programs of a batch of 500 sequences of 44 tokens at head dim 224. A ring that
+    fills (long sequences), a grid within the SMs, no SM count (the pure rule) and a tile asked
+    for keep theirs."""
+    pytest.importorskip("triton")
+    from impls import plan as planner
+    from impls.triton._common import pick_launch_config
+
+    def tile(lens, sms=132, config=None, **kw):
+        problem = DecodeProblem(120, 8, 224, lens, **kw)
+        c = pick_launch_config(problem, config, sms=sms)
+        return c["BLOCK_N"], c
+
+    n, c = tile((44,) * 500)
+    assert n == 16 and planner.sharers(500 * 8, 132) == 4  # 4000 programs: 30 waves, 4 share
+    smem = c["num_stages"] * n * 2 * 2 * 256 + c["BLOCK_H"] * 2 * 256  # K/V stages + q tile
+    assert 4 * (smem + planner.SmLimits().reserved_smem) <= planner.SmLimits().smem
+    assert tile((44,) * 500, sms=None)[0] == tile((3000,) * 500)[0] == 64  # a full ring: alone
+    assert tile((44,) * 16)[0] == 64  # 128 programs: one wave on 132 SMs
+    assert tile((44,) * 24, sms=132)[0] == 32  # 192 programs: two share an SM
+    assert tile((44,) * 500, config={"BLOCK_N": 64})[0] == 64
+    assert tile((44,) * 500, layout="paged", page_size=2)[0] == 16
+    # a window shortens what a program reads: long sequences read as short ones
+    assert tile((3000,) * 500, window=40)[0] == 16
+
+
 def test_triton_tiles_are_powers_of_two_on_every_shape_both_ways_of_the_head_dim():
     """tl.arange takes only powers of two: every tile the rule picks is one, with the head dim in
     one tile or two (a q tile of 16 KB over 144 = 128 + 16 dims would be 56 rows)."""

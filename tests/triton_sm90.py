@@ -144,7 +144,12 @@ def spill_check() -> None:
                  DecodeProblem(20, 2, 240, (300, 70), layout="paged", q_len=8,
                                kv_dtype="float8_e4m3fn"),
                  DecodeProblem(28, 2, 192, (300, 70), q_len=8),
-                 DecodeProblem(12, 2, 240, (300, 70), q_len=8)]
+                 DecodeProblem(12, 2, 240, (300, 70), q_len=8),
+                 # batches of short sequences in several waves: four programs share an SM, their
+                 # tiles narrowed to 16 tokens (head dim 256 paged, 192 dense, fp8 at 256)
+                 DecodeProblem(16, 4, 256, (60,) * 300, layout="paged", page_size=4),
+                 DecodeProblem(64, 8, 192, (50,) * 400),
+                 DecodeProblem(8, 1, 256, (90,) * 600, kv_dtype="float8_e4m3fn")]
     for line in compile_all(problems, sys.argv[2], algorithms=("one-pass",), spills=True):
         print(line)
     if sys.argv[2] == "gluon":  # split-K's two warpgroups where one holds 16 rows (head dim 240)

@@ -16,7 +16,7 @@ BACKEND = Backend(
     jit_cache_env=("TRITON_CACHE_DIR",),
     shown_config=("chunk", "num_items", "merges", "block_n"),
     read_probe="impls.triton.read_probe",
-    space=Space(Knob("block_n", (32, 64, 128), param="BLOCK_N"),
+    space=Space(Knob("block_n", (16, 32, 64, 128), param="BLOCK_N"),
                 Knob("block_h", (16, 32, 64, 128), param="BLOCK_H"),
                 Knob("num_warps", (4, 8)),
                 Knob("num_stages", (2, 3, 4)),

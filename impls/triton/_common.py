@@ -28,7 +28,8 @@ from impls import plan as planner
 from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
 from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
-from impls.common import L2_BYTES, SMEM_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles, with_overrides
+from impls.common import (L2_BYTES, SMEM_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles, sm_count,
+                           with_overrides)
 from specs.problem import ProblemError
 
 LN2 = tl.constexpr(_LN2)
@@ -345,6 +346,18 @@ def compile_capped(kernel, args, grid, kwargs: dict, min_blocks: int | None, inp
     return planner.capped_warmup(kernel, args, grid, kwargs, min_blocks, inputs, PTXASError)
 
 
+def sharing_sms(device) -> int | None:
+    """The SM count programs share (``pick_launch_config``'s ``sms``) on ``device``; None in the
+    interpreter, which runs programs one after another: no SM to share, only more tiles."""
+    return None if interpreting() else sm_count(device)
+
+
+def program_tokens(problem) -> float:
+    """Cache tokens a program of a whole sequence reads, on average over the batch (its window's
+    at most)."""
+    return sum(n - problem.mask.window_start(n) for n in problem.seq_lens) / problem.batch
+
+
 def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_BYTES,
                        sms: int | None = None) -> dict:
     """Compile-time shape of the kernels for ``problem`` on a GPU of ``l2_bytes`` of L2 and ``sms``
@@ -422,10 +435,14 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
                 not holds(cfg["BLOCK_H"], cfg["BLOCK_N"], cfg["num_warps"])
                 or smem(cfg["BLOCK_N"]) > SMEM_BYTES):
             cfg["BLOCK_N"] //= 2
-        # ... and while the grid's programs an SM (whole sequences; a split plan adds only where
-        # they do not fill the SMs) would not be resident together (impls.plan.MAX_SHARERS)
-        if sms:
-            programs = problem.batch * problem.num_kv_heads * -(-rows // cfg["BLOCK_H"])
+        # ... and, where a program's tokens would not fill its ring, while the grid's programs an
+        # SM (whole sequences; a split plan adds only where they do not fill the SMs) would not be
+        # resident together (impls.plan.MAX_SHARERS). A ring that fills streams best alone with
+        # wide tiles: shared everywhere, dense batches of long sequences ran 4-14 % slower
+        # (results/nvidia-h100/2026-11-27-sharers)
+        programs = problem.batch * problem.num_kv_heads * -(-rows // cfg["BLOCK_H"])
+        if sms and programs > sms and \
+                program_tokens(problem) < cfg["num_stages"] * cfg["BLOCK_N"]:
             share = planner.shared_bytes_each(planner.sharers(programs, sms))
             while cfg["BLOCK_N"] > MIN_SHARED_BLOCK_N and smem(cfg["BLOCK_N"]) > share:
                 cfg["BLOCK_N"] //= 2

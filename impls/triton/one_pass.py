@@ -16,9 +16,10 @@ import triton
 import triton.language as tl
 
 from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_e4m3_hardware,
-                          sm_count, tile_kernel_args)
+                          tile_kernel_args)
 from impls.registry import Launch
-from impls.triton._common import REPORTED, attend, compile_capped, pick_launch_config, store_rows
+from impls.triton._common import (REPORTED, attend, compile_capped, pick_launch_config, sharing_sms,
+                                  store_rows)
 
 
 # runtime ints that vary per problem are not specialised (fewer recompiles, same code)
@@ -63,7 +64,7 @@ def decode_kernel(
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     require_e4m3_hardware(inputs)
     p = inputs.problem
-    cfg = pick_launch_config(p, config, l2_bytes(inputs.device), sm_count(inputs.device))
+    cfg = pick_launch_config(p, config, l2_bytes(inputs.device), sharing_sms(inputs.device))
     del cfg["FUSED_MERGE"]  # nothing to merge in one pass
     min_blocks = cfg.pop("MIN_BLOCKS")
     rows = query_args(p, cfg["BLOCK_H"])

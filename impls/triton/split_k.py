@@ -31,7 +31,7 @@ from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, requir
                           sm_count, tile_kernel_args)
 from impls.registry import Launch, Unsupported
 from impls.triton._common import (REPORTED, attend, compile_capped, interpreting, pick_launch_config,
-                                  store_rows)
+                                  sharing_sms, store_rows)
 
 # Programs of the split kernel resident per SM in the CPU interpreter (nothing compiled to ask);
 # on a GPU the compiled kernel's registers and shared memory say (planner.residency)
@@ -214,7 +214,7 @@ def resident_programs(inputs, out, lse, cfg: dict, counters, min_blocks: int | N
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     require_e4m3_hardware(inputs)
     p = inputs.problem
-    cfg = pick_launch_config(p, config, l2_bytes(inputs.device), sm_count(inputs.device))
+    cfg = pick_launch_config(p, config, l2_bytes(inputs.device), sharing_sms(inputs.device))
     if cfg["FUSED_MERGE"] and p.window is not None:
         raise Unsupported("merge=fused with a window: the fused merge counts a sequence's pieces "
                           "from its first token, and the plan starts them at the window's")
