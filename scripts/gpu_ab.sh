@@ -34,6 +34,10 @@ run)
   cp -r "${PARTS[@]}" conformance pyproject.toml "$old"/
   (cd ab-old && find . -type f ! -name '.*' -exec cp --parents {} "$old"/ \;)
   while read -r path; do [ -n "$path" ] && rm -f "$old/$path"; done < ab-old/.absent
+  # the runs' workload files (relative to the tree) travel too: the old code runs from its copy
+  for file in $(grep -o -- '--workload-file [^ ;|]*' <<< "$RUNS" | cut -d' ' -f2); do
+    [ -f "$file" ] && mkdir -p "$old/$(dirname "$file")" && cp "$file" "$old/$file"
+  done
   mkdir -p "$W"
   echo "old: $(cat ab-old/.rev)" > "$W/ab.txt"
   (cd "$old" && DECODE_BENCH_COMMIT=$(cat "$here/ab-old/.rev") W="$W/old" bash scripts/gpu_pipeline.sh)

@@ -3,8 +3,9 @@ the same GPU (runs split by backend, e.g. a slow one given its own time limit): 
 'against the vendors' table over their rows together, then, per problem of KV >= 256 MB, the
 fastest non-vendor backend's share of the size-matched read. A row of a later folder replaces
 the same implementation's row on the same problem from an earlier one (a rerun with the tuning
-cache after a run on the rules: ``RULES_DIR CACHE_DIR``).
-    python scripts/vendor_ratios.py RUN_DIR [RUN_DIR ...]
+cache after a run on the rules: ``RULES_DIR CACHE_DIR``). ``--below X`` lists, per backend, the
+problems where it is under X times the fastest vendor kernel (its row against the vendor's).
+    python scripts/vendor_ratios.py [--below X] RUN_DIR [RUN_DIR ...]
 """
 
 import sys
@@ -13,6 +14,9 @@ from harness import report, results
 
 
 def main(folders: list[str]) -> int:
+    below = None
+    if folders[:1] == ["--below"]:
+        below, folders = float(folders[1]), folders[2:]
     if not folders:
         print(__doc__, file=sys.stderr)
         return 2
@@ -20,8 +24,11 @@ def main(folders: list[str]) -> int:
     for folder in folders:
         prov, found = report.load(folder)
         gpus.add(prov.get("gpu"))
-        # each cell once: a second measurement on its own GPU (the repeatability) left out
-        latest.update({(r["impl"], results.problem_key(r)): r for r in results.first_measurements(found)})
+        # each cell once: a second measurement on its own GPU (the repeatability) and the
+        # spread's copies on other GPUs left out (a copy would pair a backend's row with a
+        # vendor's of another GPU: no ratio, the problem dropped)
+        latest.update({(r["impl"], results.problem_key(r)): r
+                       for r in results.summarised(results.first_measurements(found))})
     rows = list(latest.values())
     if len(gpus) > 1:
         print(f"runs of different GPUs ({sorted(map(str, gpus))}): their times do not compare",
@@ -29,6 +36,15 @@ def main(folders: list[str]) -> int:
         return 2
     results.annotate(rows)
     print(results.columns(*results.vendor_summary(rows)))
+    if below is not None:
+        for name, group in results.by_backend(rows).items():
+            worst = sorted((r for r in results.against_vendors(group) if r["vs_vendor"] < below),
+                           key=lambda r: r["vs_vendor"])
+            if worst and not any(r.get("vendor") for r in group):
+                print(f"\n{name}: under {below}x the fastest vendor kernel")
+                for r in worst:
+                    print(f"  {r['vs_vendor']:.2f}x  {r['impl']:<18} {r['median_us']:9.1f} us  "
+                          f"{r['vendor_best']} {r['vendor_best_us']:.1f} us  {r['problem']}")
     best = results.fastest_by_problem(
         r for r in rows if not r.get("vendor") and r.get("pct_read") is not None
         and (r.get("kv_bytes") or 0) >= results.LARGE_KV)
