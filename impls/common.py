@@ -57,6 +57,13 @@ def head_dim_tiles(head_dim: int, dim_split) -> tuple[int, int]:
     return (low, high) if low + high < pad else (pad, 0)
 
 
+def program_tokens(problem) -> float:
+    """Cache tokens a program of a whole sequence reads, on average over the batch (its window's
+    at most): where fewer than its K/V ring holds, the ring never fills, and the launch rules let
+    several such programs share an SM instead."""
+    return sum(n - problem.mask.window_start(n) for n in problem.seq_lens) / problem.batch
+
+
 def sm_count(device: torch.device) -> int:
     """Multiprocessors of the GPU; on the CPU a nominal 4 so split heuristics still split."""
     if device.type == "cuda":

@@ -27,7 +27,8 @@ PROBLEMS += [DecodeProblem(hq, hkv, d, (100,), dtype=dtype) for hq, hkv, d, dtyp
     (32, 8, 72, "bfloat16"),  # head_dim 72: not a multiple of the mma's k (CUDA cores)
 ]]
 PROBLEMS += [DecodeProblem(32, 8, 128, (100,) * 64, layout="paged"),  # rings of 2 warps x 2 stages
-             DecodeProblem(64, 2, 80, (100,) * 16, layout="paged", page_size=12)]  # GQA 32, 12-token pages
+             DecodeProblem(64, 2, 80, (100,) * 16, layout="paged", page_size=12),  # GQA 32, 12-token pages
+             DecodeProblem(8, 4, 256, (40, 50) * 150, layout="paged", page_size=2)]  # short: 2 x 2 at 256
 # fp8 caches: fp8 rings and per-lane fragment loads on tensor cores, 16 fp8 a vector on CUDA cores
 E4M3, E5M2 = dict(kv_dtype="float8_e4m3fn", kv_scale="head"), dict(kv_dtype="float8_e5m2")
 PROBLEMS += [DecodeProblem(32, 8, 128, (100,), layout=layout, dtype=dtype, **kv)

@@ -448,8 +448,8 @@ def test_cupy_merge_values_it_cannot_take_are_refused():
 
 def test_cupy_ring_shape_follows_the_grid():
     """The tensor-core ring by CTAs per SM: 8 warps up to two a SM (2 stages paged, 3 dense),
-    2 warps x 2 stages while those all fit at once and the lengths are near uniform, 8 x 3
-    beyond; a config's keys win."""
+    2 warps x 2 stages while those all fit at once and the lengths are near uniform, or where
+    the sequences would not fill the deeper ring, 8 x 3 beyond; a config's keys win."""
     from impls.cupy._build import pick_launch_config
 
     def shape(batch, layout="dense", config=None, num_sms=132):
@@ -466,6 +466,14 @@ def test_cupy_ring_shape_follows_the_grid():
     assert pick_launch_config(ragged)["NUM_WARPS"] == 8
     assert shape(64, config={"NUM_WARPS": 8, "STAGES": 3}) == (8, 3)
     assert shape(64, config={"STAGES": 3}) == (2, 3)
+    # a ragged batch of more CTAs than fit at once, its sequences (mean 150 tokens) shorter than
+    # the deep ring (8 slices x 16 x 3 stages): the small CTAs all the same; long ones keep 8 x 3
+    short = DecodeProblem(32, 8, 128, (100, 200) * 200)
+    long_ = DecodeProblem(32, 8, 128, (1000, 2000) * 200)
+    assert pick_launch_config(short)["NUM_WARPS"] == 2 and pick_launch_config(short)["STAGES"] == 2
+    assert (pick_launch_config(long_)["NUM_WARPS"], pick_launch_config(long_)["STAGES"]) == (8, 3)
+    windowed = DecodeProblem(32, 8, 128, (1000, 2000) * 200, window=100)  # reads 100 a sequence
+    assert pick_launch_config(windowed)["NUM_WARPS"] == 2
 
 
 def test_cupy_tensor_core_rows_are_one_block_per_kv_head_up_to_64():

@@ -28,8 +28,8 @@ from impls import plan as planner
 from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
 from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
-from impls.common import (L2_BYTES, SMEM_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles, sm_count,
-                           with_overrides)
+from impls.common import (L2_BYTES, SMEM_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles,
+                           program_tokens, sm_count, with_overrides)
 from specs.problem import ProblemError
 
 LN2 = tl.constexpr(_LN2)
@@ -350,12 +350,6 @@ def sharing_sms(device) -> int | None:
     """The SM count programs share (``pick_launch_config``'s ``sms``) on ``device``; None in the
     interpreter, which runs programs one after another: no SM to share, only more tiles."""
     return None if interpreting() else sm_count(device)
-
-
-def program_tokens(problem) -> float:
-    """Cache tokens a program of a whole sequence reads, on average over the batch (its window's
-    at most)."""
-    return sum(n - problem.mask.window_start(n) for n in problem.seq_lens) / problem.batch
 
 
 def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_BYTES,
