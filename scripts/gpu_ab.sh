@@ -35,7 +35,7 @@ run)
   (cd ab-old && find . -type f ! -name '.*' -exec cp --parents {} "$old"/ \;)
   while read -r path; do [ -n "$path" ] && rm -f "$old/$path"; done < ab-old/.absent
   # the runs' workload files (relative to the tree) travel too: the old code runs from its copy
-  for file in $(grep -o -- '--workload-file [^ ;|]*' <<< "$RUNS" | cut -d' ' -f2); do
+  for file in $(grep -oE -- '--workload-file[= ][^ ;|]*' <<< "$RUNS" | cut -c17-); do
     [ -f "$file" ] && mkdir -p "$old/$(dirname "$file")" && cp "$file" "$old/$file"
   done
   mkdir -p "$W"

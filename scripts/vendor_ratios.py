@@ -8,18 +8,18 @@ problems where it is under X times the fastest vendor kernel (its row against th
     python scripts/vendor_ratios.py [--below X] RUN_DIR [RUN_DIR ...]
 """
 
+import argparse
 import sys
 
 from harness import report, results
 
 
-def main(folders: list[str]) -> int:
-    below = None
-    if folders[:1] == ["--below"]:
-        below, folders = float(folders[1]), folders[2:]
-    if not folders:
-        print(__doc__, file=sys.stderr)
-        return 2
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--below", type=float, metavar="X")
+    parser.add_argument("folders", nargs="+")
+    args = parser.parse_args(argv)
+    below, folders = args.below, args.folders
     latest, gpus = {}, set()
     for folder in folders:
         prov, found = report.load(folder)
@@ -37,10 +37,12 @@ def main(folders: list[str]) -> int:
     results.annotate(rows)
     print(results.columns(*results.vendor_summary(rows)))
     if below is not None:
-        for name, group in results.by_backend(rows).items():
-            worst = sorted((r for r in results.against_vendors(group) if r["vs_vendor"] < below),
+        for name, rows_of in results.by_backend(rows).items():
+            # as the table rounds them: a 0.896 shown as 0.90x is not listed under 0.9x
+            worst = sorted((r for r in results.against_vendors(rows_of)
+                            if round(r["vs_vendor"], 2) < below),
                            key=lambda r: r["vs_vendor"])
-            if worst and not any(r.get("vendor") for r in group):
+            if worst and not any(r.get("vendor") for r in rows_of):
                 print(f"\n{name}: under {below}x the fastest vendor kernel")
                 for r in worst:
                     print(f"  {r['vs_vendor']:.2f}x  {r['impl']:<18} {r['median_us']:9.1f} us  "

@@ -397,6 +397,28 @@ def test_compare_a_run_over_two_gpus_with_one_gpu_run(tmp_path):
     assert flips(res.stdout) == 0
 
 
+def test_vendor_ratios_counts_a_problem_the_spread_measured_on_every_gpu_once(tmp_path):
+    """scripts/vendor_ratios.py over a run on two GPUs whose every problem was measured again
+    on the other GPU (the spread), the repeats 20 % slower: each problem counted once, on its
+    own GPU (a repeat paired with a vendor row of the other GPU gave no ratio and dropped the
+    problem); --below lists the backend's problems under it, as the table rounds them."""
+    run = fake_run(tmp_path / "two", seed=3)
+    data = json.loads((run / "results.json").read_text())
+    repeats = [dict(r, spread_repeat=True, gpu_index=1, host="h", median_us=r["median_us"] * 1.2)
+               for r in data["rows"]]
+    data["rows"] = [dict(r, gpu_index=0, host="h") for r in data["rows"]] + repeats
+    (run / "results.json").write_text(json.dumps(data))
+    res = subprocess.run([sys.executable, "scripts/vendor_ratios.py", "--below", "0.9", str(run)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    problems = sum(p.layout == "dense" for p in workloads.named(("grid", "ragged")))
+    rows = {line.split()[0]: line.split() for line in res.stdout.splitlines()[2:4]}
+    assert rows["cupy"][1] == rows["triton"][1] == str(problems)
+    listed = res.stdout.split("cupy: under 0.9x")[1].split("\n\n")[0].strip().splitlines()[1:]
+    assert len(listed) == problems  # cupy's 3000 GB/s against the vendor's 3900: 0.77x
+    assert "triton: under" not in res.stdout  # 3800 against 3900: 0.97x
+
+
 def test_compare_counts_rows_in_both_runs_without_the_gone_ones(tmp_path):
     base = fake_run(tmp_path / "a", seed=1)
     fewer = fake_run(tmp_path / "b", seed=2)

@@ -137,7 +137,8 @@ AUTOTUNED = Backend(name="toy-autotuned", summary="", requires=("torch",), cpu_m
                     space=Space(Knob("block_n", (32, 64)), Knob("num_warps", (4, 8))))
 
 
-@pytest.mark.parametrize("replay_us,rule_us", [(1241.6, 705.9), (300.0, 705.9), (None, None)])
+@pytest.mark.parametrize("replay_us,rule_us", [(1241.6, 705.9), (300.0, 705.9), (None, None),
+                                               (None, 705.9), (300.0, None)])
 def test_an_autotuners_pick_is_cached_only_where_its_replayed_knobs_beat_the_rule(
         cache_file, monkeypatch, replay_us, rule_us):
     """An own autotuner sets more than the space's knobs (here ``waves``); a later run replays
@@ -181,11 +182,14 @@ def test_an_autotuners_pick_is_cached_only_where_its_replayed_knobs_beat_the_rul
     row = evaluate(0, impl, problem, inputs, reference(inputs), spec, None, {})
     assert row["status"] == "PASS" and row["config_source"] == "tuned" and autotuned == [1]
     stored = json.loads(cache_file.read_text()) if cache_file.exists() else {}
-    if replay_us is None:
+    if replay_us is None and rule_us is None:
         assert not stored and "nothing cached" in row["tuning_note"]
         return
     entry = next(iter(stored.values()))
-    if replay_us > rule_us:
+    if replay_us is None:  # the replay refused: the rule's kept
+        assert entry["config"] == {"block_n": 32, "num_warps": 4} and entry["median_us"] == rule_us
+        assert "did not run correctly (the rule's: 705.9 us)" in row["tuning_note"]
+    elif rule_us is not None and replay_us > rule_us:
         assert entry["config"] == {"block_n": 32, "num_warps": 4} and entry["median_us"] == rule_us
         assert "measured 1241.6 us against the rule's 705.9 us" in row["tuning_note"]
     else:

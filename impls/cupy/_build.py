@@ -114,10 +114,13 @@ def ring_shape(problem, num_sms: int, block_h: int) -> tuple[int, int]:
         return 8, deep(2 if problem.layout == "paged" else 3)
     if ctas <= small * num_sms and near_uniform:
         return min(8, 2 * tiles), 2
-    # a CTA whose sequence would not fill the deep ring gains nothing from its depth: the small
-    # ones, several an SM, hide each other's first waits (Triton's rule too; the held-out
-    # batches of hundreds of short sequences: results/nvidia-h200/2026-11-27-closing-x4)
-    if common.program_tokens(problem) < 16 * (8 // tiles) * deep(3):
+    # a CTA whose sequence would not fill the deep ring (of the warps whose rings fit, as
+    # pick_launch_config takes them) gains nothing from its depth: the small ones, several an
+    # SM, hide each other's first waits (Triton's rule too; the held-out batches of hundreds of
+    # short sequences: results/nvidia-h200/2026-11-27-closing-x4)
+    warps = next((w for w in MMA_WARPS if tiles <= w and ring_smem_bytes(
+        problem.head_dim, w, deep(3), problem.kv_itemsize, block_h) <= SMEM_PER_CTA), tiles)
+    if common.program_tokens(problem) < 16 * (warps // tiles) * deep(3):
         return min(8, 2 * tiles), 2
     return 8, deep(3)
 

@@ -421,7 +421,8 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
         cfg["num_stages"] = NUM_STAGES - 1 if paged and programs >= MANY_PROGRAMS else NUM_STAGES
 
     def smem(block_n):  # K/V stages, the q tile and (fp8) a converted tile: ptxas's count for
-        converted = block_n if problem.cache.quantised else 0  # sm_90 (tests/triton_sm90.py)
+        # sm_90's warpgroup-MMA kernels (tests/triton_sm90.py), a stage more than mma_v2's hold
+        converted = block_n if problem.cache.quantised else 0
         return ((cfg["num_stages"] * block_n * 2 * problem.kv_itemsize
                  + (cfg["BLOCK_H"] + converted) * problem.itemsize) * dims)
     if "BLOCK_N" not in (config or {}):  # narrower while the registers or shared memory overflow
@@ -429,13 +430,17 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
                 not holds(cfg["BLOCK_H"], cfg["BLOCK_N"], cfg["num_warps"])
                 or smem(cfg["BLOCK_N"]) > SMEM_BYTES):
             cfg["BLOCK_N"] //= 2
-        # ... and, where a program's tokens would not fill its ring, while the grid's programs an
-        # SM (whole sequences; a split plan adds only where they do not fill the SMs) would not be
-        # resident together (impls.plan.MAX_SHARERS). A ring that fills streams best alone with
-        # wide tiles: shared everywhere, dense batches of long sequences ran 4-14 % slower
-        # (results/nvidia-h100/2026-11-27-sharers)
+        # ... and, for a one-warpgroup program of one 16-row tile whose tokens would not fill its
+        # ring, while the grid's programs an SM (whole sequences) would not be resident together
+        # by this count (impls.plan.MAX_SHARERS; an upper bound: the compiled mma_v2 kernels hold
+        # a stage less, so as many or more are). A ring that fills streams best alone with wide
+        # tiles: shared everywhere, dense batches of long sequences ran 4-14 % slower
+        # (results/nvidia-h100/2026-11-27-sharers). Wider programs are left alone: their
+        # registers, not shared memory, bound them. Split-K's planner then sizes its items by the
+        # residency this gives, and may cut more.
         programs = problem.batch * problem.num_kv_heads * -(-rows // cfg["BLOCK_H"])
-        if sms and programs > sms and \
+        if sms and programs > sms and cfg["BLOCK_H"] == MIN_BLOCK_H and \
+                cfg["num_warps"] == NUM_WARPS and \
                 program_tokens(problem) < cfg["num_stages"] * cfg["BLOCK_N"]:
             share = planner.shared_bytes_each(planner.sharers(programs, sms))
             while cfg["BLOCK_N"] > MIN_SHARED_BLOCK_N and smem(cfg["BLOCK_N"]) > share:
