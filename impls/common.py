@@ -58,10 +58,13 @@ def head_dim_tiles(head_dim: int, dim_split) -> tuple[int, int]:
 
 
 def program_tokens(problem) -> float:
-    """Cache tokens a program of a whole sequence reads, on average over the batch (its window's
-    at most): where fewer than its K/V ring holds, the ring never fills, and the launch rules let
-    several such programs share an SM instead."""
-    return sum(n - problem.mask.window_start(n) for n in problem.seq_lens) / problem.batch
+    """Cache tokens a program of a whole sequence reads (its window's at most), averaged over the
+    tokens rather than the programs (sum of n^2 over sum of n): the length of the sequence the
+    average token is read by, so a ragged batch's few long programs, which hold most of its
+    work, count for what they read. Where fewer than a K/V ring holds, the ring never fills,
+    and the launch rules let several such programs share an SM instead."""
+    spans = [n - problem.mask.window_start(n) for n in problem.seq_lens]
+    return sum(n * n for n in spans) / sum(spans)
 
 
 def sm_count(device: torch.device) -> int:
