@@ -314,6 +314,9 @@ def test_triton_programs_of_short_sequences_share_an_sm_where_the_grid_has_waves
     assert tile((44,) * 500, layout="paged", page_size=2)[0] == 16
     # a window shortens what a program reads: long sequences read as short ones
     assert tile((3000,) * 500, window=40)[0] == 16
+    # short programs by count (mean 80 tokens) but most of the work in ten of 3000: averaged
+    # over the tokens, the ring fills
+    assert tile((20,) * 490 + (3000,) * 10)[0] == 64
     # programs of more rows (two warpgroups) are bound by registers: left alone
     wide = DecodeProblem(32, 4, 256, (100,) * 2000, q_len=8)
     assert pick_launch_config(wide, sms=132)["num_warps"] == 8
