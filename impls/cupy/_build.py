@@ -118,11 +118,19 @@ def ring_shape(problem, num_sms: int, block_h: int) -> tuple[int, int]:
     # pick_launch_config takes them) gains nothing from its depth: the small ones, several an
     # SM, hide each other's first waits (Triton's rule too; the held-out batches of hundreds of
     # short sequences: results/nvidia-h200/2026-11-27-closing-x4)
-    warps = next((w for w in MMA_WARPS if tiles <= w and ring_smem_bytes(
-        problem.head_dim, w, deep(3), problem.kv_itemsize, block_h) <= SMEM_PER_CTA), tiles)
+    warps = fitting_warps(problem, deep(3), block_h, MMA_WARPS[0]) or tiles
     if common.program_tokens(problem) < 16 * (warps // tiles) * deep(3):
         return min(8, 2 * tiles), 2
     return 8, deep(3)
+
+
+def fitting_warps(problem, stages: int, block_h: int, most: int) -> int | None:
+    """The most warps of MMA_WARPS, up to ``most`` and at least a warp per row tile of ``block_h``
+    rows, whose tensor-core ring of ``stages`` fits a CTA's shared memory; None where none does."""
+    tiles = block_h // MMA_ROWS
+    return next((w for w in MMA_WARPS if tiles <= w <= most and
+                 ring_smem_bytes(problem.head_dim, w, stages, problem.kv_itemsize, block_h)
+                 <= SMEM_PER_CTA), None)
 
 
 def pick_launch_config(problem, config: dict | None = None, num_sms: int = NUM_SMS,
@@ -150,11 +158,8 @@ def pick_launch_config(problem, config: dict | None = None, num_sms: int = NUM_S
         stages = (config or {}).get("STAGES", stages)
         # the rule's warps, or the most below them whose rings fit (a warp per row tile at least)
         tiles = rows // MMA_ROWS
-        num_warps = next((w for w in MMA_WARPS if tiles <= w <= shape_warps and
-                          isinstance(stages, int) and
-                          ring_smem_bytes(problem.head_dim, w, stages, problem.kv_itemsize, rows)
-                          <= SMEM_PER_CTA),
-                         max(tiles, MMA_WARPS[-1]))  # none fits: tensor_core_config says so
+        fits = isinstance(stages, int) and fitting_warps(problem, stages, rows, shape_warps)
+        num_warps = fits or max(tiles, MMA_WARPS[-1])  # none fits: tensor_core_config says so
     tuned = with_overrides(dict(TENSOR_CORES=int(tensor_cores), STAGES=stages,
                                 NUM_WARPS=num_warps, BLOCK_H=block_h, TPR=None, UNROLL=None,
                                 PREFETCH=PREFETCH, ITEMS_FIRST=ITEMS_FIRST), config)

@@ -29,7 +29,7 @@ from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
 from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
 from impls.common import (L2_BYTES, SMEM_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles,
-                           program_tokens, sm_count, with_overrides)
+                           num_head_blocks, program_tokens, sm_count, with_overrides)
 from specs.problem import ProblemError
 
 LN2 = tl.constexpr(_LN2)
@@ -416,8 +416,9 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
             raise ProblemError(f"config: BLOCK_H={b!r}: must be a power of two from {MIN_BLOCK_H} "
                                f"(tl.dot's rows) to {need} (the {rows} query rows of a KV head, "
                                "padded)")
-    if "num_stages" not in (config or {}):  # by the grid of the rows a program takes
-        programs = problem.batch * problem.num_kv_heads * -(-rows // cfg["BLOCK_H"])
+    # the grid of whole sequences, by the rows a program takes
+    programs = problem.batch * problem.num_kv_heads * num_head_blocks(problem, cfg["BLOCK_H"])
+    if "num_stages" not in (config or {}):
         cfg["num_stages"] = NUM_STAGES - 1 if paged and programs >= MANY_PROGRAMS else NUM_STAGES
 
     def smem(block_n):  # K/V stages, the q tile and (fp8) a converted tile: ptxas's count for
@@ -438,7 +439,6 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
         # (results/nvidia-h100/2026-11-27-sharers). Wider programs are left alone: their
         # registers, not shared memory, bound them. Split-K's planner then sizes its items by the
         # residency this gives, and may cut more.
-        programs = problem.batch * problem.num_kv_heads * -(-rows // cfg["BLOCK_H"])
         if sms and programs > sms and cfg["BLOCK_H"] == MIN_BLOCK_H and \
                 cfg["num_warps"] == NUM_WARPS and \
                 program_tokens(problem) < cfg["num_stages"] * cfg["BLOCK_N"]:
