@@ -48,7 +48,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from impls.common import check_num_splits, num_head_blocks, sm_count
+from impls.common import check_num_splits, num_head_blocks, program_tokens, sm_count
 from impls.registry import Unsupported
 from specs.problem import ProblemError
 
@@ -395,6 +395,22 @@ def sharers(programs: int, sms: int) -> int:
     """Programs an SM would take in turn for a grid of ``programs`` on ``sms`` SMs (its waves), at
     most MAX_SHARERS and at least 1."""
     return min(MAX_SHARERS, max(1, -(-programs // max(1, sms))))
+
+
+def short_programs(problem, programs: int, sms: int, ring_tokens: int, split: bool = False) -> bool:
+    """Whether a grid of ``programs`` programs of whole sequences on ``sms`` SMs should share its
+    SMs (narrower rings, several programs resident): more programs than SMs, whose tokens
+    (``program_tokens``) would not fill a ring of ``ring_tokens``, and none of them the grid's
+    tail. The longest program (within its window; split-K's: at most MIN_CHUNK, the planner cuts
+    a tail down to that) must read no more than an SM's share of the grid's tokens: a longer one
+    is what the grid waits for at its end, alone on its SM, where a narrow ring streams slowest
+    (ragged batches of short sequences with a few of ~740 tokens ran 20-58 % slower shared:
+    results/nvidia-h200/2026-11-27-sharers-tune-x4)."""
+    if programs <= sms or program_tokens(problem) >= ring_tokens:
+        return False
+    spans = [n - problem.mask.window_start(n) for n in problem.seq_lens]
+    longest = min(max(spans), MIN_CHUNK) if split else max(spans)
+    return longest * problem.batch * sms <= programs * sum(spans)
 
 
 def shared_bytes_each(sharers_: int, limits: SmLimits = SmLimits()) -> int:

@@ -292,15 +292,15 @@ def test_triton_programs_of_short_sequences_share_an_sm_where_the_grid_has_waves
     several programs (batch x KV heads x row blocks over the SMs, up to impls.plan.MAX_SHARERS),
     the tile narrows (to 16 tokens at least) until that many programs' shared memory fits an SM
     together: 4 programs of a batch of 500 sequences of 44 tokens at head dim 224. A ring that
-    fills (long sequences), a grid within the SMs, no SM count (the pure rule) and a tile asked
-    for keep theirs."""
+    fills (long sequences), a grid within the SMs, a grid whose longest program is its tail, no
+    SM count (the pure rule) and a tile asked for keep theirs."""
     pytest.importorskip("triton")
     from impls import plan as planner
     from impls.triton._common import pick_launch_config
 
-    def tile(lens, sms=132, config=None, **kw):
+    def tile(lens, sms=132, config=None, split=False, **kw):
         problem = DecodeProblem(120, 8, 224, lens, **kw)
-        c = pick_launch_config(problem, config, sms=sms)
+        c = pick_launch_config(problem, config, sms=sms, split=split)
         return c["BLOCK_N"], c
 
     n, c = tile((44,) * 500)
@@ -317,6 +317,12 @@ def test_triton_programs_of_short_sequences_share_an_sm_where_the_grid_has_waves
     # short programs by count (mean 80 tokens) but most of the work in ten of 3000: averaged
     # over the tokens, the ring fills
     assert tile((20,) * 490 + (3000,) * 10)[0] == 64
+    # one sequence of 1500 tokens, more than an SM's share of the grid's (8 x 23,500 / 132 = 1424):
+    # the grid's tail, alone at the end, keeps its ring; split-K's planner cuts such a tail to
+    # 256 tokens at most, so its kernel shares
+    assert tile((44,) * 500 + (1500,))[0] == 64
+    assert tile((44,) * 500 + (1500,), split=True)[0] == 16
+    assert tile((44,) * 500 + (1400,))[0] == 16  # within the share
     # programs of more rows (two warpgroups) are bound by registers: left alone
     wide = DecodeProblem(32, 4, 256, (100,) * 2000, q_len=8)
     assert pick_launch_config(wide, sms=132)["num_warps"] == 8
@@ -456,7 +462,8 @@ def test_cupy_merge_values_it_cannot_take_are_refused():
 def test_cupy_ring_shape_follows_the_grid():
     """The tensor-core ring by CTAs per SM: 8 warps up to two a SM (2 stages paged, 3 dense),
     2 warps x 2 stages while those all fit at once and the lengths are near uniform, or where
-    the sequences would not fill the deeper ring, 8 x 3 beyond; a config's keys win."""
+    the sequences would not fill the deeper ring and none is the grid's tail, 8 x 3 beyond; a
+    config's keys win."""
     from impls.cupy._build import pick_launch_config
 
     def shape(batch, layout="dense", config=None, num_sms=132):
@@ -481,6 +488,14 @@ def test_cupy_ring_shape_follows_the_grid():
     assert (pick_launch_config(long_)["NUM_WARPS"], pick_launch_config(long_)["STAGES"]) == (8, 3)
     windowed = DecodeProblem(32, 8, 128, (1000, 2000) * 200, window=100)  # reads 100 a sequence
     assert pick_launch_config(windowed)["NUM_WARPS"] == 2
+    # short ones but two of 700 tokens, more than an SM's share of the grid's (19,400 / 132): the
+    # tail keeps the deep ring; split-K's kernel too while the share is under the 256 tokens the
+    # planner cuts a tail to, and shares past it (37,400 / 132)
+    tail = DecodeProblem(14, 1, 128, (60,) * 300 + (700,) * 2)
+    assert pick_launch_config(tail)["NUM_WARPS"] == pick_launch_config(tail, split=True)["NUM_WARPS"] == 8
+    more = DecodeProblem(14, 1, 128, (60,) * 600 + (700,) * 2)
+    assert pick_launch_config(more)["NUM_WARPS"] == 8
+    assert pick_launch_config(more, split=True)["NUM_WARPS"] == 2
 
 
 def test_cupy_tensor_core_rows_are_one_block_per_kv_head_up_to_64():

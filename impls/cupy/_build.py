@@ -89,8 +89,9 @@ def mma_block_h(problem, num_sms: int = NUM_SMS, l2_bytes: int = common.L2_BYTES
     return block
 
 
-def ring_shape(problem, num_sms: int, block_h: int) -> tuple[int, int]:
-    """The tensor-core loop's default (NUM_WARPS, STAGES) for ``problem``, by the one-pass grid's
+def ring_shape(problem, num_sms: int, block_h: int, split: bool = False) -> tuple[int, int]:
+    """The tensor-core loop's default (NUM_WARPS, STAGES) for ``problem`` (split-K's kernel where
+    ``split``), by the one-pass grid's
     CTAs per SM (the grid sweep of results/nvidia-h100/2026-11-24-cupy-merge/): up to 2, 8 warps
     (one CTA must carry an SM's share of the bandwidth), 2 stages on paged K/V and 3 dense; more,
     up to what fits of 2-warp x 2-stage CTAs, those, so the whole grid is resident from the start
@@ -116,10 +117,11 @@ def ring_shape(problem, num_sms: int, block_h: int) -> tuple[int, int]:
         return min(8, 2 * tiles), 2
     # a CTA whose sequence would not fill the deep ring (of the warps whose rings fit, as
     # pick_launch_config takes them) gains nothing from its depth: the small ones, several an
-    # SM, hide each other's first waits (Triton's rule too; the held-out batches of hundreds of
-    # short sequences: results/nvidia-h200/2026-11-27-closing-x4)
+    # SM, hide each other's first waits, where no CTA is the grid's tail (Triton's rule too,
+    # impls.plan.short_programs; the held-out batches of hundreds of short sequences:
+    # results/nvidia-h200/2026-11-27-closing-x4)
     warps = fitting_warps(problem, deep(3), block_h, MMA_WARPS[0]) or tiles
-    if common.program_tokens(problem) < 16 * (warps // tiles) * deep(3):
+    if planner.short_programs(problem, ctas, num_sms, 16 * (warps // tiles) * deep(3), split):
         return min(8, 2 * tiles), 2
     return 8, deep(3)
 
@@ -154,7 +156,7 @@ def pick_launch_config(problem, config: dict | None = None, num_sms: int = NUM_S
     if tensor_cores and (config or {}).get("TENSOR_CORES", 1):
         block_h = (config or {}).get("BLOCK_H", mma_block_h(problem, num_sms, l2_bytes, split))
         rows = block_h if block_h in MMA_BLOCK_H else MMA_ROWS  # else refused below
-        shape_warps, stages = ring_shape(problem, num_sms, rows)
+        shape_warps, stages = ring_shape(problem, num_sms, rows, split)
         stages = (config or {}).get("STAGES", stages)
         # the rule's warps, or the most below them whose rings fit (a warp per row tile at least)
         tiles = rows // MMA_ROWS

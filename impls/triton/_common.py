@@ -29,7 +29,7 @@ from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
 from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
 from impls.common import (L2_BYTES, SMEM_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles,
-                           num_head_blocks, program_tokens, sm_count, with_overrides)
+                           num_head_blocks, sm_count, with_overrides)
 from specs.problem import ProblemError
 
 LN2 = tl.constexpr(_LN2)
@@ -353,11 +353,12 @@ def sharing_sms(device) -> int | None:
 
 
 def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_BYTES,
-                       sms: int | None = None) -> dict:
+                       sms: int | None = None, split: bool = False) -> dict:
     """Compile-time shape of the kernels for ``problem`` on a GPU of ``l2_bytes`` of L2 and ``sms``
     SMs (no device query; launchers pass their GPU's; None: the ring sized for one program an
-    SM); ``config`` overrides the tunable ones (``BLOCK_N``, ``num_warps``, ``num_stages``,
-    ``GATHER``, ``MERGE``; ``FUSED_MERGE`` is the split kernel's alone)."""
+    SM), for split-K's kernel where ``split``; ``config`` overrides the tunable ones (``BLOCK_N``,
+    ``num_warps``, ``num_stages``, ``GATHER``, ``MERGE``; ``FUSED_MERGE`` is the split kernel's
+    alone)."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     rows = problem.q_len * problem.group_size
     dim_split = (config or {}).get("DIM_SPLIT", dim_split_rule(problem))
@@ -432,16 +433,17 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
                 or smem(cfg["BLOCK_N"]) > SMEM_BYTES):
             cfg["BLOCK_N"] //= 2
         # ... and, for a one-warpgroup program of one 16-row tile whose tokens would not fill its
-        # ring, while the grid's programs an SM (whole sequences) would not be resident together
-        # by this count (impls.plan.MAX_SHARERS; an upper bound: the compiled mma_v2 kernels hold
-        # a stage less, so as many or more are). A ring that fills streams best alone with wide
+        # ring, of a grid with no tail (impls.plan.short_programs), while the grid's programs an
+        # SM (whole sequences) would not be resident together by this count
+        # (impls.plan.MAX_SHARERS; an upper bound: the compiled mma_v2 kernels hold a stage less,
+        # so as many or more are). A ring that fills streams best alone with wide
         # tiles: shared everywhere, dense batches of long sequences ran 4-14 % slower
         # (results/nvidia-h100/2026-11-27-sharers). Wider programs are left alone: their
         # registers, not shared memory, bound them. Split-K's planner then sizes its items by the
         # residency this gives, and may cut more.
-        if sms and programs > sms and cfg["BLOCK_H"] == MIN_BLOCK_H and \
-                cfg["num_warps"] == NUM_WARPS and \
-                program_tokens(problem) < cfg["num_stages"] * cfg["BLOCK_N"]:
+        if sms and cfg["BLOCK_H"] == MIN_BLOCK_H and cfg["num_warps"] == NUM_WARPS and \
+                planner.short_programs(problem, programs, sms,
+                                       cfg["num_stages"] * cfg["BLOCK_N"], split):
             share = planner.shared_bytes_each(planner.sharers(programs, sms))
             while cfg["BLOCK_N"] > MIN_SHARED_BLOCK_N and smem(cfg["BLOCK_N"]) > share:
                 cfg["BLOCK_N"] //= 2

@@ -214,7 +214,8 @@ def resident_programs(inputs, out, lse, cfg: dict, counters, min_blocks: int | N
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     require_e4m3_hardware(inputs)
     p = inputs.problem
-    cfg = pick_launch_config(p, config, l2_bytes(inputs.device), sharing_sms(inputs.device))
+    cfg = pick_launch_config(p, config, l2_bytes(inputs.device), sharing_sms(inputs.device),
+                             split=True)
     if cfg["FUSED_MERGE"] and p.window is not None:
         raise Unsupported("merge=fused with a window: the fused merge counts a sequence's pieces "
                           "from its first token, and the plan starts them at the window's")
