@@ -34,7 +34,7 @@ import tempfile
 import time
 from functools import cache
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -117,13 +117,15 @@ def lookup(entries: dict, impl, variant: str, problem: DecodeProblem, gpu: str) 
 
 
 def store(impl, variant: str, problem: DecodeProblem, gpu: str, config: dict, median_us,
-          tuning_s: float, tried: int, path: Path | None = None) -> None:
-    """Add (or replace) one entry, under a lock, the file replaced whole (no reader sees half)."""
+          tuning_s: float, tried: int, path: Path | None = None, rule_us: float | None = None) -> None:
+    """Add (or replace) one entry, under a lock, the file replaced whole (no reader sees half);
+    ``rule_us``: the rule's configuration timed the same way, where the search timed it."""
     path = path or cache_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     entry = {"config": config, "gpu": gpu, "source": source_digest(impl.module),
-             "median_us": median_us, "tuned_on": problem.label(), "tuning_s": round(tuning_s, 2),
-             "tried": tried, "date": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+             "median_us": median_us, "rule_us": rule_us, "tuned_on": problem.label(),
+             "tuning_s": round(tuning_s, 2), "tried": tried,
+             "date": datetime.datetime.now(datetime.timezone.utc).isoformat()}
     with open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         entries = load(path)
@@ -157,7 +159,19 @@ def nearest(config: dict, candidates: list[dict]) -> dict:
     return max(candidates, key=lambda c: sum(config.get(k) == v for k, v in c.items()))
 
 
-def search(impl, variant: str, layout: str, measure: Callable[[dict | None], tuple | None]) -> tuple:
+class Search(NamedTuple):
+    """What ``search`` found: the best configuration and its median (us), how many it timed,
+    the rule's own median (None where the rule's configuration did not run correctly), and every
+    configuration timed with its median (None: wrong or could not run), in the order timed: the
+    landscape around the rule, which says which knob the rule gets wrong and by how much."""
+    best: dict | None
+    best_us: float | None
+    tried: int
+    rule_us: float | None
+    trace: list
+
+
+def search(impl, variant: str, layout: str, measure: Callable[[dict | None], tuple | None]) -> Search:
     """A steepest-descent search of the backend's space on this cell, from its rule's choice:
     ``measure(config)`` gives (median in us, the launch's knobs) for a configuration (None: the
     rule's own), or None where it is wrong or cannot run. Each round times the neighbours of the
@@ -166,23 +180,25 @@ def search(impl, variant: str, layout: str, measure: Callable[[dict | None], tup
     one knob a move, an optimum that differs from the rule's in every knob). A rule that already
     sits in the best basin costs one round (the space's knob count, not its product); the rule's
     own configuration stays a candidate, so a tuned cell is never slower than the rule by more
-    than the timing's noise.
-    (best config, its median, configurations timed)."""
+    than the timing's noise."""
     space = impl.backend.space
     candidates = space.configs(variant, layout)
     timed: dict[str, float | None] = {}
+    trace: list[tuple[dict, float | None]] = []
 
     def time_of(config: dict | None) -> float | None:
         key = json.dumps(config, sort_keys=True)
         if key not in timed:
             found = measure(config)
             timed[key] = found[0] if found else None
+            trace.append((config, timed[key]))
         return timed[key]
 
     rule = measure(None)
     best, best_us = (rule[1], rule[0]) if rule else (None, None)
     if rule:  # the rule's knobs are usually a candidate: not timed a second time
         timed[json.dumps(rule[1], sort_keys=True)] = rule[0]
+        trace.append((rule[1], rule[0]))
     current = nearest(rule[1], candidates) if rule else candidates[0]
     current_us = time_of(current)
     for _ in range(sum(not k.when for k in space.knobs)):
@@ -196,7 +212,8 @@ def search(impl, variant: str, layout: str, measure: Callable[[dict | None], tup
         current, current_us = config, us
     if current_us is not None and (best_us is None or current_us < best_us):
         best, best_us = current, current_us
-    return best, best_us, len(timed) + (not rule)  # the rule's failed call is not in ``timed``
+    # the rule's failed call is not in ``timed``
+    return Search(best, best_us, len(timed) + (not rule), rule[0] if rule else None, trace)
 
 
 def choose(impl, problem: DecodeProblem, options: dict, tune: bool, use_cache: bool,
@@ -211,14 +228,17 @@ def choose(impl, problem: DecodeProblem, options: dict, tune: bool, use_cache: b
     gpu = gpu_name(device)
     if tune and "tune" not in impl.options:
         start = time.perf_counter()
-        best, best_us, tried = search(impl, variant, problem.layout, measure)
+        found = search(impl, variant, problem.layout, measure)
         seconds = time.perf_counter() - start
-        if best is None:
+        if found.best is None:
             return options, {"config_source": "rule", "tuning_s": round(seconds, 2),
-                             "tuning_note": f"no configuration of {tried} ran correctly"}
-        store(impl, variant, problem, gpu, best, best_us, seconds, tried)
-        return {**options, "config": best}, {"config_source": "tuned",
-                                             "tuning_s": round(seconds, 2), "tuned_configs": tried}
+                             "tuning_note": f"no configuration of {found.tried} ran correctly"}
+        store(impl, variant, problem, gpu, found.best, found.best_us, seconds, found.tried,
+              rule_us=found.rule_us)
+        return {**options, "config": found.best}, {
+            "config_source": "tuned", "tuning_s": round(seconds, 2), "tuned_configs": found.tried,
+            "tuning_rule_us": _round(found.rule_us), "tuning_best_us": _round(found.best_us),
+            "tuning_trace": [[config, _round(us)] for config, us in found.trace]}
     if tune:
         return options, {"config_source": "tuned"}  # the backend's autotuner; ``record`` stores
     if use_cache:
@@ -230,6 +250,10 @@ def choose(impl, problem: DecodeProblem, options: dict, tune: bool, use_cache: b
             return {**options, "config": entry["config"]}, {"config_source": "cache",
                                                             "tuned_on": entry["tuned_on"]}
     return options, {"config_source": "rule"}
+
+
+def _round(us: float | None) -> float | None:
+    return None if us is None else round(us, 2)
 
 
 def record(impl, problem: DecodeProblem, device: torch.device, launch_config: dict,

@@ -61,6 +61,12 @@ def test_tune_searches_the_space_and_later_runs_use_the_cache(cache_file):
     assert 1 < source["tuned_configs"] < len(TRITON.backend.space.configs("split-k", "dense"))
     stored = json.loads(cache_file.read_text())
     assert len(stored) == 1 and next(iter(stored.values()))["config"] == options["config"]
+    # the row and the entry say what the rule took and what the search timed: the rule (block_n
+    # 32) at 5 us, the pick at 3, a wrong candidate (128) as None
+    assert source["tuning_rule_us"] == next(iter(stored.values()))["rule_us"] == 5.0
+    assert source["tuning_best_us"] == 3.0 and len(source["tuning_trace"]) == source["tuned_configs"]
+    assert [RULE, 5.0] == source["tuning_trace"][0]
+    assert {c["block_n"]: us for c, us in source["tuning_trace"]}[128] is None
     # a later run of a neighbouring shape: from the cache, saying so
     neighbour = DecodeProblem(8, 2, 64, (400, 30))
     later, source = tuning.choose(TRITON, neighbour, {}, tune=False, use_cache=True, device=CPU,
@@ -111,18 +117,22 @@ def test_the_search_walks_one_knob_at_a_time_to_the_best():
         seen.append(config)
         return 10 + sum(cost[k][v] for k, v in config.items()), config
 
-    best, best_us, tried = tuning.search(TRITON, "split-k", "paged", measure)
+    best, best_us, tried, rule_us, trace = tuning.search(TRITON, "split-k", "paged", measure)
     assert best == {"block_n": 128, "block_h": 16, "num_warps": 8, "num_stages": 3, "gather": "page",
                     "merge": "fused", "dim_split": 0, "min_blocks": 0} and best_us == 10
-    assert tried == len(seen) and tried < len(everything) / 2
+    assert tried == len(seen) == len(trace) and tried < len(everything) / 2
+    # the trace: every configuration timed once, the rule's first, with its median
+    assert trace[0] == (rule, rule_us) and rule_us == 10 + sum(cost[k][v] for k, v in rule.items())
+    assert (best, best_us) in trace and all(us == 10 + sum(cost[k][v] for k, v in c.items())
+                                            for c, us in trace)
     # a rule that differs from the optimum in every knob: one move a knob reaches it still
     rule.update(block_n=32, block_h=32, num_warps=4, num_stages=2, gather="token", merge="kernel",
                 dim_split=1, min_blocks=3)
-    best, best_us, _ = tuning.search(TRITON, "split-k", "paged", measure)
+    best, best_us, *_ = tuning.search(TRITON, "split-k", "paged", measure)
     assert best_us == 10 and all(best[k] != rule[k] for k in rule)
     # the rule is the optimum: one round of neighbours, none better, the rule kept
-    best, _, tried = tuning.search(TRITON, "split-k", "paged",
-                                   lambda c: (10 if c is None else 11, c or {"rule": 1}))
+    best, _, tried, *_ = tuning.search(TRITON, "split-k", "paged",
+                                       lambda c: (10 if c is None else 11, c or {"rule": 1}))
     assert best == {"rule": 1}
 
 
@@ -251,3 +261,39 @@ def test_size_matched_times_each_probe_kernel_once_per_class(monkeypatch):
     assert found[small] == {"us": 1.0, "probe": "a"}
     assert made == [(small // 2, True)]  # one probe kernel, one class
     assert found[bandwidth.size_class(8 << 30)]["probe"] == "asymptote"
+
+
+def test_tuning_gaps_names_the_knobs_a_tuner_moved_and_what_each_move_gained(tmp_path, capsys):
+    """scripts/tuning_gaps.py: from a --tune run's rows (their search's rule and pick) or a cache
+    run against a rule run, each changed cell with its knob moves, then each move's count and
+    median change per backend; a cell left on the rule's knobs is 'kept'."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("tuning_gaps", tuning.ROOT / "scripts/tuning_gaps.py")
+    gaps = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gaps)
+    a, b = DecodeProblem(8, 2, 64, (300, 40)), DecodeProblem(8, 2, 64, (900, 40))
+
+    def row(problem, us, config, **kw):
+        return {"impl": "triton/split-k", "problem": problem.label(), "spec": problem.to_dict(),
+                "status": "PASS", "median_us": us, "config": config, **kw}
+    rule = {"block_n": 64, "num_warps": 4, "num_items": 7}  # num_items: a report, not a knob
+    tuned = [row(a, 8.0, {"block_n": 32, "num_warps": 4, "num_items": 9},
+                 config_source="cache"),
+             row(b, 12.0, dict(rule), config_source="cache")]
+    cells = gaps.cells_of_runs(tuned, [row(a, 10.0, rule), row(b, 12.1, rule)])
+    assert cells[0][2:] == ({"block_n": 64, "num_warps": 4}, 10.0, {"block_n": 32, "num_warps": 4}, 8.0)
+    assert cells[1][2] == cells[1][4]  # kept
+    trace = [[{"block_n": 64}, 10.0], [{"block_n": 32}, 7.5], [{"block_n": 16}, None]]
+    run = [row(a, 7.6, {"block_n": 32}, config_source="tuned", tuning_trace=trace,
+               tuning_rule_us=10.0, tuning_best_us=7.5)]
+    assert gaps.cells_of_tuning(run) == [("triton/split-k", a.label(), {"block_n": 64}, 10.0,
+                                          {"block_n": 32}, 7.5)]
+    for folder, rows in (("rules", [row(a, 10.0, rule), row(b, 12.1, rule)]), ("cache", tuned)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "results.json").write_text(json.dumps({"provenance": {}, "rows": rows}))
+    assert gaps.main([str(tmp_path / "cache"), "--rules", str(tmp_path / "rules")]) == 0
+    out = capsys.readouterr().out
+    assert "block_n 64->32" in out and "-20.0%" in out and "kept" in out
+    assert [line.split()[1:] for line in out.splitlines() if line.startswith("triton ")] == \
+        [["block_n", "64", "->", "32", "1", "-20.0%"], ["kept", "1", "-0.8%"]]
+    assert gaps.main([str(tmp_path / "rules")]) == 2  # no tuned rows: said, not an empty table

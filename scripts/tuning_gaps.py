@@ -1,0 +1,90 @@
+"""Where a launch rule leaves time on the table, and by which knob: each cell whose configuration
+a tuner changed, the rule's knobs against the tuned ones and the time either took, then, per
+backend, each knob change with how often the tuner made it and the median change in time.
+
+    python scripts/tuning_gaps.py TUNED_DIR                  rows of a --tune run (their search's
+                                                             own timings: the rule's and the pick's)
+    python scripts/tuning_gaps.py CACHE_DIR --rules RULE_DIR a run from the tuning cache against a
+                                                             run on the rules (the runs' timings)
+
+Knobs are the backend's declared ones (impls.launch); a cell the tuner left on the rule's
+knobs counts as 'kept'. A knob change that recurs across problems is a rule's candidate; one
+seen once is a problem's."""
+
+import argparse
+import statistics
+import sys
+from collections import defaultdict
+
+from harness import report, results
+from impls import registry
+
+
+def knobs(impl: str, config: dict | None) -> dict:
+    names = registry.get(impl).backend.space.names
+    return {k: v for k, v in (config or {}).items() if k in names}
+
+
+def cells_of_tuning(rows) -> list[tuple]:
+    """(impl, problem, rule knobs, rule us, tuned knobs, tuned us) from a --tune run's rows."""
+    out = []
+    for r in rows:
+        trace = r.get("tuning_trace")
+        if r.get("status") != "PASS" or not trace or r.get("tuning_rule_us") is None:
+            continue
+        out.append((r["impl"], r["problem"], knobs(r["impl"], trace[0][0]), r["tuning_rule_us"],
+                    knobs(r["impl"], r.get("config")), r["tuning_best_us"]))
+    return out
+
+
+def cells_of_runs(tuned_rows, rule_rows) -> list[tuple]:
+    """The same from two runs: the rows of one configured from the cache (or tuned) against the
+    same cells of a run on the rules."""
+    rule = {(r["impl"], results.problem_key(r)): r for r in rule_rows
+            if r.get("status") == "PASS" and r.get("median_us")}
+    out = []
+    for r in tuned_rows:
+        base = rule.get((r["impl"], results.problem_key(r)))
+        if r.get("config_source") not in ("cache", "tuned") or not base or not r.get("median_us"):
+            continue
+        out.append((r["impl"], r["problem"], knobs(r["impl"], base.get("config")), base["median_us"],
+                    knobs(r["impl"], r.get("config")), r["median_us"]))
+    return out
+
+
+def rows_of(folder: str) -> list[dict]:
+    """Each cell once: a repeat on its own GPU and the spread's copies on other GPUs left out."""
+    _, found = report.load(folder)
+    return results.summarised(results.first_measurements(found))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("tuned", help="a run folder: --tune rows, or rows from the tuning cache")
+    parser.add_argument("--rules", metavar="RULE_DIR", help="a run on the rules to compare against")
+    args = parser.parse_args(argv)
+    tuned = rows_of(args.tuned)
+    cells = cells_of_runs(tuned, rows_of(args.rules)) if args.rules else cells_of_tuning(tuned)
+    if not cells:
+        print("no tuned cells with a rule's time to compare (a --tune run's rows carry their "
+              "search's; a cache run needs --rules)", file=sys.stderr)
+        return 2
+    changes: dict[tuple, list[float]] = defaultdict(list)
+    print(f"{'implementation':<16} {'problem':<44} {'rule us':>9} {'tuned us':>9} {'change':>7}  knobs")
+    for impl, problem, rule, rule_us, pick, pick_us in sorted(cells, key=lambda c: (c[0], c[5] / c[3])):
+        moved = {k: (rule.get(k), v) for k, v in pick.items() if rule.get(k) != v}
+        change = pick_us / rule_us - 1
+        text = ", ".join(f"{k} {a}->{b}" for k, (a, b) in sorted(moved.items())) or "kept"
+        print(f"{impl:<16} {problem[:44]:<44} {rule_us:9.1f} {pick_us:9.1f} {100 * change:+6.1f}%  {text}")
+        backend = impl.split("/")[0]
+        for k, (a, b) in moved.items() or [("kept", (None, None))]:
+            changes[(backend, k, a, b)].append(change)
+    print(f"\n{'backend':<10} {'knob':<12} {'rule -> tuned':<18} {'cells':>5} {'median change':>14}")
+    for (backend, k, a, b), found in sorted(changes.items(), key=lambda t: (t[0][0], -len(t[1]))):
+        move = "" if k == "kept" else f"{a} -> {b}"
+        print(f"{backend:<10} {k:<12} {move:<18} {len(found):5d} {100 * statistics.median(found):+13.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
