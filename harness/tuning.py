@@ -161,9 +161,11 @@ def nearest(config: dict, candidates: list[dict]) -> dict:
 
 class Search(NamedTuple):
     """What ``search`` found: the best configuration and its median (us), how many it timed,
-    the rule's own median (None where the rule's configuration did not run correctly), and every
-    configuration timed with its median (None: wrong or could not run), in the order timed: the
-    landscape around the rule, which says which knob the rule gets wrong and by how much."""
+    the rule's own median (None where the rule's configuration did not run correctly), and each
+    configuration timed with its median (None: wrong or could not run), in the order timed, the
+    rule's first where it ran (a rule that failed has no knobs to list, so ``tried`` counts one
+    more): the landscape around the rule, which says which knob the rule gets wrong and by how
+    much."""
     best: dict | None
     best_us: float | None
     tried: int
@@ -277,7 +279,8 @@ def record(impl, problem: DecodeProblem, device: torch.device, launch_config: di
     if rule is not None and (replayed is None or rule[0] < replayed[0]):
         how = (f"measured {replayed[0]:.1f} us against the rule's {rule[0]:.1f} us" if replayed
                else f"did not run correctly (the rule's: {rule[0]:.1f} us)")
-        store(impl, variant, problem, gpu, rule[1], rule[0], seconds, 2)
+        store(impl, variant, problem, gpu, rule[1], rule[0], seconds, 2, rule_us=rule[0])
         return {"tuning_note": f"{pick} {how}, so the cache keeps the rule's"}
-    store(impl, variant, problem, gpu, replay, replayed[0], seconds, 2)
+    store(impl, variant, problem, gpu, replay, replayed[0], seconds, 2,
+          rule_us=rule[0] if rule else None)
     return {}

@@ -63,7 +63,7 @@ def program_tokens(problem) -> float:
     average token is read by, so a ragged batch's few long programs, which hold most of its
     work, count for what they read. Where fewer than a K/V ring holds, the ring never fills,
     and the launch rules let several such programs share an SM instead."""
-    spans = [n - problem.mask.window_start(n) for n in problem.seq_lens]
+    spans = problem.attended_lens
     return sum(n * n for n in spans) / sum(spans)
 
 

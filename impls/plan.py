@@ -401,14 +401,17 @@ def short_programs(problem, programs: int, sms: int, ring_tokens: int, split: bo
     """Whether a grid of ``programs`` programs of whole sequences on ``sms`` SMs should share its
     SMs (narrower rings, several programs resident): more programs than SMs, whose tokens
     (``program_tokens``) would not fill a ring of ``ring_tokens``, and none of them the grid's
-    tail. The longest program (within its window; split-K's: at most MIN_CHUNK, the planner cuts
-    a tail down to that) must read no more than an SM's share of the grid's tokens: a longer one
-    is what the grid waits for at its end, alone on its SM, where a narrow ring streams slowest
-    (ragged batches of short sequences with a few of ~740 tokens ran 20-58 % slower shared:
-    results/nvidia-h200/2026-11-27-sharers-tune-x4)."""
+    tail. The longest program (the tokens it attends) must read no more than an SM's share of
+    the grid's tokens: a longer one is what the grid waits for at its end, alone on its SM,
+    where a narrow ring streams slowest (ragged batches of short sequences with a few of ~740
+    tokens ran 20-58 % slower shared: results/nvidia-h200/2026-11-27-sharers-tune-x4).
+    Split-K's longest item is the planner's chunk: at least MIN_CHUNK, and cut so that no item
+    outlasts an SM slot's share of the work, so within the SM's share wherever that is MIN_CHUNK
+    or more: the test takes min(longest, MIN_CHUNK). (A forced ``num_splits`` cuts by count
+    instead, which this does not see.)"""
     if programs <= sms or program_tokens(problem) >= ring_tokens:
         return False
-    spans = [n - problem.mask.window_start(n) for n in problem.seq_lens]
+    spans = problem.attended_lens
     longest = min(max(spans), MIN_CHUNK) if split else max(spans)
     return longest * problem.batch * sms <= programs * sum(spans)
 

@@ -25,12 +25,21 @@ def knobs(impl: str, config: dict | None) -> dict:
     return {k: v for k, v in (config or {}).items() if k in names}
 
 
+def registered(impl: str) -> bool:
+    try:
+        registry.get(impl)
+    except Exception:  # noqa: BLE001  (an implementation of an older run, since renamed)
+        return False
+    return True
+
+
 def cells_of_tuning(rows) -> list[tuple]:
     """(impl, problem, rule knobs, rule us, tuned knobs, tuned us) from a --tune run's rows."""
     out = []
     for r in rows:
         trace = r.get("tuning_trace")
-        if r.get("status") != "PASS" or not trace or r.get("tuning_rule_us") is None:
+        if r.get("status") != "PASS" or not trace or not r.get("tuning_rule_us") or \
+                not registered(r["impl"]):
             continue
         out.append((r["impl"], r["problem"], knobs(r["impl"], trace[0][0]), r["tuning_rule_us"],
                     knobs(r["impl"], r.get("config")), r["tuning_best_us"]))
@@ -39,23 +48,30 @@ def cells_of_tuning(rows) -> list[tuple]:
 
 def cells_of_runs(tuned_rows, rule_rows) -> list[tuple]:
     """The same from two runs: the rows of one configured from the cache (or tuned) against the
-    same cells of a run on the rules."""
+    same cells of a run on the rules (its rows configured by the rule: a run without
+    --no-tuning-cache may hold cache rows too)."""
     rule = {(r["impl"], results.problem_key(r)): r for r in rule_rows
-            if r.get("status") == "PASS" and r.get("median_us")}
+            if r.get("status") == "PASS" and r.get("median_us")
+            and r.get("config_source", "rule") == "rule"}
     out = []
     for r in tuned_rows:
+        if r.get("config_source") not in ("cache", "tuned"):
+            continue
         base = rule.get((r["impl"], results.problem_key(r)))
-        if r.get("config_source") not in ("cache", "tuned") or not base or not r.get("median_us"):
+        if not base or not r.get("median_us") or not registered(r["impl"]):
+            print(f"left out: {r['impl']} on {r['problem']}: no passing rule row to compare",
+                  file=sys.stderr)
             continue
         out.append((r["impl"], r["problem"], knobs(r["impl"], base.get("config")), base["median_us"],
                     knobs(r["impl"], r.get("config")), r["median_us"]))
     return out
 
 
-def rows_of(folder: str) -> list[dict]:
-    """Each cell once: a repeat on its own GPU and the spread's copies on other GPUs left out."""
+def rows_of(folder: str) -> tuple[set, list[dict]]:
+    """The GPU models of a run, and its rows, each cell once: a repeat on its own GPU and the
+    spread's copies on other GPUs left out."""
     _, found = report.load(folder)
-    return results.summarised(results.first_measurements(found))
+    return {r.get("gpu") for r in found}, results.summarised(results.first_measurements(found))
 
 
 def main(argv: list[str]) -> int:
@@ -63,19 +79,28 @@ def main(argv: list[str]) -> int:
     parser.add_argument("tuned", help="a run folder: --tune rows, or rows from the tuning cache")
     parser.add_argument("--rules", metavar="RULE_DIR", help="a run on the rules to compare against")
     args = parser.parse_args(argv)
-    tuned = rows_of(args.tuned)
-    cells = cells_of_runs(tuned, rows_of(args.rules)) if args.rules else cells_of_tuning(tuned)
+    gpus, tuned = rows_of(args.tuned)
+    if args.rules:
+        rule_gpus, rule_rows = rows_of(args.rules)
+        if gpus | rule_gpus != gpus or len(gpus) > 1:
+            print(f"runs of different GPUs ({sorted(map(str, gpus | rule_gpus))}): their times do "
+                  "not compare", file=sys.stderr)
+            return 2
+        cells = cells_of_runs(tuned, rule_rows)
+    else:
+        cells = cells_of_tuning(tuned)
     if not cells:
         print("no tuned cells with a rule's time to compare (a --tune run's rows carry their "
               "search's; a cache run needs --rules)", file=sys.stderr)
         return 2
     changes: dict[tuple, list[float]] = defaultdict(list)
-    print(f"{'implementation':<16} {'problem':<44} {'rule us':>9} {'tuned us':>9} {'change':>7}  knobs")
+    cells = [c for c in cells if c[3] > 0]  # a CPU run's times may round to 0
+    print(f"{'implementation':<16} {'rule us':>9} {'tuned us':>9} {'change':>7}  knobs  problem")
     for impl, problem, rule, rule_us, pick, pick_us in sorted(cells, key=lambda c: (c[0], c[5] / c[3])):
         moved = {k: (rule.get(k), v) for k, v in pick.items() if rule.get(k) != v}
         change = pick_us / rule_us - 1
         text = ", ".join(f"{k} {a}->{b}" for k, (a, b) in sorted(moved.items())) or "kept"
-        print(f"{impl:<16} {problem[:44]:<44} {rule_us:9.1f} {pick_us:9.1f} {100 * change:+6.1f}%  {text}")
+        print(f"{impl:<16} {rule_us:9.1f} {pick_us:9.1f} {100 * change:+6.1f}%  {text}  {problem}")
         backend = impl.split("/")[0]
         for k, (a, b) in moved.items() or [("kept", (None, None))]:
             changes[(backend, k, a, b)].append(change)

@@ -205,7 +205,7 @@ def test_an_autotuners_pick_is_cached_only_where_its_replayed_knobs_beat_the_rul
     else:
         assert entry["config"] == {"block_n": 64, "num_warps": 8} and entry["median_us"] == replay_us
         assert "tuning_note" not in row
-    assert entry["tried"] == 2
+    assert entry["tried"] == 2 and entry["rule_us"] == rule_us  # what the pick was weighed against
 
 
 def test_a_corrupt_cache_is_named_not_used(cache_file):
@@ -283,6 +283,8 @@ def test_tuning_gaps_names_the_knobs_a_tuner_moved_and_what_each_move_gained(tmp
     cells = gaps.cells_of_runs(tuned, [row(a, 10.0, rule), row(b, 12.1, rule)])
     assert cells[0][2:] == ({"block_n": 64, "num_warps": 4}, 10.0, {"block_n": 32, "num_warps": 4}, 8.0)
     assert cells[1][2] == cells[1][4]  # kept
+    # a rule run made with the cache on holds cache rows: those are not the rule's
+    assert len(gaps.cells_of_runs(tuned, [row(a, 10.0, rule), row(b, 9.0, rule, config_source="cache")])) == 1
     trace = [[{"block_n": 64}, 10.0], [{"block_n": 32}, 7.5], [{"block_n": 16}, None]]
     run = [row(a, 7.6, {"block_n": 32}, config_source="tuned", tuning_trace=trace,
                tuning_rule_us=10.0, tuning_best_us=7.5)]
