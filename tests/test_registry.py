@@ -564,3 +564,30 @@ def test_cupy_split_cuts_at_one_step_only_where_half_the_gpu_idles():
     assert shortest_item(np.array([1024, 1024]), 128, 8, 132) == planner.MIN_CHUNK
     assert shortest_item(np.array([1024]), 128, 8, 264) == 128
     assert planner.plan([1024], 8, 132, 128, shortest=128).chunk == 128
+
+
+@pytest.mark.parametrize("name", ["triton/dense", "triton/paged", "triton/split-k", "numba/dense",
+                                  "numba/split-k"])
+def test_a_launch_reports_every_knob_it_takes(name):
+    """Launch.config names a value for each knob of the backend's space that applies to the cell,
+    in the vocabulary (impls.launch): a rule's choice is then a configuration the tuner can start
+    its walk from and compare with its pick (harness.tuning, scripts/tuning_gaps.py), the head
+    dim's tiles and a paged tile's addressing included, which no kernel parameter names. The
+    DSLs that run on the CPU; the others' reports are built the same way."""
+    from specs.inputs import make_inputs
+
+    impl = registry.get(name)
+    if impl.backend.mode() == "unavailable":
+        pytest.skip(impl.backend.mode())
+    layout = "paged" if name.endswith("paged") else "dense"
+    problem = DecodeProblem(6, 2, 48, (40, 17), dtype="float16", layout=layout, page_size=16)
+    inputs = make_inputs(problem, 0)
+    launch = impl.prepare(inputs, *inputs.new_outputs())
+    variant = impl.variant(layout)
+    applies = {k.name for k in impl.backend.space.knobs if k.applies(variant, layout)
+               and all(launch.config.get(n) == v for n, v in k.when.items())}
+    assert applies <= set(launch.config), sorted(applies - set(launch.config))
+    # the report is a configuration the backend takes back, to the same launch
+    knobs = {k: launch.config[k] for k in applies}
+    again = impl.prepare(inputs, *inputs.new_outputs(), config=knobs)
+    assert {k: again.config[k] for k in applies} == knobs

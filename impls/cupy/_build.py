@@ -411,8 +411,9 @@ def launcher(launches, defines: dict[str, int]):
     return run
 
 
-# what Launch.config records, of each loop's parameters
-REPORTED = ("TENSOR_CORES", "BLOCK_H", "NUM_WARPS", "STAGES", "TPR", "UNROLL")
+# what Launch.config records, of each loop's parameters (every knob it takes: a rule's choice is
+# a configuration the tuner can start from; split-K adds ITEMS_FIRST)
+REPORTED = ("TENSOR_CORES", "BLOCK_H", "NUM_WARPS", "STAGES", "TPR", "UNROLL", "PREFETCH")
 
 
 def reported(defines: dict[str, int]) -> dict[str, int]:

@@ -113,5 +113,5 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
 
     return Launch(launcher(launches, defines),
                   {**planned.reported(), "merge": "fused" if fused else "kernel",
-                   **reported(defines)},
+                   **reported(defines), "ITEMS_FIRST": defines["ITEMS_FIRST"]},
                   plan=planned.replan)

@@ -561,6 +561,13 @@ REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA"
             "num_warps")  # Launch.config
 
 
+def reported(cfg: dict) -> dict:
+    """What Launch.config records: REPORTED, and the head dim in two tiles or one (DIM_SPLIT, no
+    kernel parameter), so a rule's choice is a configuration the tuner can start from and
+    compare (harness.tuning)."""
+    return {**{key: cfg[key] for key in REPORTED}, "DIM_SPLIT": int(cfg["D_HI"] > 0)}
+
+
 def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_SHARERS,
                        tma: bool = False, l2_bytes: int = L2_BYTES, split: bool = False) -> dict:
     """Compile-time shape of the kernels for ``problem`` (no device query) on a GPU of

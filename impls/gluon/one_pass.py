@@ -17,7 +17,8 @@ from triton.runtime.errors import PTXASError
 from impls import plan as planner
 from impls.common import (kv_scale_args, mask_args, query_args, require_alignment, sm_count,
                           tile_kernel_args)
-from impls.gluon._common import COPY_BYTES, REPORTED, attend, kv_descriptors, pick_launch_config, store_rows
+from impls.gluon._common import (COPY_BYTES, attend, kv_descriptors, pick_launch_config, reported,
+                                 store_rows)
 from impls.registry import Launch
 
 
@@ -82,4 +83,4 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     def run():
         decode_kernel[grid](*args, **kwargs, maxnreg=cap)
 
-    return Launch(run, {**{key: cfg[key] for key in REPORTED}, "MIN_BLOCKS": min_blocks})
+    return Launch(run, {**reported(cfg), "MIN_BLOCKS": min_blocks})

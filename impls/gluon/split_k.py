@@ -24,8 +24,8 @@ from triton.runtime.errors import PTXASError
 from impls import plan as planner
 from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_alignment,
                           sm_count, tile_kernel_args)
-from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, REPORTED, attend, kv_descriptors,
-                                 pick_launch_config, resident_programs, store_rows)
+from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, attend, kv_descriptors,
+                                 pick_launch_config, reported, resident_programs, store_rows)
 from impls.registry import Launch
 
 COMBINE_WARPS = 4  # the combine's tiles are planner.COMBINE_TILE floats at most
@@ -202,5 +202,5 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
             combine_kernel[combine_grid](*combine_args, **combine_cfg)
 
     return Launch(run, {**split.reported(), "resident": resident, "MIN_BLOCKS": min_blocks,
-                        **{key: cfg[key] for key in REPORTED}},
+                        **reported(cfg)},
                   plan=split.replan)

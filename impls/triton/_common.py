@@ -331,6 +331,17 @@ MANY_PROGRAMS = 1024
 REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "num_warps", "num_stages")  # Launch.config
 
 
+def reported(cfg: dict, problem) -> dict:
+    """What Launch.config records: REPORTED, and the knobs no kernel parameter names, as they
+    ran (the head dim in two tiles or one, a paged tile addressed per page or per token), so a
+    rule's choice is a configuration the tuner can start from and compare (harness.tuning)."""
+    out = {key: cfg[key] for key in REPORTED}
+    out["DIM_SPLIT"] = int(cfg["D_HI"] > 0)
+    if problem.layout == "paged":
+        out["GATHER"] = "page" if cfg["PAGE_SIZE"] else "token"
+    return out
+
+
 def interpreting() -> bool:
     """Triton runs kernels in its CPU interpreter (read once by Triton at import)."""
     return os.environ.get("TRITON_INTERPRET", "0") == "1"

@@ -18,8 +18,8 @@ import triton.language as tl
 from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_e4m3_hardware,
                           tile_kernel_args)
 from impls.registry import Launch
-from impls.triton._common import (REPORTED, attend, compile_capped, pick_launch_config, sharing_sms,
-                                  store_rows)
+from impls.triton._common import (attend, compile_capped, pick_launch_config, reported,
+                                  sharing_sms, store_rows)
 
 
 # runtime ints that vary per problem are not specialised (fewer recompiles, same code)
@@ -77,4 +77,4 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     def run():
         decode_kernel[grid](*args, **kwargs, maxnreg=cap)
 
-    return Launch(run, {**{key: cfg[key] for key in REPORTED}, "MIN_BLOCKS": min_blocks})
+    return Launch(run, {**reported(cfg, p), "MIN_BLOCKS": min_blocks})

@@ -30,8 +30,8 @@ from impls import plan as planner
 from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_e4m3_hardware,
                           sm_count, tile_kernel_args)
 from impls.registry import Launch, Unsupported
-from impls.triton._common import (REPORTED, attend, compile_capped, interpreting, pick_launch_config,
-                                  sharing_sms, store_rows)
+from impls.triton._common import (attend, compile_capped, interpreting, pick_launch_config,
+                                  reported, sharing_sms, store_rows)
 
 # Programs of the split kernel resident per SM in the CPU interpreter (nothing compiled to ask);
 # on a GPU the compiled kernel's registers and shared memory say (planner.residency)
@@ -254,5 +254,5 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
 
     return Launch(run, {**split.reported(), "resident": resident, "MIN_BLOCKS": min_blocks,
                         "merge": "fused" if cfg["FUSED_MERGE"] else "kernel",
-                        **{key: cfg[key] for key in REPORTED}},
+                        **reported(cfg, p)},
                   plan=split.replan)
