@@ -253,8 +253,14 @@ class Backend:
         return None
 
     def package_versions(self) -> dict[str, str]:
-        """Versions of its ``packages`` (and ``versions()``) in the environment it runs in."""
-        if worker_env(self) is not None:
+        """Versions of its ``packages`` (and ``versions()``) in the environment it runs in; none
+        where its ``DECODE_BENCH_ENV_<NAME>`` names nothing (a run that selects it refuses that
+        before it starts; one that does not goes on)."""
+        try:
+            env = worker_env(self)
+        except ProblemError:
+            return {}
+        if env is not None:
             try:
                 return _probe(self)["versions"]
             except Unavailable:

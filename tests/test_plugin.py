@@ -146,3 +146,17 @@ def test_an_environment_that_names_nothing_is_refused_before_the_run(tmp_path):
     res, rows, _ = _own_env_run(tmp_path, str(tmp_path / "missing"))
     assert res.returncode == 2 and not rows, res.stdout[-2000:] + res.stderr[-2000:]
     assert "DECODE_BENCH_ENV_OWN_ENV=" in res.stderr and "interpreter or a folder" in res.stderr
+
+
+def test_an_environment_that_names_nothing_stops_no_run_of_other_backends(tmp_path):
+    """The provenance asks every backend its versions: a backend whose environment variable names
+    nothing has none to give, and a run that does not select it goes on (a GPU script exported
+    one backend's variable for runs of others; every such run stopped before its first cell)."""
+    res = _run("-m", "harness", "run", "--backends", "triton", "--variants", "dense", "--workloads",
+               "cpu", "--quick", "--no-timing", "--out", str(tmp_path / "run"),
+               env={**OWN_ENV, "DECODE_BENCH_ENV_OWN_ENV": str(tmp_path / "missing")})
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    data = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert data["rows"] and all(r["status"] in ("PASS", "UNSUPPORTED") for r in data["rows"])
+    assert "fake_env_dsl" not in data["provenance"]["packages"]
+
