@@ -186,6 +186,10 @@ def render(prov: dict, rows: list[dict], plots: Path | None = None, inline: bool
             header, body, keep = results._backend_table(group)
             content = table(*results._subset(header, body, keep))
         parts.append(f"<details><summary>{_e(backend)}</summary>{content}</details>")
+    header, body = results.knob_moves(results.tuned_cells(results.first_measurements(rows)))
+    if body:
+        parts += ["<h2>What tuning changed</h2>", f'<p class="note">{_e(results.TUNING_NOTE)}</p>',
+                  table(header, body)]
     header, body = results.time_spent(rows)
     if body:
         parts += ["<h2>Where the time went</h2>", f'<p class="note">{_e(results.TIME_NOTE)}</p>',

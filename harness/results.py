@@ -606,6 +606,47 @@ def time_spent(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     return header, sorted(body, key=lambda b: (len(b[0]), b[0])) if labels else body  # GPU 2 before 10
 
 
+TUNING_NOTE = ("What tuning changed: per backend, each knob the tuner (--tune) moved away from its "
+               "rule's choice, on how many cells, and the median change in time between the "
+               "rule's configuration and the pick (the search's own cold-L2 timings); 'kept': "
+               "cells where the rule's choice stayed. A move that recurs across problems is a "
+               "rule's candidate, one seen once a problem's (scripts/tuning_gaps.py lists the cells).")
+
+
+def tuned_cells(rows: Iterable[dict]) -> list[tuple]:
+    """(implementation, problem, rule's knobs, its us, pick's knobs, its us) of each tuned cell
+    whose search timed the rule's configuration (its ``tuning_trace``, the rule's first; the
+    pick's knobs as its launch reported them)."""
+    cells = []
+    for r in rows:
+        trace = r.get("tuning_trace") or []
+        if r.get("status") != "PASS" or not trace or not r.get("tuning_rule_us") \
+                or not r.get("tuning_best_us"):
+            continue
+        names = {k for config, _ in trace for k in config}
+        pick = {k: v for k, v in (r.get("config") or {}).items() if k in names}
+        cells.append((r["impl"], r["problem"], trace[0][0], r["tuning_rule_us"], pick,
+                      r["tuning_best_us"]))
+    return cells
+
+
+def knob_moves(cells: Iterable[tuple]) -> tuple[list[str], list[list[str]]]:
+    """Per backend and knob move (rule's value -> pick's) over ``cells`` (as ``tuned_cells``
+    gives them): the cells that made it and the median change in time; 'kept' for the cells
+    whose pick is the rule's own configuration."""
+    changes: dict[tuple, list[float]] = {}
+    for impl, _, rule, rule_us, pick, pick_us in cells:
+        if not rule_us:
+            continue
+        moved = [(k, rule.get(k), v) for k, v in sorted(pick.items()) if rule.get(k) != v]
+        for k, a, b in moved or [("kept", None, None)]:
+            changes.setdefault((impl.split("/")[0], k, str(a), str(b)), []).append(pick_us / rule_us - 1)
+    body = [[backend, k, "" if k == "kept" else f"{a} -> {b}", str(len(found)),
+             f"{100 * statistics.median(found):+.1f}"]
+            for (backend, k, a, b), found in sorted(changes.items(), key=lambda t: (t[0][0], -len(t[1])))]
+    return ["backend", "knob", "rule -> tuned", "cells", "median change %"], body
+
+
 SPREAD_NOTE = ("Spread between GPUs: the problems measured on every GPU of the run (the largest and "
                "the smallest): per implementation, the slowest GPU's median over the fastest's (these "
                "measurements are also the run's repeatability). Ranks and vendor ratios compare rows "
@@ -670,6 +711,9 @@ def render_markdown(prov: dict, rows: list[dict]) -> str:
         table = f"unavailable: {why}" if why else markdown_table(group)
         notes = [n for n in (_timing_note(group), *backend_notes(prov, rows, backend, group)) if n]
         parts += [f"## {backend}", "", *[n + "\n" for n in notes], table, ""]
+    header, body = knob_moves(tuned_cells(first_measurements(rows)))
+    if body:
+        parts += ["## What tuning changed", "", TUNING_NOTE, "", markdown(header, body), ""]
     header, body = time_spent(rows)
     if body:
         parts += ["## Where the time went", "", TIME_NOTE, "", markdown(header, body), ""]

@@ -12,9 +12,7 @@ knobs counts as 'kept'. A knob change that recurs across problems is a rule's ca
 seen once is a problem's."""
 
 import argparse
-import statistics
 import sys
-from collections import defaultdict
 
 from harness import report, results
 from impls import registry
@@ -31,19 +29,6 @@ def registered(impl: str) -> bool:
     except Exception:  # noqa: BLE001  (an implementation of an older run, since renamed)
         return False
     return True
-
-
-def cells_of_tuning(rows) -> list[tuple]:
-    """(impl, problem, rule knobs, rule us, tuned knobs, tuned us) from a --tune run's rows."""
-    out = []
-    for r in rows:
-        trace = r.get("tuning_trace")
-        if r.get("status") != "PASS" or not trace or not r.get("tuning_rule_us") or \
-                not registered(r["impl"]):
-            continue
-        out.append((r["impl"], r["problem"], knobs(r["impl"], trace[0][0]), r["tuning_rule_us"],
-                    knobs(r["impl"], r.get("config")), r["tuning_best_us"]))
-    return out
 
 
 def cells_of_runs(tuned_rows, rule_rows) -> list[tuple]:
@@ -88,26 +73,19 @@ def main(argv: list[str]) -> int:
             return 2
         cells = cells_of_runs(tuned, rule_rows)
     else:
-        cells = cells_of_tuning(tuned)
+        cells = results.tuned_cells(tuned)
     if not cells:
         print("no tuned cells with a rule's time to compare (a --tune run's rows carry their "
               "search's; a cache run needs --rules)", file=sys.stderr)
         return 2
-    changes: dict[tuple, list[float]] = defaultdict(list)
     cells = [c for c in cells if c[3] > 0]  # a CPU run's times may round to 0
     print(f"{'implementation':<16} {'rule us':>9} {'tuned us':>9} {'change':>7}  knobs  problem")
     for impl, problem, rule, rule_us, pick, pick_us in sorted(cells, key=lambda c: (c[0], c[5] / c[3])):
         moved = {k: (rule.get(k), v) for k, v in pick.items() if rule.get(k) != v}
-        change = pick_us / rule_us - 1
         text = ", ".join(f"{k} {a}->{b}" for k, (a, b) in sorted(moved.items())) or "kept"
-        print(f"{impl:<16} {rule_us:9.1f} {pick_us:9.1f} {100 * change:+6.1f}%  {text}  {problem}")
-        backend = impl.split("/")[0]
-        for k, (a, b) in moved.items() or [("kept", (None, None))]:
-            changes[(backend, k, a, b)].append(change)
-    print(f"\n{'backend':<10} {'knob':<12} {'rule -> tuned':<18} {'cells':>5} {'median change':>14}")
-    for (backend, k, a, b), found in sorted(changes.items(), key=lambda t: (t[0][0], -len(t[1]))):
-        move = "" if k == "kept" else f"{a} -> {b}"
-        print(f"{backend:<10} {k:<12} {move:<18} {len(found):5d} {100 * statistics.median(found):+13.1f}%")
+        print(f"{impl:<16} {rule_us:9.1f} {pick_us:9.1f} {100 * (pick_us / rule_us - 1):+6.1f}%  {text}  {problem}")
+    print()
+    print(results.columns(*results.knob_moves(cells)))
     return 0
 
 

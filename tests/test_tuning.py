@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import impls  # noqa: F401  (first: CPU modes before any DSL import)
-from harness import tuning
+from harness import results, tuning
 from impls import registry
 from impls.launch import Knob, Space
 from impls.registry import Backend, Capabilities, Impl, Launch
@@ -274,7 +274,8 @@ def test_tuning_gaps_names_the_knobs_a_tuner_moved_and_what_each_move_gained(tmp
     a, b = DecodeProblem(8, 2, 64, (300, 40)), DecodeProblem(8, 2, 64, (900, 40))
 
     def row(problem, us, config, **kw):
-        return {"impl": "triton/split-k", "problem": problem.label(), "spec": problem.to_dict(),
+        return {"impl": "triton/split-k", "backend": "triton", "variant": "split-k",
+                "problem": problem.label(), "spec": problem.to_dict(),
                 "status": "PASS", "median_us": us, "config": config, **kw}
     rule = {"block_n": 64, "num_warps": 4, "num_items": 7}  # num_items: a report, not a knob
     tuned = [row(a, 8.0, {"block_n": 32, "num_warps": 4, "num_items": 9},
@@ -288,14 +289,22 @@ def test_tuning_gaps_names_the_knobs_a_tuner_moved_and_what_each_move_gained(tmp
     trace = [[{"block_n": 64}, 10.0], [{"block_n": 32}, 7.5], [{"block_n": 16}, None]]
     run = [row(a, 7.6, {"block_n": 32}, config_source="tuned", tuning_trace=trace,
                tuning_rule_us=10.0, tuning_best_us=7.5)]
-    assert gaps.cells_of_tuning(run) == [("triton/split-k", a.label(), {"block_n": 64}, 10.0,
-                                          {"block_n": 32}, 7.5)]
+    assert results.tuned_cells(run) == [("triton/split-k", a.label(), {"block_n": 64}, 10.0,
+                                         {"block_n": 32}, 7.5)]
+    # the run's own tables say the same, per backend and move
+    prov = {"command": "python -m harness run --tune"}
+    assert "## What tuning changed" in results.render_markdown(prov, run)
+    from harness import html
+    assert "<h2>What tuning changed</h2>" in html.render(prov, run)
+    assert results.knob_moves(results.tuned_cells(run))[1] == [
+        ["triton", "block_n", "64 -> 32", "1", "-25.0"]]
+    assert "## What tuning changed" not in results.render_markdown(prov, tuned)  # no search here
     for folder, rows in (("rules", [row(a, 10.0, rule), row(b, 12.1, rule)]), ("cache", tuned)):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "results.json").write_text(json.dumps({"provenance": {}, "rows": rows}))
     assert gaps.main([str(tmp_path / "cache"), "--rules", str(tmp_path / "rules")]) == 0
     out = capsys.readouterr().out
-    assert "block_n 64->32" in out and "-20.0%" in out and "kept" in out
+    assert "block_n 64->32" in out and "-20.0%" in out and "kept" in out and "median change %" in out
     assert [line.split()[1:] for line in out.splitlines() if line.startswith("triton ")] == \
-        [["block_n", "64", "->", "32", "1", "-20.0%"], ["kept", "1", "-0.8%"]]
+        [["block_n", "64", "->", "32", "1", "-20.0"], ["kept", "1", "-0.8"]]
     assert gaps.main([str(tmp_path / "rules")]) == 2  # no tuned rows: said, not an empty table
