@@ -8,7 +8,9 @@
 #        tables written, the run marked incomplete), --timing cold --no-tuning-cache unless the
 #        options name a --timing
 #   NCU="impl:model:batch:seq_len:layout:q_len ..."  Nsight Compute on those cells
-#        (python -m harness profile --ncu)
+#        (python -m harness profile --ncu); "impl:heldout:SEED:INDEX" names a held-out problem
+#        (specs.workloads.heldout_problems(SEED)[INDEX]), "impl:heldout:SEED:INDEX:CONFIG" with a
+#        launch config as JSON in the vocabulary (no spaces), e.g. '{"block_n":32}'
 # PY: the Python to run (default python3).
 # e.g.  RUNS="spec|480|--workloads spec-decode --backends triton,gluon,cupy" W=runs/x bash scripts/gpu_pipeline.sh
 set -u
@@ -37,10 +39,20 @@ for entry in "${runs[@]}"; do
 done
 for cell in ${NCU-}; do
   IFS=: read -r impl model batch seq layout qlen <<< "$cell"
-  problem=$("${PY:-python3}" -c "import json; from specs import workloads as w
+  config=()
+  if [ "$model" = heldout ]; then  # impl:heldout:SEED:INDEX[:CONFIG]
+    problem=$("${PY:-python3}" -c "import json; from specs import workloads as w
+print(json.dumps(w.heldout_problems($batch)[$seq].to_dict()))")
+    given=${cell#*:heldout:"$batch":"$seq"}; given=${given#:}
+    [ -n "$given" ] && config=(--config "$given")
+    name="ncu-${impl//\//-}-heldout$batch.$seq${given:+-$(printf %s "$given" | tr -c 'a-z0-9' _)}.txt"
+  else
+    problem=$("${PY:-python3}" -c "import json; from specs import workloads as w
 print(json.dumps(w.model_problem('$model', [$seq] * $batch, '$layout').replace(q_len=${qlen:-1}).to_dict()))")
-  timeout 240 "${PY:-python3}" -m harness profile "$impl" --problem "$problem" --ncu \
-    > "$W/ncu-${impl//\//-}-$model-b$batch-q${qlen:-1}-$layout.txt" 2>&1
+    name="ncu-${impl//\//-}-$model-b$batch-q${qlen:-1}-$layout.txt"
+  fi
+  timeout 240 "${PY:-python3}" -m harness profile "$impl" --problem "$problem" "${config[@]}" --ncu \
+    > "$W/$name" 2>&1
   echo "ncu $cell rc $?"
 done
 echo "pipeline done"
