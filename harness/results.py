@@ -630,6 +630,11 @@ def tuned_cells(rows: Iterable[dict]) -> list[tuple]:
     return cells
 
 
+def knob_changes(rule: dict, pick: dict) -> list[tuple]:
+    """(knob, rule's value, pick's value) for each knob the pick sets otherwise, by name."""
+    return [(k, rule.get(k), v) for k, v in sorted(pick.items()) if rule.get(k) != v]
+
+
 def knob_moves(cells: Iterable[tuple]) -> tuple[list[str], list[list[str]]]:
     """Per backend and knob move (rule's value -> pick's) over ``cells`` (as ``tuned_cells``
     gives them): the cells that made it and the median change in time; 'kept' for the cells
@@ -638,8 +643,7 @@ def knob_moves(cells: Iterable[tuple]) -> tuple[list[str], list[list[str]]]:
     for impl, _, rule, rule_us, pick, pick_us in cells:
         if not rule_us:
             continue
-        moved = [(k, rule.get(k), v) for k, v in sorted(pick.items()) if rule.get(k) != v]
-        for k, a, b in moved or [("kept", None, None)]:
+        for k, a, b in knob_changes(rule, pick) or [("kept", None, None)]:
             changes.setdefault((impl.split("/")[0], k, str(a), str(b)), []).append(pick_us / rule_us - 1)
     body = [[backend, k, "" if k == "kept" else f"{a} -> {b}", str(len(found)),
              f"{100 * statistics.median(found):+.1f}"]

@@ -57,6 +57,13 @@ def head_dim_tiles(head_dim: int, dim_split) -> tuple[int, int]:
     return (low, high) if low + high < pad else (pad, 0)
 
 
+def tiles_reported(cfg: dict, keys) -> dict:
+    """A tile kernel's ``keys`` of ``cfg`` for Launch.config, with the head dim's split as the
+    ``dim_split`` knob had it (two tiles where D_HI > 0, ``head_dim_tiles``): no kernel parameter
+    names it, and a rule's choice must be a configuration the tuner can start from and compare."""
+    return {**{key: cfg[key] for key in keys}, "DIM_SPLIT": int(cfg["D_HI"] > 0)}
+
+
 def program_tokens(problem) -> float:
     """Cache tokens a program of a whole sequence reads (its window's at most), averaged over the
     tokens rather than the programs (sum of n^2 over sum of n): the length of the sequence the

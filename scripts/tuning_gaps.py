@@ -14,13 +14,12 @@ seen once is a problem's."""
 import argparse
 import sys
 
-from harness import report, results
+from harness import report, results, tuning
 from impls import registry
 
 
 def knobs(impl: str, config: dict | None) -> dict:
-    names = registry.get(impl).backend.space.names
-    return {k: v for k, v in (config or {}).items() if k in names}
+    return tuning.in_space(registry.get(impl), config or {})
 
 
 def registered(impl: str) -> bool:
@@ -81,8 +80,7 @@ def main(argv: list[str]) -> int:
     cells = [c for c in cells if c[3] > 0]  # a CPU run's times may round to 0
     print(f"{'implementation':<16} {'rule us':>9} {'tuned us':>9} {'change':>7}  knobs  problem")
     for impl, problem, rule, rule_us, pick, pick_us in sorted(cells, key=lambda c: (c[0], c[5] / c[3])):
-        moved = {k: (rule.get(k), v) for k, v in pick.items() if rule.get(k) != v}
-        text = ", ".join(f"{k} {a}->{b}" for k, (a, b) in sorted(moved.items())) or "kept"
+        text = ", ".join(f"{k} {a}->{b}" for k, a, b in results.knob_changes(rule, pick)) or "kept"
         print(f"{impl:<16} {rule_us:9.1f} {pick_us:9.1f} {100 * (pick_us / rule_us - 1):+6.1f}%  {text}  {problem}")
     print()
     print(results.columns(*results.knob_moves(cells)))

@@ -46,7 +46,8 @@ from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
 from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
 from impls import plan as planner
-from impls.common import L2_BYTES, SMEM_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles, with_overrides
+from impls.common import (L2_BYTES, SMEM_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles,
+                          tiles_reported, with_overrides)
 from specs.problem import ProblemError
 
 LN2 = gl.constexpr(_LN2)
@@ -562,10 +563,8 @@ REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "NUM_STAGES", "DENSE_TMA"
 
 
 def reported(cfg: dict) -> dict:
-    """What Launch.config records: REPORTED, and the head dim in two tiles or one (DIM_SPLIT, no
-    kernel parameter), so a rule's choice is a configuration the tuner can start from and
-    compare (harness.tuning)."""
-    return {**{key: cfg[key] for key in REPORTED}, "DIM_SPLIT": int(cfg["D_HI"] > 0)}
+    """What Launch.config records: REPORTED and the head dim's split (``tiles_reported``)."""
+    return tiles_reported(cfg, REPORTED)
 
 
 def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_SHARERS,

@@ -29,7 +29,7 @@ from impls.common import LN2 as _LN2
 from impls.common import LOG2E as _LOG2E
 from impls.common import TANH_SERIES_BELOW as _TANH_SERIES_BELOW
 from impls.common import (L2_BYTES, SMEM_BYTES, dim_split_rule, fp8_to_bf16_ptx, head_dim_tiles,
-                           num_head_blocks, sm_count, with_overrides)
+                           num_head_blocks, sm_count, tiles_reported, with_overrides)
 from specs.problem import ProblemError
 
 LN2 = tl.constexpr(_LN2)
@@ -332,11 +332,10 @@ REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "num_warps", "num_stages"
 
 
 def reported(cfg: dict, problem) -> dict:
-    """What Launch.config records: REPORTED, and the knobs no kernel parameter names, as they
-    ran (the head dim in two tiles or one, a paged tile addressed per page or per token), so a
-    rule's choice is a configuration the tuner can start from and compare (harness.tuning)."""
-    out = {key: cfg[key] for key in REPORTED}
-    out["DIM_SPLIT"] = int(cfg["D_HI"] > 0)
+    """What Launch.config records: REPORTED and the head dim's split (``tiles_reported``), and
+    on paged K/V how a tile was addressed, per page or per token (GATHER, no kernel parameter
+    either)."""
+    out = tiles_reported(cfg, REPORTED)
     if problem.layout == "paged":
         out["GATHER"] = "page" if cfg["PAGE_SIZE"] else "token"
     return out
