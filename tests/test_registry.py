@@ -496,6 +496,12 @@ def test_cupy_ring_shape_follows_the_grid():
     more = DecodeProblem(14, 1, 128, (60,) * 600 + (700,) * 2)
     assert pick_launch_config(more)["NUM_WARPS"] == 8
     assert pick_launch_config(more, split=True)["NUM_WARPS"] == 2
+    # at head dims where 8 warps x 3 stages do not fit but x 2 do: 8 x 2, not 4 x 3; past them
+    # (208 up) the most warps that fit 3 stages
+    for d, shape in ((144, (8, 2)), (176, (8, 2)), (192, (8, 2)), (208, (4, 3)), (256, (4, 3))):
+        for lens in ((12000,) * 24, (3000,) * 200):
+            d_ = pick_launch_config(DecodeProblem(44, 4, d, lens))
+            assert (d_["NUM_WARPS"], d_["STAGES"]) == shape, (d, len(lens))
 
 
 def test_cupy_tensor_core_rows_are_one_block_per_kv_head_up_to_64():

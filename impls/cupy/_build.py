@@ -111,8 +111,18 @@ def ring_shape(problem, num_sms: int, block_h: int, split: bool = False) -> tupl
     def deep(stages: int) -> int:  # (stages - 1) tiles of 8 slices in flight: as many tokens
         return min(8, 1 + (stages - 1) * tiles)
 
+    def eight(stages: int) -> tuple[int, int]:
+        # where 8 warps' ring of this depth does not fit but a stage less does (16-bit head dims
+        # of 144-192), that: as many tokens in flight as 4 warps x 3 stages, twice the warps to
+        # issue them (the tuner's pick on seed 104; A/B on seeds 107-110: results/nvidia-h200/
+        # 2026-11-27-rules-ab-x4); else pick_launch_config takes the most warps that fit
+        if stages > 2 and fitting_warps(problem, stages, block_h, 8) != 8 and \
+                fitting_warps(problem, deep(2), block_h, 8) == 8:
+            return 8, deep(2)
+        return 8, stages
+
     if ctas <= 2 * num_sms:
-        return 8, deep(2 if problem.layout == "paged" else 3)
+        return eight(deep(2 if problem.layout == "paged" else 3))
     if ctas <= small * num_sms and near_uniform:
         return min(8, 2 * tiles), 2
     # a CTA whose sequence would not fill the deep ring (of the warps whose rings fit, as
@@ -123,7 +133,7 @@ def ring_shape(problem, num_sms: int, block_h: int, split: bool = False) -> tupl
     warps = fitting_warps(problem, deep(3), block_h, MMA_WARPS[0]) or tiles
     if planner.short_programs(problem, ctas, num_sms, 16 * (warps // tiles) * deep(3), split):
         return min(8, 2 * tiles), 2
-    return 8, deep(3)
+    return eight(deep(3))
 
 
 def fitting_warps(problem, stages: int, block_h: int, most: int) -> int | None:
