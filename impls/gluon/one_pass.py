@@ -15,8 +15,8 @@ from triton.experimental.gluon import language as gl
 from triton.runtime.errors import PTXASError
 
 from impls import plan as planner
-from impls.common import (kv_scale_args, mask_args, query_args, require_alignment, sm_count,
-                          tile_kernel_args)
+from impls.common import (kv_scale_args, mask_args, program_tokens, query_args, require_alignment,
+                          sm_count, tile_kernel_args)
 from impls.gluon._common import (COPY_BYTES, attend, kv_descriptors, pick_launch_config, reported,
                                  store_rows)
 from impls.registry import Launch
@@ -66,9 +66,16 @@ def decode_kernel(
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     p = inputs.problem
     waves = planner.sharers(p.batch * p.num_kv_heads, sm_count(inputs.device))  # programs per SM
-    # dense tiles by cp.async: for whole sequences TMA measured no faster on most cells (the
-    # results README of the TMA run)
-    cfg = pick_launch_config(p, config, sharers=waves, tma=False)
+    # dense sequences that fill a TMA ring stream best as split-K's items do, by TMA, one program
+    # an SM, the head dim in one padded tile (the tuner's pick on seed 104; A/B on seeds 107-108
+    # and the grid: results/nvidia-h200/2026-11-27-rules-ab-x4); shorter ones by cp.async,
+    # several programs an SM
+    cfg = None
+    if p.layout == "dense" and (config or {}).get("DENSE_TMA", 1):
+        cfg = pick_launch_config(p, {"DIM_SPLIT": 0, **(config or {})}, sharers=1, tma=True)
+        if program_tokens(p) < cfg["NUM_STAGES"] * cfg["BLOCK_N"]:
+            cfg = None
+    cfg = cfg or pick_launch_config(p, config, sharers=waves, tma=False)
     require_alignment(inputs, COPY_BYTES)
     rows = query_args(p, cfg["BLOCK_H"])
     split = rows["row_blocks"] > 1  # a KV head's rows in several programs
