@@ -58,6 +58,7 @@ WAVES_COUNTED = 8  # even cuts are tried up to this many waves of items (a wave:
 ITEM_FIELDS = 4  # a work item: (sequence, first token, end token, partial slot or -1)
 COMBINE_SLOTS = 32  # partials a combine step merges at most (any split count works)
 COMBINE_TILE = 8192  # floats of partials a combine step loads (64 a thread on 4 warps)
+COMBINE_MIN_DIMS = 32  # a combine program's dims at least: a float a lane, 128 B of a partial row
 
 
 @dataclass(frozen=True)
@@ -531,19 +532,27 @@ def capped_warmup(kernel, args, grid, kwargs: dict, min_blocks: int | None, inpu
 
 
 def combine_blocks(num_merges: int, num_rows: int, max_slots: int, head_dim_pad: int,
-                   sms: int) -> tuple[int, int]:
-    """(slots, rows) of a combine program's step, for the split-K launchers whose combine merges
-    [slots, rows, dims] tiles: up to COMBINE_SLOTS slots, and as many of a sequence's
+                   sms: int) -> tuple[int, int, int]:
+    """(slots, rows, dims) of a combine program's step, for the split-K launchers whose combine
+    merges [slots, rows, dims] tiles: up to COMBINE_SLOTS slots, and as many of a sequence's
     ``num_rows`` (q_len x query heads) as keep the tile within COMBINE_TILE floats, fewer while
-    the grid (``num_merges`` x row blocks) leaves some of the ``sms`` idle (one long sequence:
-    many slots, few rows, a row a program). A program a row leaves a multi-token query's
-    hundreds of rows each a program too small to cover its launch."""
-    block_s = min(COMBINE_SLOTS, 1 << (max(max_slots, 1) - 1).bit_length())
+    the grid (``num_merges`` x row blocks) leaves some of the ``sms`` idle. A program a row
+    leaves a multi-token query's hundreds of rows each a program too small to cover its launch.
+    Where a row a program still leaves SMs idle (one long sequence: many slots, few rows), the
+    head dim is cut too, down to COMBINE_MIN_DIMS, and the slots fill the tile: its many slots
+    are merged in one step on several SMs, not in a loop of dependent loads on a few."""
+    slots_pow2 = 1 << (max(max_slots, 1) - 1).bit_length()
+    block_s = min(COMBINE_SLOTS, slots_pow2)
     rows_pow2 = 1 << (max(num_rows, 1) - 1).bit_length()
     block_r = max(1, min(rows_pow2, COMBINE_TILE // (block_s * head_dim_pad)))
     while block_r > 1 and num_merges * -(-num_rows // block_r) < sms:
         block_r //= 2
-    return block_s, block_r
+    block_d = head_dim_pad
+    if block_r == 1:
+        while block_d > COMBINE_MIN_DIMS and num_merges * num_rows * (head_dim_pad // block_d) < sms:
+            block_d //= 2
+        block_s = max(block_s, min(slots_pow2, COMBINE_TILE // block_d))
+    return block_s, block_r, block_d
 
 
 def host_lengths(inputs) -> np.ndarray:

@@ -109,14 +109,46 @@ def test_triton_combine_merges_blocks_of_rows_as_the_reference(problem, layout, 
 
 
 def test_the_combine_takes_blocks_of_rows_until_the_grid_would_leave_sms_idle():
-    from impls.plan import COMBINE_SLOTS, COMBINE_TILE, combine_blocks
+    from impls.plan import COMBINE_MIN_DIMS, COMBINE_SLOTS, COMBINE_TILE, combine_blocks
 
     # five drafts of 8 tokens x 104 heads, 4 slots each, head dim 256: 8 rows a program
-    assert combine_blocks(5, 832, 4, 256, sms=132) == (4, COMBINE_TILE // (4 * 256))
-    # one long sequence in 132 pieces, 32 heads: a row a program (32 programs on 132 SMs)
-    assert combine_blocks(1, 32, 132, 128, sms=132) == (COMBINE_SLOTS, 1)
+    assert combine_blocks(5, 832, 4, 256, sms=132) == (4, COMBINE_TILE // (4 * 256), 256)
     # 64 merges of 32 heads: 16 rows a program fit the tile but leave 128 programs on 132 SMs
-    assert combine_blocks(64, 32, 3, 128, sms=132) == (4, 8)
+    assert combine_blocks(64, 32, 3, 128, sms=132) == (4, 8, 128)
+    # one long sequence in 132 pieces, 32 heads: a row a program, and its dims in 4 blocks
+    # (128 programs), each merging all 132 slots in one step of a tile of 256 x 32
+    assert combine_blocks(1, 32, 132, 128, sms=132) == (256, 1, COMBINE_MIN_DIMS)
+    # 8 heads (GQA 8 over one KV head) in 128 pieces: 32 programs, the dims no narrower than
+    # COMBINE_MIN_DIMS
+    assert combine_blocks(1, 8, 128, 128, sms=132) == (128, 1, COMBINE_MIN_DIMS)
+    # a row a program that already fills the SMs keeps its whole row; its slots fill the tile
+    assert combine_blocks(20, 8, 64, 128, sms=132) == (COMBINE_TILE // 128, 1, 128)
+    # few slots: the tile no wider than the slots
+    assert combine_blocks(1, 8, 3, 128, sms=132) == (4, 1, COMBINE_MIN_DIMS)
+    assert COMBINE_SLOTS <= COMBINE_TILE // 128
+
+
+# few rows on one long sequence: the combine cuts the head dim (an 80-dim row in blocks of 32,
+# its last one partial; 64 dims in two), each block merging every slot in one step
+DIM_CUTS = [DecodeProblem(1, 1, 80, (3000, 700), dtype="float16"),
+            DecodeProblem(2, 1, 64, (2000, 5), dtype="float16")]
+
+
+@pytest.mark.parametrize("layout", ["dense", "paged"])
+@pytest.mark.parametrize("problem", DIM_CUTS, ids=[p.label() for p in DIM_CUTS])
+def test_triton_combine_cut_along_the_head_dim_matches_the_reference(problem, layout):
+    from impls.common import sm_count
+    from impls.plan import combine_blocks
+
+    launch, result = run_against_reference("triton/split-k", problem.replace(layout=layout), 11,
+                                           {"MERGE": "kernel"}, num_splits=7)
+    pad = 1 << (problem.head_dim - 1).bit_length()
+    device = "cuda" if registry.get("triton/split-k").backend.mode() == "gpu" else "cpu"
+    import torch
+    _, _, block_d = combine_blocks(launch.config["merges"], problem.num_q_heads, 7, pad,
+                                   sm_count(torch.device(device)))
+    assert block_d < pad  # the case this test is for
+    assert result.passed, result.summary()
 
 
 DIM_SPLITS = [DecodeProblem(8, 2, 80, (700, 33), dtype="bfloat16"),

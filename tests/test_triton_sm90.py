@@ -28,6 +28,9 @@ def test_all_kernels_compile_for_sm90(backend):
     assert names == {"decode_kernel", "split_kernel", "combine_kernel"}
     attention = [l for l in lines if not l.startswith("combine") and ("*bf16" in l or "*fp16" in l)]
     assert attention and all("mma=True" in l for l in attention), "\n".join(attention)
+    # the combine's tiles of a row's dims cut in blocks (32 and 64 dims: a float and two a lane)
+    cut = {re.search(r"'BLOCK_D': (\d+)", l)[1] for l in lines if l.startswith("combine")}
+    assert {"32", "64"} <= cut, cut
     # fp8 caches built too, their products still on the tensor cores
     scaled = [l for l in attention if "'KV_SCALED': True" in l]
     assert scaled and all("mma=True" in l for l in scaled), "\n".join(scaled)

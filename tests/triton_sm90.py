@@ -226,6 +226,8 @@ def main() -> None:
     problems += [DecodeProblem(32, 8, 128, (300, 70), layout="paged", page_size=12)]
     # one long sequence on one KV head: split on the nominal 4 SMs of a CPU, the combine launched
     problems += [DecodeProblem(8, 1, 128, (8192,), layout=layout) for layout in ("dense", "paged")]
+    # ... with one or two query rows: the combine cuts the head dim too (blocks of 32 and 64)
+    problems += [DecodeProblem(1, 1, 128, (8192,)), DecodeProblem(2, 1, 80, (8192,), layout="paged")]
     # fp8 caches (where the backend reads them): e4m3 per head, e5m2 per tensor
     problems += [DecodeProblem(32, 8, 128, (300, 70), layout=layout, kv_dtype=kv, kv_scale=scale)
                  for layout in ("dense", "paged")

@@ -81,16 +81,18 @@ def split_kernel(
 def combine_kernel(
     part_out_ptr, part_lse_ptr, merge_seqs_ptr, merge_indptr_ptr, out_ptr, lse_ptr,
     stride_pos, stride_poh, stride_pls, stride_ob, stride_oh, stride_lb, q_len, num_q_heads,
-    num_rows, HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, BLOCK_S: gl.constexpr,
-    BLOCK_R: gl.constexpr, WARPS_R: gl.constexpr,
+    num_rows, HEAD_DIM: gl.constexpr, BLOCK_D: gl.constexpr, BLOCK_S: gl.constexpr,
+    BLOCK_R: gl.constexpr, WARPS_R: gl.constexpr, VEC: gl.constexpr,
 ):
-    """Rows ``[pid_r x BLOCK_R, +BLOCK_R)`` of merge ``pid_m`` (partial row t x Hq + h: query
-    token t, head h; ``num_rows`` = q_len x Hq) merged over the sequence's slots as
-    [BLOCK_S slots, BLOCK_R rows, dims] tiles (``planner.combine_blocks``)."""
-    # a row's dims across the lanes; WARPS_R warps down the rows, the rest down the slots (one
-    # long sequence: a row a program, its many slots on every warp)
-    L3: gl.constexpr = gl.BlockedLayout([1, 1, 4], [1, 1, 32], [gl.num_warps() // WARPS_R, WARPS_R, 1],
-                                        [2, 1, 0])
+    """Rows ``[pid_r x BLOCK_R, +BLOCK_R)``, dims ``[pid_d x BLOCK_D, +BLOCK_D)`` of merge
+    ``pid_m`` (partial row t x Hq + h: query token t, head h; ``num_rows`` = q_len x Hq) merged
+    over the sequence's slots as [BLOCK_S slots, BLOCK_R rows, BLOCK_D dims] tiles
+    (``planner.combine_blocks``)."""
+    # a row's dims across the lanes, VEC a lane (BLOCK_D / 32, 4 at most); WARPS_R warps down the
+    # rows, the rest down the slots (one long sequence: a row a program, its many slots on every
+    # warp)
+    L3: gl.constexpr = gl.BlockedLayout([1, 1, VEC], [1, 1, 32],
+                                        [gl.num_warps() // WARPS_R, WARPS_R, 1], [2, 1, 0])
     SR: gl.constexpr = gl.SliceLayout(2, L3)  # [slots, rows]
     RD: gl.constexpr = gl.SliceLayout(0, L3)  # [rows, dims]
     pid_m = gl.program_id(0)
@@ -100,7 +102,8 @@ def combine_kernel(
     last = gl.load(merge_indptr_ptr + pid_m + 1)  # this sequence's slots: [first, last)
     offs_s = gl.arange(0, BLOCK_S, gl.SliceLayout(1, SR))
     rows = row0 + gl.arange(0, BLOCK_R, gl.SliceLayout(0, SR))
-    offs_d = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, gl.SliceLayout(1, L3)))
+    dim0 = gl.program_id(2) * BLOCK_D
+    offs_d = dim0 + gl.arange(0, BLOCK_D, gl.SliceLayout(0, gl.SliceLayout(1, L3)))
     mask_r = rows < num_rows
     # pass 1: each row's largest partial LSE (finite for a real row: every query row sees a
     # token of some item; a partial of a row that saw none of its item's tokens is -inf)
@@ -112,7 +115,7 @@ def combine_kernel(
         lse_max = gl.maximum(lse_max, lse_s)
     m = gl.where(mask_r, gl.max(lse_max, 0), 0.0)  # padding rows: no -inf - -inf
     # pass 2: weights exp(lse_s - m), weighted sum of the partials
-    acc = gl.zeros([BLOCK_R, HEAD_DIM_PAD], gl.float32, RD)
+    acc = gl.zeros([BLOCK_R, BLOCK_D], gl.float32, RD)
     w_sum = gl.zeros([BLOCK_S, BLOCK_R], gl.float32, SR)
     for s0 in range(first, last, BLOCK_S):
         slots = s0 + offs_s
@@ -127,10 +130,11 @@ def combine_kernel(
     total = gl.where(mask_r, gl.sum(w_sum, 0), 1.0)
     token = pid_b * q_len + rows // num_q_heads
     head = rows % num_q_heads
-    gl.store(lse_ptr + token * stride_lb + head, m + gl.log(total), mask=mask_r)
+    gl.store(lse_ptr + token * stride_lb + head, m + gl.log(total),
+             mask=mask_r & (gl.program_id(2) == 0))
     # the output tile's own layout for its addresses
     rows_o = row0 + gl.arange(0, BLOCK_R, gl.SliceLayout(1, RD))
-    offs_do = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, RD))
+    offs_do = dim0 + gl.arange(0, BLOCK_D, gl.SliceLayout(0, RD))
     token_o = pid_b * q_len + rows_o // num_q_heads
     head_o = rows_o % num_q_heads
     out = acc / gl.convert_layout(total, gl.SliceLayout(1, RD))[:, None]
@@ -189,12 +193,13 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     split_grid = (p.num_kv_heads * query_args(p, cfg["BLOCK_H"])["row_blocks"], split_plan.num_items)
     num_rows = p.q_len * p.num_q_heads
     row_dims = 1 << (p.head_dim - 1).bit_length()  # a partial's row, padded in one tile
-    block_s, block_r = planner.combine_blocks(split_plan.num_merges, num_rows, split_plan.max_items_per_seq,
-                                              row_dims, sm_count(inputs.device))
-    combine_grid = (split_plan.num_merges, -(-num_rows // block_r))
-    combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=row_dims,
-                       BLOCK_S=block_s, BLOCK_R=block_r, WARPS_R=min(block_r, COMBINE_WARPS),
-                       num_warps=COMBINE_WARPS)
+    block_s, block_r, block_d = planner.combine_blocks(
+        split_plan.num_merges, num_rows, split_plan.max_items_per_seq, row_dims,
+        sm_count(inputs.device))
+    combine_grid = (split_plan.num_merges, -(-num_rows // block_r), -(-p.head_dim // block_d))
+    combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], BLOCK_D=block_d, BLOCK_S=block_s,
+                       BLOCK_R=block_r, WARPS_R=min(block_r, COMBINE_WARPS),
+                       VEC=max(1, min(4, block_d // 32)), num_warps=COMBINE_WARPS)
 
     def run():
         split_kernel[split_grid](*split_args, **cfg, maxnreg=cap)

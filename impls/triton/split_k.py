@@ -111,8 +111,8 @@ def merge_if_last(part_out_ptr, part_lse_ptr, out_ptr, lse_ptr, counter_ptr, fir
         for h in range(group_size):  # a head at a time
             row = h + tl.arange(0, 1)
             out, lse = merge_rows(part_out_ptr, part_lse_ptr, row, group_size, first,
-                                  first + pieces, stride_pos, stride_poh, stride_pls, HEAD_DIM,
-                                  HEAD_DIM_PAD, BLOCK_S, ".cg")
+                                  first + pieces, stride_pos, stride_poh, stride_pls, offs_d,
+                                  HEAD_DIM, BLOCK_S, ".cg")
             tl.store(out_ptr + (row * stride_oh)[:, None] + offs_d[None, :],
                      out.to(out_ptr.dtype.element_ty), mask=(offs_d < HEAD_DIM)[None, :])
             tl.store(lse_ptr + row, lse)
@@ -120,14 +120,14 @@ def merge_if_last(part_out_ptr, part_lse_ptr, out_ptr, lse_ptr, counter_ptr, fir
 
 @triton.jit
 def merge_rows(part_out_ptr, part_lse_ptr, rows, num_rows, first, last, stride_pos, stride_poh,
-               stride_pls, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
-               BLOCK_S: tl.constexpr, CACHE: tl.constexpr):
+               stride_pls, offs_d, HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr,
+               CACHE: tl.constexpr):
     """Partial rows ``rows`` (those below ``num_rows``; row r at ``r x stride_poh`` of a slot)
-    merged over slots [first, last), as [BLOCK_S slots, rows, dims] tiles (any slot count):
-    (out [rows, HEAD_DIM_PAD], natural-log lse [rows]), out = sum_s exp(lse_s - lse) * out_s,
-    lse = log(sum_s exp(lse_s)); ``CACHE`` the loads' cache modifier."""
+    merged over slots [first, last), as [BLOCK_S slots, rows, dims] tiles (any slot count), on
+    the dims ``offs_d`` (those below HEAD_DIM): (out [rows, dims], natural-log lse [rows]),
+    out = sum_s exp(lse_s - lse) * out_s, lse = log(sum_s exp(lse_s)); ``CACHE`` the loads'
+    cache modifier."""
     offs_s = tl.arange(0, BLOCK_S)
-    offs_d = tl.arange(0, HEAD_DIM_PAD)
     mask_r = rows < num_rows
     # pass 1: each row's largest partial LSE (finite for a real row: every query row sees a
     # token of some item; a partial of a row that saw none of its item's tokens is -inf)
@@ -140,7 +140,7 @@ def merge_rows(part_out_ptr, part_lse_ptr, rows, num_rows, first, last, stride_p
         lse_max = tl.maximum(lse_max, lse_s)
     m = tl.where(mask_r, tl.max(lse_max, 0), 0.0)  # padding rows: no -inf - -inf
     # pass 2: weights exp(lse_s - m), weighted sum of the partials
-    acc = tl.zeros([rows.shape[0], HEAD_DIM_PAD], tl.float32)
+    acc = tl.zeros([rows.shape[0], offs_d.shape[0]], tl.float32)
     w_sum = tl.zeros([BLOCK_S, rows.shape[0]], tl.float32)
     for s0 in range(first, last, BLOCK_S):
         slots = s0 + offs_s
@@ -161,26 +161,26 @@ def merge_rows(part_out_ptr, part_lse_ptr, rows, num_rows, first, last, stride_p
 def combine_kernel(
     part_out_ptr, part_lse_ptr, merge_seqs_ptr, merge_indptr_ptr, out_ptr, lse_ptr,
     stride_pos, stride_poh, stride_pls, stride_ob, stride_oh, stride_lb, q_len, num_q_heads,
-    num_rows, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_S: tl.constexpr,
+    num_rows, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_S: tl.constexpr,
     BLOCK_R: tl.constexpr,
 ):
-    """Rows ``[pid_r x BLOCK_R, +BLOCK_R)`` of merge ``pid_m`` (partial row t x Hq + h: query
-    token t, head h; ``num_rows`` = q_len x Hq) merged over the sequence's slots
-    (``merge_rows``; ``planner.combine_blocks`` sizes the tiles)."""
+    """Rows ``[pid_r x BLOCK_R, +BLOCK_R)``, dims ``[pid_d x BLOCK_D, +BLOCK_D)`` of merge
+    ``pid_m`` (partial row t x Hq + h: query token t, head h; ``num_rows`` = q_len x Hq) merged
+    over the sequence's slots (``merge_rows``; ``planner.combine_blocks`` sizes the tiles)."""
     pid_m = tl.program_id(0)
     rows = tl.program_id(1) * BLOCK_R + tl.arange(0, BLOCK_R)
+    offs_d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
     pid_b = tl.load(merge_seqs_ptr + pid_m)
     first = tl.load(merge_indptr_ptr + pid_m)
     last = tl.load(merge_indptr_ptr + pid_m + 1)  # this sequence's slots: [first, last)
     out, lse = merge_rows(part_out_ptr, part_lse_ptr, rows, num_rows, first, last, stride_pos,
-                          stride_poh, stride_pls, HEAD_DIM, HEAD_DIM_PAD, BLOCK_S, "")
+                          stride_poh, stride_pls, offs_d, HEAD_DIM, BLOCK_S, "")
     mask_r = rows < num_rows
     token = pid_b * q_len + rows // num_q_heads
     head = rows % num_q_heads
-    offs_d = tl.arange(0, HEAD_DIM_PAD)
     tl.store(out_ptr + (token * stride_ob + head * stride_oh)[:, None] + offs_d[None, :],
              out.to(out_ptr.dtype.element_ty), mask=mask_r[:, None] & (offs_d < HEAD_DIM)[None, :])
-    tl.store(lse_ptr + token * stride_lb + head, lse, mask=mask_r)
+    tl.store(lse_ptr + token * stride_lb + head, lse, mask=mask_r & (tl.program_id(2) == 0))
 
 
 def split_args_for(inputs, out, lse, split: planner.SplitLaunch, counters, cfg: dict):
@@ -238,14 +238,16 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     separate_merge = split_plan.num_merges and not cfg["FUSED_MERGE"]
     split_grid = (p.num_kv_heads * row_blocks, split_plan.num_items)
     num_rows = p.q_len * p.num_q_heads
-    block_s, block_r = planner.combine_blocks(split_plan.num_merges, num_rows,
-                                              split_plan.max_items_per_seq, cfg["HEAD_DIM_PAD"],
-                                              sm_count(inputs.device))
-    combine_grid = (split_plan.num_merges, -(-num_rows // block_r))
+    block_s, block_r, block_d = planner.combine_blocks(
+        split_plan.num_merges, num_rows, split_plan.max_items_per_seq, cfg["HEAD_DIM_PAD"],
+        sm_count(inputs.device))
+    combine_grid = (split_plan.num_merges, -(-num_rows // block_r), -(-p.head_dim // block_d))
     # the split kernel reads BLOCK_S only to merge fused: else the binary residency was read from
-    split_block_s = block_s if cfg["FUSED_MERGE"] else planner.COMBINE_SLOTS
-    combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], HEAD_DIM_PAD=cfg["HEAD_DIM_PAD"],
-                       BLOCK_S=block_s, BLOCK_R=block_r, num_warps=COMBINE_WARPS)
+    # (its merge takes a head's whole row: a combine program's wider slot tiles would not fit)
+    split_block_s = min(block_s, planner.COMBINE_SLOTS) if cfg["FUSED_MERGE"] else \
+        planner.COMBINE_SLOTS
+    combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], BLOCK_D=block_d, BLOCK_S=block_s,
+                       BLOCK_R=block_r, num_warps=COMBINE_WARPS)
 
     def run():
         split_kernel[split_grid](*split_args, **cfg, BLOCK_S=split_block_s, maxnreg=cap)
