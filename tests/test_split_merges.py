@@ -66,19 +66,60 @@ def test_split_merges_match_the_reference_on_every_launch(backend, problem, layo
 
 def test_cupy_fuses_the_merge_only_where_a_warp_a_row_is_about_as_fast():
     """The fused merge runs a CTA's rows on its warps one after another; the combine kernel gives
-    each row a warp. Fused where the pieces are short and the extra slots a warp walks are few."""
-    from impls.cupy.split_k import FUSED_EXTRA_SLOTS, FUSED_MAX_TOKENS, pick_merge
+    each row a warp, or several sharing its slots where the rows leave SMs idle. Fused where the
+    pieces are short and the extra slots a warp walks are few."""
+    from impls.cupy.split_k import (FUSED_EXTRA_SLOTS, FUSED_MAX_TOKENS, MERGE_BATCH, pick_merge,
+                                    warps_per_row)
 
     def plan(pieces, chunk=256, merges=1):
         return types.SimpleNamespace(num_merges=merges, chunk=chunk, max_items_per_seq=pieces)
 
-    assert pick_merge(plan(128), rows=8, num_warps=8) == "fused"  # a warp a row: no extra walk
-    assert pick_merge(plan(128), rows=16, num_warps=8) == "kernel"  # 128 more slots a warp
-    assert pick_merge(plan(4), rows=4, num_warps=2) == "fused"  # 4 more: less than a launch
-    assert pick_merge(plan(FUSED_EXTRA_SLOTS), rows=16, num_warps=8) == "fused"
-    assert pick_merge(plan(FUSED_EXTRA_SLOTS + 1), rows=16, num_warps=8) == "kernel"
-    assert pick_merge(plan(4, chunk=2 * FUSED_MAX_TOKENS), rows=4, num_warps=8) == "kernel"
-    assert pick_merge(plan(1, merges=0), rows=4, num_warps=8) == "kernel"  # nothing to merge
+    def pick(split_plan, rows, num_warps, sms=132):
+        walk = -(-split_plan.max_items_per_seq // warps_per_row(split_plan, rows, num_warps, sms))
+        return pick_merge(split_plan, rows, num_warps, walk)
+
+    # a warp a row, the combine's walk the same: no extra walk (the rows fill the SMs)
+    assert pick(plan(128, merges=200), rows=8, num_warps=8) == "fused"
+    assert pick(plan(128, merges=200), rows=16, num_warps=8) == "kernel"  # 128 more slots a warp
+    assert pick(plan(4), rows=4, num_warps=2) == "fused"  # 4 more: less than a launch
+    assert pick(plan(FUSED_EXTRA_SLOTS, merges=200), rows=16, num_warps=8) == "fused"
+    assert pick(plan(FUSED_EXTRA_SLOTS + 1, merges=200), rows=16, num_warps=8) == "kernel"
+    assert pick(plan(4, chunk=2 * FUSED_MAX_TOKENS), rows=4, num_warps=8) == "kernel"
+    assert pick(plan(1, merges=0), rows=4, num_warps=8) == "kernel"  # nothing to merge
+    # one long sequence, 8 rows, 128 slots: 8 warps a row in the combine (16 slots each) against
+    # 128 a warp fused: the combine kernel
+    assert warps_per_row(plan(128), rows=8, num_warps=8, sms=132) == 8
+    assert pick(plan(128), rows=8, num_warps=8) == "kernel"
+    # warps share a row only while the grid leaves SMs idle and each share is a batch of loads
+    assert warps_per_row(plan(128, merges=20), rows=8, num_warps=8, sms=132) == 4
+    assert warps_per_row(plan(128, merges=200), rows=8, num_warps=8, sms=132) == 1
+    assert warps_per_row(plan(2 * MERGE_BATCH - 1), rows=8, num_warps=8, sms=132) == 1
+    assert warps_per_row(plan(2 * MERGE_BATCH), rows=8, num_warps=8, sms=132) == 2
+    assert warps_per_row(plan(4 * MERGE_BATCH), rows=8, num_warps=8, sms=132) == 4
+
+
+# one long sequence on few query rows: the combine kernel's warps share each row's slots
+CUPY_SHARED_ROWS = [DecodeProblem(8, 1, 128, (32768,), dtype="bfloat16"),
+                    DecodeProblem(12, 2, 80, (20000, 3000), dtype="float16"),
+                    DecodeProblem(4, 1, 256, (9000,), dtype="bfloat16", q_len=2)]
+
+
+@pytest.mark.parametrize("layout", ["dense", "paged"])
+@pytest.mark.parametrize("problem", CUPY_SHARED_ROWS, ids=[p.label() for p in CUPY_SHARED_ROWS])
+def test_cupy_combine_with_warps_sharing_a_row_matches_the_reference(problem, layout):
+    launch, result = run_against_reference("cupy/split-k", problem.replace(layout=layout), 13,
+                                           {"MERGE": "kernel"})
+    assert launch.config.get("merge_warps", 1) > 1, launch.config  # the case this test is for
+    assert result.passed, result.summary()
+
+
+def test_cupy_merge_batch_is_the_kernels():
+    from pathlib import Path
+
+    from impls.cupy.split_k import MERGE_BATCH
+
+    source = (Path(__file__).resolve().parent.parent / "impls/cupy/split_k.cu").read_text()
+    assert f"#define MERGE_BATCH {MERGE_BATCH}\n" in source
 
 
 # Triton's combine merges blocks of rows: a multi-token query's q_len x Hq rows, a block's last

@@ -5,8 +5,9 @@
 // writes the final out and lse, a piece of a split one its normalised partial (float) and LSE to
 // part_out [slots, q_len x Hq, D] / part_lse [slots, q_len x Hq] (a slot's rows token-major, as
 // out's). A KV head's query rows are the draft's q_len tokens x its group (Rows, one_pass.cu).
-// Stage 2, one of two ways (FUSED_MERGE): combine_kernel, grid (ceil(q_len x Hq / NUM_WARPS),
-// num_merges), merges each split sequence over its own slots, a warp per query row; or, fused, the
+// Stage 2, one of two ways (FUSED_MERGE): combine_kernel, grid (ceil(q_len x Hq x warps_per_row /
+// NUM_WARPS), num_merges), merges each split sequence over its own slots, warps_per_row warps per
+// query row (each a share of the slots; one where the rows fill the SMs); or, fused, the
 // CTA that finishes a (sequence, row block)'s pieces last merges them itself (merge_if_last), so
 // there is no second launch. Weights exp(lse_s - max lse) either way (merge_slots).
 #include "decode_common.cuh"
@@ -23,21 +24,22 @@ static_assert(HEAD_DIM % 4 == 0, "the merge reads partials' rows as float4s");
 // (128 pieces of one row: 16 of them, not 32 as with the compiler's unroll of 4)
 #define MERGE_BATCH 8
 
-// One query row's partials over slots [first, last) merged by one warp: lanes over slots for the
-// LSE (32 loads in flight, not a chain of them), then lanes over float4s of the head dim, each
-// slot's weight broadcast by a shuffle. Loads are .cg (from L2): in the fused merge the partials
-// are other CTAs' stores, which this SM's L1 must not answer.
-__device__ __forceinline__ void merge_slots(const float* __restrict__ part_out,
-                                            const float* __restrict__ part_lse, int first,
-                                            int last, long long slot_stride, int lse_stride,
-                                            scalar_t* __restrict__ out, float* __restrict__ lse) {
+// One query row's partials over slots [first, last) merged by one warp, unnormalised: lanes over
+// slots for the LSE (32 loads in flight, not a chain of them), then lanes over float4s of the head
+// dim, each slot's weight broadcast by a shuffle. acc = sum_s exp(lse_s - big) out_s, w_sum =
+// sum_s exp(lse_s - big), big the largest LSE (-inf and zeros for no slots). Loads are .cg (from
+// L2): in the fused merge the partials are other CTAs' stores, which this SM's L1 must not answer.
+__device__ __forceinline__ void merge_part(const float* __restrict__ part_out,
+                                           const float* __restrict__ part_lse, int first,
+                                           int last, long long slot_stride, int lse_stride,
+                                           float4 (&acc)[MERGE_VECS_PER_LANE], float& big,
+                                           float& w_sum) {
     const int lane = threadIdx.x & 31;
-    float big = NEG_INF;  // finite in the end: every row sees a token of one of its slots
+    big = NEG_INF;
     for (int s = first + lane; s < last; s += 32) big = fmaxf(big, __ldcg(part_lse + s * lse_stride));
 #pragma unroll
     for (int o = 16; o; o >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, o));
-    float w_sum = 0.f;
-    float4 acc[MERGE_VECS_PER_LANE];
+    w_sum = 0.f;
 #pragma unroll
     for (int j = 0; j < MERGE_VECS_PER_LANE; ++j) acc[j] = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int s0 = first; s0 < last; s0 += 32) {
@@ -70,6 +72,13 @@ __device__ __forceinline__ void merge_slots(const float* __restrict__ part_out,
     }
 #pragma unroll
     for (int o = 16; o; o >>= 1) w_sum += __shfl_xor_sync(0xffffffffu, w_sum, o);
+}
+
+// A merged row's out (acc / w_sum) and lse (big + log w_sum), by one warp.
+__device__ __forceinline__ void store_merged(const float4 (&acc)[MERGE_VECS_PER_LANE], float big,
+                                             float w_sum, scalar_t* __restrict__ out,
+                                             float* __restrict__ lse) {
+    const int lane = threadIdx.x & 31;
     const float inv = 1.f / w_sum;
 #pragma unroll
     for (int j = 0; j < MERGE_VECS_PER_LANE; ++j) {
@@ -82,6 +91,17 @@ __device__ __forceinline__ void merge_slots(const float* __restrict__ part_out,
         }
     }
     if (lane == 0) *lse = big + __logf(w_sum);
+}
+
+// One query row merged by one warp (finite in the end: every row sees a token of one of its slots).
+__device__ __forceinline__ void merge_slots(const float* __restrict__ part_out,
+                                            const float* __restrict__ part_lse, int first,
+                                            int last, long long slot_stride, int lse_stride,
+                                            scalar_t* __restrict__ out, float* __restrict__ lse) {
+    float4 acc[MERGE_VECS_PER_LANE];
+    float big, w_sum;
+    merge_part(part_out, part_lse, first, last, slot_stride, lse_stride, acc, big, w_sum);
+    store_merged(acc, big, w_sum, out, lse);
 }
 
 #if FUSED_MERGE
@@ -162,21 +182,60 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS) split_kernel(
 #endif
 }
 
-// Grid (ceil(q_len x Hq / NUM_WARPS), num_merges): warp w of CTA (x, m) merges query row
-// x * NUM_WARPS + w (token-major, as a slot's rows) of split sequence merge_seqs[m] over its slots
-// [indptr[m], indptr[m + 1]).
+// Grid (ceil(q_len x Hq x warps_per_row / NUM_WARPS), num_merges): warps_per_row warps of CTA
+// (x, m) merge one query row (token-major, as a slot's rows) of split sequence merge_seqs[m] over
+// its slots [indptr[m], indptr[m + 1]), each warp a contiguous share of the slots, then the first
+// of them rescales and sums the shares (through shared memory). One warp a row is the plain merge;
+// more where the rows alone leave SMs idle (one long sequence: many slots, few rows), so a row's
+// slots are that many chains of loads in flight, not one.
 extern "C" __global__ void __launch_bounds__(NUM_THREADS) combine_kernel(
     const float* __restrict__ part_out_ptr, const float* __restrict__ part_lse_ptr,
     const int* __restrict__ merge_seqs_ptr, const int* __restrict__ merge_indptr_ptr,
     scalar_t* __restrict__ out_ptr, float* __restrict__ lse_ptr, long long stride_ob,
-    long long stride_oh, long long stride_lb, int num_q_heads, int q_len) {
-    const int row = blockIdx.x * NUM_WARPS + (threadIdx.x >> 5);
+    long long stride_oh, long long stride_lb, int num_q_heads, int q_len, int warps_per_row) {
+    __shared__ float4 shared_acc[NUM_WARPS][MERGE_VECS_PER_LANE * 32];
+    __shared__ float shared_big[NUM_WARPS], shared_sum[NUM_WARPS];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int row = (blockIdx.x * NUM_WARPS + warp) / warps_per_row;
+    const int share = warp % warps_per_row;
     const int slot_rows = q_len * num_q_heads;
-    if (row >= slot_rows) return;
+    const bool active = row < slot_rows;
     const int token = row / num_q_heads, head = row % num_q_heads;
+    const int first = merge_indptr_ptr[blockIdx.y], last = merge_indptr_ptr[blockIdx.y + 1];
+    const int per_warp = (last - first + warps_per_row - 1) / warps_per_row;
+    const int lo = min(last, first + share * per_warp), hi = min(last, lo + per_warp);
+    float4 acc[MERGE_VECS_PER_LANE];
+#pragma unroll
+    for (int j = 0; j < MERGE_VECS_PER_LANE; ++j) acc[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+    float big = NEG_INF, w_sum = 0.f;
+    if (active)
+        merge_part(part_out_ptr + (long long)row * HEAD_DIM, part_lse_ptr + row, lo, hi,
+                   (long long)slot_rows * HEAD_DIM, slot_rows, acc, big, w_sum);
+    if (warps_per_row > 1) {  // uniform across the CTA: every thread reaches the barrier
+#pragma unroll
+        for (int j = 0; j < MERGE_VECS_PER_LANE; ++j) shared_acc[warp][lane + 32 * j] = acc[j];
+        if (lane == 0) shared_big[warp] = big, shared_sum[warp] = w_sum;
+        __syncthreads();
+        if (share != 0 || !active) return;
+        float top = NEG_INF;
+        for (int w = 0; w < warps_per_row; ++w) top = fmaxf(top, shared_big[warp + w]);
+        w_sum = 0.f;
+#pragma unroll
+        for (int j = 0; j < MERGE_VECS_PER_LANE; ++j) acc[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int w = 0; w < warps_per_row; ++w) {  // a share with no slots: big -inf, weight 0
+            const float scale = shared_sum[warp + w] > 0.f ? __expf(shared_big[warp + w] - top) : 0.f;
+            w_sum += scale * shared_sum[warp + w];
+#pragma unroll
+            for (int j = 0; j < MERGE_VECS_PER_LANE; ++j) {
+                const float4 a = shared_acc[warp + w][lane + 32 * j];
+                acc[j].x += scale * a.x, acc[j].y += scale * a.y;
+                acc[j].z += scale * a.z, acc[j].w += scale * a.w;
+            }
+        }
+        big = top;
+    }
+    if (!active) return;
     const long long out_row = (long long)merge_seqs_ptr[blockIdx.y] * q_len + token;
-    merge_slots(part_out_ptr + (long long)row * HEAD_DIM, part_lse_ptr + row,
-                merge_indptr_ptr[blockIdx.y], merge_indptr_ptr[blockIdx.y + 1],
-                (long long)slot_rows * HEAD_DIM, slot_rows,
-                out_ptr + out_row * stride_ob + head * stride_oh, lse_ptr + out_row * stride_lb + head);
+    store_merged(acc, big, w_sum, out_ptr + out_row * stride_ob + head * stride_oh,
+                 lse_ptr + out_row * stride_lb + head);
 }

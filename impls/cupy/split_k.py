@@ -35,15 +35,30 @@ FUSED_MAX_TOKENS = 512
 # of its lanes over the slots): the fused merge runs a CTA's rows on its warps, one after another
 # where there are more rows than warps, while the combine kernel gives every row a warp of its own
 FUSED_EXTRA_SLOTS = 32
+MERGE_BATCH = 8  # slots' rows a warp of the merge loads before it adds them (split_k.cu's)
 
 
-def pick_merge(split_plan: planner.SplitPlan, rows: int, num_warps: int) -> str:
+def warps_per_row(split_plan: planner.SplitPlan, rows: int, num_warps: int, sms: int) -> int:
+    """Warps of the combine kernel that share a query row's slots (a power of two up to the
+    CTA's): one while the ``rows`` (q_len x Hq) of the split sequences fill the ``sms``; more,
+    each walking a contiguous share, while they leave SMs idle and each share is still a batch
+    of loads (MERGE_BATCH slots) or more."""
+    shared = 1
+    while (shared < num_warps and
+           -(-rows * 2 * shared // num_warps) * split_plan.num_merges <= sms and
+           split_plan.max_items_per_seq >= 2 * shared * MERGE_BATCH):
+        shared *= 2
+    return shared
+
+
+def pick_merge(split_plan: planner.SplitPlan, rows: int, num_warps: int, walk: int) -> str:
     """The merge for a plan that asks for none: fused where its pieces are short and the last
-    CTA's warps merge its ``rows`` query rows about as fast as a warp per row would."""
+    CTA's warps merge its ``rows`` query rows about as fast as the combine kernel's warps would,
+    ``walk`` the slots one of those walks."""
     pieces = split_plan.max_items_per_seq
     serial = -(-rows // num_warps) * pieces  # slots one warp of the fused merge walks
     return ("fused" if split_plan.num_merges and split_plan.chunk <= FUSED_MAX_TOKENS and
-            serial - pieces <= FUSED_EXTRA_SLOTS else "kernel")
+            serial - walk <= FUSED_EXTRA_SLOTS else "kernel")
 
 
 def shortest_item(lens: np.ndarray, step: int, ctas_per_item: int, num_sms: int) -> int:
@@ -82,7 +97,10 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                                    num_head_blocks(p, defines), shortest=shortest, seq_lens=lens)
     split_plan = planned.plan
     rows = min(defines["BLOCK_H"], p.q_len * p.group_size)  # a CTA's query rows
-    fused = (merge or pick_merge(split_plan, rows, defines["NUM_WARPS"])) == "fused"
+    sharing = warps_per_row(split_plan, p.q_len * p.num_q_heads, defines["NUM_WARPS"],
+                            planner.sm_count(inputs.device))
+    fused = (merge or pick_merge(split_plan, rows, defines["NUM_WARPS"],
+                                 -(-split_plan.max_items_per_seq // sharing))) == "fused"
     defines["FUSED_MERGE"] = int(fused)
     require_alignment(inputs, LOAD_BYTES)
     split = get_kernel("split_k.cu", "split_kernel", defines)
@@ -104,14 +122,16 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                   i32(split_plan.chunk), i32(step), *scale_args(inputs), *mask_kernel_args(p))
     combine_args = (view(part_out), view(part_lse), view(work["merge_seqs"]),
                     view(work["merge_indptr"]), view(out), view(lse), i64(out.stride(0)),
-                    i64(out.stride(1)), i64(lse.stride(0)), i32(p.num_q_heads), i32(p.q_len))
+                    i64(out.stride(1)), i64(lse.stride(0)), i32(p.num_q_heads), i32(p.q_len),
+                    i32(sharing))
     launches = [(split, grid(defines, head_blocks, split_plan.num_items), split_args,
                  dynamic_smem(defines))]
-    if split_plan.num_merges and not fused:  # a warp per query row
-        launches.append((combine, (-(-p.q_len * p.num_q_heads // defines["NUM_WARPS"]),
+    if split_plan.num_merges and not fused:  # ``sharing`` warps per query row
+        launches.append((combine, (-(-p.q_len * p.num_q_heads * sharing // defines["NUM_WARPS"]),
                                    split_plan.num_merges), combine_args, 0))
 
     return Launch(launcher(launches, defines),
                   {**planned.reported(), "merge": "fused" if fused else "kernel",
+                   **({} if fused or not split_plan.num_merges else {"merge_warps": sharing}),
                    **reported(defines), "ITEMS_FIRST": defines["ITEMS_FIRST"]},
                   plan=planned.replan)
