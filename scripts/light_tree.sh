@@ -3,7 +3,8 @@
 # results/ alone is about 50 MB: `on` leaves results/ out of what travels (out of git's index and
 # ignored through .git/info/exclude; the files stay where they are), so a 56 MiB folder of wheels
 # (wheels.sh) goes in one call; `off` puts it back. Commit nothing while it is on (a commit would
-# delete results/): `on` refuses with changes staged, and `status` says which state it is in.
+# delete results/): `on` refuses with changes staged and installs a pre-commit hook that refuses a
+# commit while it is on; `status` says which state it is in.
 #     bash scripts/light_tree.sh on|off|status
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,14 @@ on)
   if is_on; then echo "already on"; exit 0; fi
   git diff --cached --quiet || { echo "changes are staged: commit or unstage them first" >&2; exit 2; }
   git rm -r -q --cached results && echo '/results/' >> "$exclude"
+  # a commit made while on would delete results/ from the repository: a hook refuses it
+  hook=$(git rev-parse --git-path hooks/pre-commit)
+  if [ ! -e "$hook" ]; then
+    printf '%s\n' '#!/bin/sh' "# scripts/light_tree.sh: no commit while results/ is out of the index" \
+      "if grep -qx '/results/' \"$exclude\" 2>/dev/null; then" \
+      "  echo 'results/ is out of the index (scripts/light_tree.sh on): run bash scripts/light_tree.sh off first' >&2; exit 1" \
+      "fi" > "$hook" && chmod +x "$hook"
+  fi
   echo "on: results/ left out of what travels; bash scripts/light_tree.sh off before any commit" ;;
 off)
   if ! is_on; then echo "already off"; exit 0; fi
