@@ -115,7 +115,7 @@ def ring_shape(problem, num_sms: int, block_h: int, split: bool = False) -> tupl
         # where 8 warps' ring of this depth does not fit but a stage less does (16-bit head dims
         # of 144-192), that: as many tokens in flight as 4 warps x 3 stages, twice the warps to
         # issue them (the tuner's pick on seed 104; A/B on seeds 107-110: results/nvidia-h200/
-        # 2026-11-27-rules-ab-x4); else pick_launch_config takes the most warps that fit
+        # 2026-11-27-combine-x4/rules-ab); else pick_launch_config takes the most warps that fit
         if stages > 2 and fitting_warps(problem, stages, block_h, 8) != 8 and \
                 fitting_warps(problem, deep(2), block_h, 8) == 8:
             return 8, deep(2)

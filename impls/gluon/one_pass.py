@@ -68,8 +68,8 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     waves = planner.sharers(p.batch * p.num_kv_heads, sm_count(inputs.device))  # programs per SM
     # dense sequences that fill a TMA ring stream best as split-K's items do, by TMA, one program
     # an SM, the head dim in one padded tile (the tuner's pick on seed 104; A/B on seeds 107-108
-    # and the grid: results/nvidia-h200/2026-11-27-rules-ab-x4); shorter ones by cp.async,
-    # several programs an SM
+    # and the grid: results/nvidia-h200/2026-11-27-combine-x4/rules-ab); shorter ones by
+    # cp.async, several programs an SM
     cfg = None
     if p.layout == "dense" and (config or {}).get("DENSE_TMA", 1):
         cfg = pick_launch_config(p, {"DIM_SPLIT": 0, **(config or {})}, sharers=1, tma=True)
