@@ -551,7 +551,8 @@ def combine_blocks(num_merges: int, num_rows: int, max_slots: int, head_dim_pad:
     if block_r == 1:
         while block_d > COMBINE_MIN_DIMS and num_merges * num_rows * (head_dim_pad // block_d) < sms:
             block_d //= 2
-        block_s = max(block_s, min(slots_pow2, COMBINE_TILE // block_d))
+        # (dims under a warp's 32 lanes are held twice: the tile counts 32 of them)
+        block_s = max(block_s, min(slots_pow2, COMBINE_TILE // max(block_d, COMBINE_MIN_DIMS)))
     return block_s, block_r, block_d
 
 

@@ -96,19 +96,26 @@ def test_cupy_fuses_the_merge_only_where_a_warp_a_row_is_about_as_fast():
     assert warps_per_row(plan(2 * MERGE_BATCH - 1), rows=8, num_warps=8, sms=132) == 1
     assert warps_per_row(plan(2 * MERGE_BATCH), rows=8, num_warps=8, sms=132) == 2
     assert warps_per_row(plan(4 * MERGE_BATCH), rows=8, num_warps=8, sms=132) == 4
+    # shares stay within a CTA: a power of two dividing its warps (a config may set 6 or 12)
+    assert warps_per_row(plan(128), rows=8, num_warps=6, sms=132) == 2
+    assert warps_per_row(plan(128), rows=8, num_warps=12, sms=132) == 4
 
 
-# one long sequence on few query rows: the combine kernel's warps share each row's slots
-CUPY_SHARED_ROWS = [DecodeProblem(8, 1, 128, (32768,), dtype="bfloat16"),
-                    DecodeProblem(12, 2, 80, (20000, 3000), dtype="float16"),
-                    DecodeProblem(4, 1, 256, (9000,), dtype="bfloat16", q_len=2)]
+# one long sequence on few query rows: the combine kernel's warps share each row's slots; and a
+# short sequence beside a long one (its slots in few shares, some empty: a draft's first token
+# sees none of a one-token last piece, a share of -inf partials)
+CUPY_SHARED_ROWS = [(DecodeProblem(8, 1, 128, (32768,), dtype="bfloat16"), None),
+                    (DecodeProblem(12, 2, 80, (20000, 3000), dtype="float16"), None),
+                    (DecodeProblem(4, 1, 256, (9000,), dtype="bfloat16", q_len=2), None),
+                    (DecodeProblem(8, 1, 128, (40960, 1025), dtype="bfloat16", q_len=2), 40)]
 
 
 @pytest.mark.parametrize("layout", ["dense", "paged"])
-@pytest.mark.parametrize("problem", CUPY_SHARED_ROWS, ids=[p.label() for p in CUPY_SHARED_ROWS])
-def test_cupy_combine_with_warps_sharing_a_row_matches_the_reference(problem, layout):
+@pytest.mark.parametrize("problem,num_splits", CUPY_SHARED_ROWS,
+                         ids=[f"{p.label()}-splits{n}" for p, n in CUPY_SHARED_ROWS])
+def test_cupy_combine_with_warps_sharing_a_row_matches_the_reference(problem, num_splits, layout):
     launch, result = run_against_reference("cupy/split-k", problem.replace(layout=layout), 13,
-                                           {"MERGE": "kernel"})
+                                           {"MERGE": "kernel"}, num_splits=num_splits)
     assert launch.config.get("merge_warps", 1) > 1, launch.config  # the case this test is for
     assert result.passed, result.summary()
 
@@ -164,27 +171,32 @@ def test_the_combine_takes_blocks_of_rows_until_the_grid_would_leave_sms_idle():
     assert combine_blocks(1, 8, 128, 128, sms=132) == (128, 1, COMBINE_MIN_DIMS)
     # a row a program that already fills the SMs keeps its whole row; its slots fill the tile
     assert combine_blocks(20, 8, 64, 128, sms=132) == (COMBINE_TILE // 128, 1, 128)
+    # a head dim under a warp's lanes (16): its dims are held twice, the slots counted so
+    assert combine_blocks(1, 1, 1024, 16, sms=132) == (COMBINE_TILE // COMBINE_MIN_DIMS, 1, 16)
     # few slots: the tile no wider than the slots
     assert combine_blocks(1, 8, 3, 128, sms=132) == (4, 1, COMBINE_MIN_DIMS)
     assert COMBINE_SLOTS <= COMBINE_TILE // 128
 
 
-# few rows on one long sequence: the combine cuts the head dim (an 80-dim row in blocks of 32,
-# its last one partial; 64 dims in two), each block merging every slot in one step
+# few rows on one long sequence: the combine cuts the head dim (on a CPU's nominal 4 SMs an
+# 80-dim row in two blocks of 64, the second partial; 64 dims in two of 32), each block merging
+# every slot in one step; Gluon's on a GPU
 DIM_CUTS = [DecodeProblem(1, 1, 80, (3000, 700), dtype="float16"),
             DecodeProblem(2, 1, 64, (2000, 5), dtype="float16")]
 
 
 @pytest.mark.parametrize("layout", ["dense", "paged"])
 @pytest.mark.parametrize("problem", DIM_CUTS, ids=[p.label() for p in DIM_CUTS])
-def test_triton_combine_cut_along_the_head_dim_matches_the_reference(problem, layout):
+@pytest.mark.parametrize("backend", ["triton", "gluon"])
+def test_combine_cut_along_the_head_dim_matches_the_reference(backend, problem, layout):
     from impls.common import sm_count
     from impls.plan import combine_blocks
 
-    launch, result = run_against_reference("triton/split-k", problem.replace(layout=layout), 11,
-                                           {"MERGE": "kernel"}, num_splits=7)
+    config = {"MERGE": "kernel"} if backend == "triton" else {}
+    launch, result = run_against_reference(f"{backend}/split-k", problem.replace(layout=layout), 11,
+                                           config, num_splits=7)
     pad = 1 << (problem.head_dim - 1).bit_length()
-    device = "cuda" if registry.get("triton/split-k").backend.mode() == "gpu" else "cpu"
+    device = "cuda" if registry.get(f"{backend}/split-k").backend.mode() == "gpu" else "cpu"
     import torch
     _, _, block_d = combine_blocks(launch.config["merges"], problem.num_q_heads, 7, pad,
                                    sm_count(torch.device(device)))

@@ -27,7 +27,8 @@ static_assert(HEAD_DIM % 4 == 0, "the merge reads partials' rows as float4s");
 // One query row's partials over slots [first, last) merged by one warp, unnormalised: lanes over
 // slots for the LSE (32 loads in flight, not a chain of them), then lanes over float4s of the head
 // dim, each slot's weight broadcast by a shuffle. acc = sum_s exp(lse_s - big) out_s, w_sum =
-// sum_s exp(lse_s - big), big the largest LSE (-inf and zeros for no slots). Loads are .cg (from
+// sum_s exp(lse_s - big), big the largest LSE (-inf and zeros for no slots, or for slots whose
+// partials all saw none of the row's tokens: a share of a short sequence's). Loads are .cg (from
 // L2): in the fused merge the partials are other CTAs' stores, which this SM's L1 must not answer.
 __device__ __forceinline__ void merge_part(const float* __restrict__ part_out,
                                            const float* __restrict__ part_lse, int first,
@@ -43,8 +44,10 @@ __device__ __forceinline__ void merge_part(const float* __restrict__ part_out,
 #pragma unroll
     for (int j = 0; j < MERGE_VECS_PER_LANE; ++j) acc[j] = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int s0 = first; s0 < last; s0 += 32) {
-        // lane i's weight is slot s0 + i's (0 past the last slot)
-        const float w = s0 + lane < last ? __expf(__ldcg(part_lse + (s0 + lane) * lse_stride) - big) : 0.f;
+        // lane i's weight is slot s0 + i's (0 past the last slot, and in a share of the combine's
+        // whose every partial saw no token of the row: big -inf, no -inf - -inf)
+        const float w = s0 + lane < last && big != NEG_INF
+                            ? __expf(__ldcg(part_lse + (s0 + lane) * lse_stride) - big) : 0.f;
         w_sum += w;
         const int n = min(32, last - s0);
         for (int i0 = 0; i0 < n; i0 += MERGE_BATCH) {  // i0 + k <= 31: a lane's weight each

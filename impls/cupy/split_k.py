@@ -39,12 +39,12 @@ MERGE_BATCH = 8  # slots' rows a warp of the merge loads before it adds them (sp
 
 
 def warps_per_row(split_plan: planner.SplitPlan, rows: int, num_warps: int, sms: int) -> int:
-    """Warps of the combine kernel that share a query row's slots (a power of two up to the
-    CTA's): one while the ``rows`` (q_len x Hq) of the split sequences fill the ``sms``; more,
-    each walking a contiguous share, while they leave SMs idle and each share is still a batch
-    of loads (MERGE_BATCH slots) or more."""
+    """Warps of the combine kernel that share a query row's slots (a power of two dividing the
+    CTA's warps): one while the ``rows`` (q_len x Hq) of the split sequences fill the ``sms``;
+    more, each walking a contiguous share, while they leave SMs idle and each share is still a
+    batch of loads (MERGE_BATCH slots) or more."""
     shared = 1
-    while (shared < num_warps and
+    while (num_warps % (2 * shared) == 0 and  # shares in one CTA (any NUM_WARPS a config sets)
            -(-rows * 2 * shared // num_warps) * split_plan.num_merges <= sms and
            split_plan.max_items_per_seq >= 2 * shared * MERGE_BATCH):
         shared *= 2
