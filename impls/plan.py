@@ -43,7 +43,7 @@ import contextlib
 import io
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 import torch
@@ -531,8 +531,21 @@ def capped_warmup(kernel, args, grid, kwargs: dict, min_blocks: int | None, inpu
                          too_few)
 
 
+class CombineTiles(NamedTuple):
+    """A combine program's step: [slots, rows, dims] of partials (``combine_blocks``)."""
+
+    slots: int
+    rows: int
+    dims: int
+
+    def grid(self, num_merges: int, num_rows: int, head_dim: int) -> tuple[int, int, int]:
+        """The combine's grid: (merge, row block, dim block) programs, as the kernels read
+        their program ids (the dim blocks past the head dim left out)."""
+        return num_merges, -(-num_rows // self.rows), -(-head_dim // self.dims)
+
+
 def combine_blocks(num_merges: int, num_rows: int, max_slots: int, head_dim_pad: int,
-                   sms: int) -> tuple[int, int, int]:
+                   sms: int) -> CombineTiles:
     """(slots, rows, dims) of a combine program's step, for the split-K launchers whose combine
     merges [slots, rows, dims] tiles: up to COMBINE_SLOTS slots, and as many of a sequence's
     ``num_rows`` (q_len x query heads) as keep the tile within COMBINE_TILE floats, fewer while
@@ -553,7 +566,7 @@ def combine_blocks(num_merges: int, num_rows: int, max_slots: int, head_dim_pad:
             block_d //= 2
         # (dims under a warp's 32 lanes are held twice: the tile counts 32 of them)
         block_s = max(block_s, min(slots_pow2, COMBINE_TILE // max(block_d, COMBINE_MIN_DIMS)))
-    return block_s, block_r, block_d
+    return CombineTiles(block_s, block_r, block_d)
 
 
 def host_lengths(inputs) -> np.ndarray:

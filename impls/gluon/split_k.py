@@ -193,13 +193,12 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     split_grid = (p.num_kv_heads * query_args(p, cfg["BLOCK_H"])["row_blocks"], split_plan.num_items)
     num_rows = p.q_len * p.num_q_heads
     row_dims = 1 << (p.head_dim - 1).bit_length()  # a partial's row, padded in one tile
-    block_s, block_r, block_d = planner.combine_blocks(
-        split_plan.num_merges, num_rows, split_plan.max_items_per_seq, row_dims,
-        sm_count(inputs.device))
-    combine_grid = (split_plan.num_merges, -(-num_rows // block_r), -(-p.head_dim // block_d))
-    combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], BLOCK_D=block_d, BLOCK_S=block_s,
-                       BLOCK_R=block_r, WARPS_R=min(block_r, COMBINE_WARPS),
-                       VEC=max(1, min(4, block_d // 32)), num_warps=COMBINE_WARPS)
+    tiles = planner.combine_blocks(split_plan.num_merges, num_rows, split_plan.max_items_per_seq,
+                                   row_dims, sm_count(inputs.device))
+    combine_grid = tiles.grid(split_plan.num_merges, num_rows, p.head_dim)
+    combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], BLOCK_D=tiles.dims, BLOCK_S=tiles.slots,
+                       BLOCK_R=tiles.rows, WARPS_R=min(tiles.rows, COMBINE_WARPS),
+                       VEC=max(1, min(4, tiles.dims // 32)), num_warps=COMBINE_WARPS)
 
     def run():
         split_kernel[split_grid](*split_args, **cfg, maxnreg=cap)

@@ -238,16 +238,15 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     separate_merge = split_plan.num_merges and not cfg["FUSED_MERGE"]
     split_grid = (p.num_kv_heads * row_blocks, split_plan.num_items)
     num_rows = p.q_len * p.num_q_heads
-    block_s, block_r, block_d = planner.combine_blocks(
-        split_plan.num_merges, num_rows, split_plan.max_items_per_seq, cfg["HEAD_DIM_PAD"],
-        sm_count(inputs.device))
-    combine_grid = (split_plan.num_merges, -(-num_rows // block_r), -(-p.head_dim // block_d))
+    tiles = planner.combine_blocks(split_plan.num_merges, num_rows, split_plan.max_items_per_seq,
+                                   cfg["HEAD_DIM_PAD"], sm_count(inputs.device))
+    combine_grid = tiles.grid(split_plan.num_merges, num_rows, p.head_dim)
     # the split kernel reads BLOCK_S only to merge fused: else the binary residency was read from
     # (its merge takes a head's whole row: a combine program's wider slot tiles would not fit)
-    split_block_s = min(block_s, planner.COMBINE_SLOTS) if cfg["FUSED_MERGE"] else \
+    split_block_s = min(tiles.slots, planner.COMBINE_SLOTS) if cfg["FUSED_MERGE"] else \
         planner.COMBINE_SLOTS
-    combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], BLOCK_D=block_d, BLOCK_S=block_s,
-                       BLOCK_R=block_r, num_warps=COMBINE_WARPS)
+    combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], BLOCK_D=tiles.dims, BLOCK_S=tiles.slots,
+                       BLOCK_R=tiles.rows, num_warps=COMBINE_WARPS)
 
     def run():
         split_kernel[split_grid](*split_args, **cfg, BLOCK_S=split_block_s, maxnreg=cap)
