@@ -189,6 +189,8 @@ DIM_CUTS = [DecodeProblem(1, 1, 80, (3000, 700), dtype="float16"),
 @pytest.mark.parametrize("problem", DIM_CUTS, ids=[p.label() for p in DIM_CUTS])
 @pytest.mark.parametrize("backend", ["triton", "gluon"])
 def test_combine_cut_along_the_head_dim_matches_the_reference(backend, problem, layout):
+    import torch
+
     from impls.common import sm_count
     from impls.plan import combine_blocks
 
@@ -197,7 +199,6 @@ def test_combine_cut_along_the_head_dim_matches_the_reference(backend, problem, 
                                            config, num_splits=7)
     pad = 1 << (problem.head_dim - 1).bit_length()
     device = "cuda" if registry.get(f"{backend}/split-k").backend.mode() == "gpu" else "cpu"
-    import torch
     _, _, block_d = combine_blocks(launch.config["merges"], problem.num_q_heads, 7, pad,
                                    sm_count(torch.device(device)))
     assert block_d < pad  # the case this test is for
