@@ -18,6 +18,7 @@ on)
   # a commit made while on would delete results/ from the repository: a hook refuses it
   hook=$(git rev-parse --git-path hooks/pre-commit)
   if [ ! -e "$hook" ]; then
+    mkdir -p "$(dirname "$hook")"  # a fresh clone may have no hooks folder
     printf '%s\n' '#!/bin/sh' "# scripts/light_tree.sh: no commit while results/ is out of the index" \
       "if grep -qx '/results/' \"$exclude\" 2>/dev/null; then" \
       "  echo 'results/ is out of the index (scripts/light_tree.sh on): run bash scripts/light_tree.sh off first' >&2; exit 1" \
