@@ -129,31 +129,34 @@ def merge_rows(part_out_ptr, part_lse_ptr, rows, num_rows, first, last, stride_p
     cache modifier."""
     offs_s = tl.arange(0, BLOCK_S)
     mask_r = rows < num_rows
+    # tiles are [rows, slots, dims]: Triton puts its warps on the rows (the reduction over the
+    # slots stays within a thread); as [slots, rows, dims] they went down the slots, and the sum
+    # crossed warps through shared memory
     # pass 1: each row's largest partial LSE (finite for a real row: every query row sees a
     # token of some item; a partial of a row that saw none of its item's tokens is -inf)
-    lse_max = tl.full([BLOCK_S, rows.shape[0]], float("-inf"), tl.float32)
+    lse_max = tl.full([rows.shape[0], BLOCK_S], float("-inf"), tl.float32)
     for s0 in range(first, last, BLOCK_S):
         slots = s0 + offs_s
-        lse_s = tl.load(part_lse_ptr + slots[:, None] * stride_pls + rows[None, :],
-                        mask=(slots < last)[:, None] & mask_r[None, :], other=float("-inf"),
+        lse_s = tl.load(part_lse_ptr + slots[None, :] * stride_pls + rows[:, None],
+                        mask=mask_r[:, None] & (slots < last)[None, :], other=float("-inf"),
                         cache_modifier=CACHE)
         lse_max = tl.maximum(lse_max, lse_s)
-    m = tl.where(mask_r, tl.max(lse_max, 0), 0.0)  # padding rows: no -inf - -inf
+    m = tl.where(mask_r, tl.max(lse_max, 1), 0.0)  # padding rows: no -inf - -inf
     # pass 2: weights exp(lse_s - m), weighted sum of the partials
     acc = tl.zeros([rows.shape[0], offs_d.shape[0]], tl.float32)
-    w_sum = tl.zeros([BLOCK_S, rows.shape[0]], tl.float32)
+    w_sum = tl.zeros([rows.shape[0], BLOCK_S], tl.float32)
     for s0 in range(first, last, BLOCK_S):
         slots = s0 + offs_s
-        mask_sr = (slots < last)[:, None] & mask_r[None, :]
-        w = tl.exp(tl.load(part_lse_ptr + slots[:, None] * stride_pls + rows[None, :],
-                           mask=mask_sr, other=float("-inf"), cache_modifier=CACHE) - m[None, :])
-        part = tl.load(part_out_ptr + slots[:, None, None] * stride_pos
-                       + rows[None, :, None] * stride_poh + offs_d[None, None, :],
-                       mask=mask_sr[:, :, None] & (offs_d < HEAD_DIM)[None, None, :], other=0.0,
+        mask_rs = mask_r[:, None] & (slots < last)[None, :]
+        w = tl.exp(tl.load(part_lse_ptr + slots[None, :] * stride_pls + rows[:, None],
+                           mask=mask_rs, other=float("-inf"), cache_modifier=CACHE) - m[:, None])
+        part = tl.load(part_out_ptr + rows[:, None, None] * stride_poh
+                       + slots[None, :, None] * stride_pos + offs_d[None, None, :],
+                       mask=mask_rs[:, :, None] & (offs_d < HEAD_DIM)[None, None, :], other=0.0,
                        cache_modifier=CACHE)
-        acc += tl.sum(part * w[:, :, None], 0)
+        acc += tl.sum(part * w[:, :, None], 1)
         w_sum += w
-    total = tl.where(mask_r, tl.sum(w_sum, 0), 1.0)
+    total = tl.where(mask_r, tl.sum(w_sum, 1), 1.0)
     return acc / total[:, None], m + tl.log(total)
 
 
