@@ -121,42 +121,44 @@ def merge_if_last(part_out_ptr, part_lse_ptr, out_ptr, lse_ptr, counter_ptr, fir
 @triton.jit
 def merge_rows(part_out_ptr, part_lse_ptr, rows, num_rows, first, last, stride_pos, stride_poh,
                stride_pls, offs_d, HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr,
-               CACHE: tl.constexpr):
+               CACHE: tl.constexpr, ROWS_FIRST: tl.constexpr = False):
     """Partial rows ``rows`` (those below ``num_rows``; row r at ``r x stride_poh`` of a slot)
     merged over slots [first, last), as [BLOCK_S slots, rows, dims] tiles (any slot count), on
     the dims ``offs_d`` (those below HEAD_DIM): (out [rows, dims], natural-log lse [rows]),
     out = sum_s exp(lse_s - lse) * out_s, lse = log(sum_s exp(lse_s)); ``CACHE`` the loads'
-    cache modifier."""
-    offs_s = tl.arange(0, BLOCK_S)
-    mask_r = rows < num_rows
-    # tiles are [rows, slots, dims]: Triton puts its warps on the rows (the reduction over the
-    # slots stays within a thread); as [slots, rows, dims] they went down the slots, and the sum
-    # crossed warps through shared memory
+    cache modifier. ``ROWS_FIRST``: tiles as [rows, slots, dims], where the rows are at least the
+    program's warps: Triton then lays its warps down the rows and the sum over the slots stays
+    in a thread, where down the slots it crosses warps through shared memory (with fewer rows
+    than warps some warps go down the slots either way, and slots first is the faster there)."""
+    S: tl.constexpr = 1 if ROWS_FIRST else 0  # the slot axis of the tiles
+    rows2 = tl.expand_dims(rows, S)  # [rows, 1] or [1, rows]
+    offs_s = tl.expand_dims(tl.arange(0, BLOCK_S), 1 - S)  # [1, slots] or [slots, 1]
+    mask_r = rows2 < num_rows
+    offs_d3 = tl.expand_dims(tl.expand_dims(offs_d, 0), 0)
     # pass 1: each row's largest partial LSE (finite for a real row: every query row sees a
     # token of some item; a partial of a row that saw none of its item's tokens is -inf)
-    lse_max = tl.full([rows.shape[0], BLOCK_S], float("-inf"), tl.float32)
+    lse_max = tl.full((rows2 + offs_s).shape, float("-inf"), tl.float32)
     for s0 in range(first, last, BLOCK_S):
         slots = s0 + offs_s
-        lse_s = tl.load(part_lse_ptr + slots[None, :] * stride_pls + rows[:, None],
-                        mask=mask_r[:, None] & (slots < last)[None, :], other=float("-inf"),
-                        cache_modifier=CACHE)
+        lse_s = tl.load(part_lse_ptr + slots * stride_pls + rows2,
+                        mask=(slots < last) & mask_r, other=float("-inf"), cache_modifier=CACHE)
         lse_max = tl.maximum(lse_max, lse_s)
-    m = tl.where(mask_r, tl.max(lse_max, 1), 0.0)  # padding rows: no -inf - -inf
+    m = tl.where(rows < num_rows, tl.max(lse_max, S), 0.0)  # padding rows: no -inf - -inf
     # pass 2: weights exp(lse_s - m), weighted sum of the partials
     acc = tl.zeros([rows.shape[0], offs_d.shape[0]], tl.float32)
-    w_sum = tl.zeros([rows.shape[0], BLOCK_S], tl.float32)
+    w_sum = tl.zeros((rows2 + offs_s).shape, tl.float32)
     for s0 in range(first, last, BLOCK_S):
         slots = s0 + offs_s
-        mask_rs = mask_r[:, None] & (slots < last)[None, :]
-        w = tl.exp(tl.load(part_lse_ptr + slots[None, :] * stride_pls + rows[:, None],
-                           mask=mask_rs, other=float("-inf"), cache_modifier=CACHE) - m[:, None])
-        part = tl.load(part_out_ptr + rows[:, None, None] * stride_poh
-                       + slots[None, :, None] * stride_pos + offs_d[None, None, :],
-                       mask=mask_rs[:, :, None] & (offs_d < HEAD_DIM)[None, None, :], other=0.0,
+        mask_sr = (slots < last) & mask_r
+        w = tl.exp(tl.load(part_lse_ptr + slots * stride_pls + rows2, mask=mask_sr,
+                           other=float("-inf"), cache_modifier=CACHE) - tl.expand_dims(m, S))
+        part = tl.load(part_out_ptr + tl.expand_dims(slots * stride_pos + rows2 * stride_poh, 2)
+                       + offs_d3,
+                       mask=tl.expand_dims(mask_sr, 2) & (offs_d3 < HEAD_DIM), other=0.0,
                        cache_modifier=CACHE)
-        acc += tl.sum(part * w[:, :, None], 1)
+        acc += tl.sum(part * tl.expand_dims(w, 2), S)
         w_sum += w
-    total = tl.where(mask_r, tl.sum(w_sum, 1), 1.0)
+    total = tl.where(rows < num_rows, tl.sum(w_sum, S), 1.0)
     return acc / total[:, None], m + tl.log(total)
 
 
@@ -165,7 +167,7 @@ def combine_kernel(
     part_out_ptr, part_lse_ptr, merge_seqs_ptr, merge_indptr_ptr, out_ptr, lse_ptr,
     stride_pos, stride_poh, stride_pls, stride_ob, stride_oh, stride_lb, q_len, num_q_heads,
     num_rows, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_S: tl.constexpr,
-    BLOCK_R: tl.constexpr,
+    BLOCK_R: tl.constexpr, ROWS_FIRST: tl.constexpr,
 ):
     """Rows ``[pid_r x BLOCK_R, +BLOCK_R)``, dims ``[pid_d x BLOCK_D, +BLOCK_D)`` of merge
     ``pid_m`` (partial row t x Hq + h: query token t, head h; ``num_rows`` = q_len x Hq) merged
@@ -177,7 +179,7 @@ def combine_kernel(
     first = tl.load(merge_indptr_ptr + pid_m)
     last = tl.load(merge_indptr_ptr + pid_m + 1)  # this sequence's slots: [first, last)
     out, lse = merge_rows(part_out_ptr, part_lse_ptr, rows, num_rows, first, last, stride_pos,
-                          stride_poh, stride_pls, offs_d, HEAD_DIM, BLOCK_S, "")
+                          stride_poh, stride_pls, offs_d, HEAD_DIM, BLOCK_S, "", ROWS_FIRST)
     mask_r = rows < num_rows
     token = pid_b * q_len + rows // num_q_heads
     head = rows % num_q_heads
@@ -249,7 +251,8 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     split_block_s = min(tiles.slots, planner.COMBINE_SLOTS) if cfg["FUSED_MERGE"] else \
         planner.COMBINE_SLOTS
     combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], BLOCK_D=tiles.dims, BLOCK_S=tiles.slots,
-                       BLOCK_R=tiles.rows, num_warps=COMBINE_WARPS)
+                       BLOCK_R=tiles.rows, ROWS_FIRST=tiles.rows >= COMBINE_WARPS,
+                       num_warps=COMBINE_WARPS)
 
     def run():
         split_kernel[split_grid](*split_args, **cfg, BLOCK_S=split_block_s, maxnreg=cap)
