@@ -24,8 +24,14 @@ mkdir -p "$W"
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH=.:/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages
 export DECODE_BENCH_ENV_TILELANG=/tmp/site-tilelang
-wait_pipeline() {  # until the pipeline ends or $1 seconds pass
-  local end=$((SECONDS + $1))
+MAX_WAIT=560  # a call runs 600 s at most: the wait, the pack and the transfer back must fit
+wait_pipeline() {  # until the pipeline ends or $1 seconds pass (MAX_WAIT at most)
+  local wait=$1
+  if [ "$wait" -gt "$MAX_WAIT" ]; then
+    echo "waiting $MAX_WAIT s, not $wait: a longer wait leaves the call no time to pack (its results lost)"
+    wait=$MAX_WAIT
+  fi
+  local end=$((SECONDS + wait))
   while [ -e "$W/running" ] && [ $SECONDS -lt $end ]; do sleep 5; done
   tail -c 2000 "$W/pipeline.log" 2>/dev/null; echo
   if [ -e "$W/running" ]; then echo "still running"; else echo "pipeline ended"; fi
