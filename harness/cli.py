@@ -161,6 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="relative change that counts, with the 95%% intervals apart (default 0.02)")
     cmp.add_argument("--any-gpu", action="store_true", help="compare runs of different devices")
     cmp.add_argument("--html", type=Path, metavar="FILE", help="also write the comparison as a page")
+    cmp.add_argument("--again", type=Path, nargs=2, metavar=("OLD", "NEW"),
+                     help="a second pair of runs of the same code, measured in the other order "
+                          "(new first): a row moves only where both pairs say so, so a drift "
+                          "between consecutive runs cannot pass for a change")
     rpl = sub.add_parser("replay", help="re-check the cases saved by 'run --save-cases DIR' against "
                                         "a fresh float64 reference, without the implementations; "
                                         "exit 1 when a verdict differs from the run's")
@@ -490,7 +494,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "compare":
             from harness import report
-            text, regressed = report.compare(args.old, args.new, args.threshold, args.any_gpu, args.html)
+            text, regressed = report.compare(args.old, args.new, args.threshold, args.any_gpu, args.html,
+                                             again=args.again)
             print(text)
             return 1 if regressed else 0
         if args.command == "replay":

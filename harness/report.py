@@ -19,6 +19,7 @@ import json
 import lzma
 import re
 import shlex
+import statistics
 from collections import defaultdict
 from pathlib import Path
 
@@ -372,6 +373,19 @@ def classify(old: dict, new: dict, threshold: float = THRESHOLD, noise: tuple = 
     return "same"
 
 
+def agree(first: str, second: str) -> str:
+    """One verdict from a row's two pairs of runs, measured in opposite orders (``compare``'s
+    ``again``): a regression in either; faster or slower where both say so; else same, with why."""
+    for verdict in (first, second):
+        if verdict.startswith("regression"):
+            return verdict
+    if first == second or first.startswith("not ") or second.startswith("not "):
+        return first
+    if "same" in (first, second):
+        return "same"
+    return f"same (the two orders disagree: {first}, then {second})"
+
+
 def _order(a: dict, b: dict, noise: float | None = None) -> int:
     """1: a faster beyond doubt, -1: b faster beyond doubt, 0: no order (their
     ``results.ordering_interval``s, with the run's repeatability ``noise``, overlap)."""
@@ -440,22 +454,35 @@ def _with_interval(row: dict) -> str:
     return f"{row['median_us']:.1f} [{lo:.1f}-{hi:.1f}]"
 
 
+def _change(o: dict | None, r: dict | None) -> float | None:
+    if o and r and o.get("median_us") and r.get("median_us"):
+        return r["median_us"] / o["median_us"] - 1
+    return None
+
+
 def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
-            any_gpu: bool = False, page: Path | None = None) -> tuple[str, bool]:
+            any_gpu: bool = False, page: Path | None = None,
+            again: tuple[Path, Path] | None = None) -> tuple[str, bool]:
     """(the comparison as text, whether anything regressed); with ``page``, the same written
-    there as HTML."""
-    old_prov, old_rows = load(old_path)
-    new_prov, new_rows = load(new_path)
-    if old_prov.get("gpu") != new_prov.get("gpu") and not any_gpu:
-        raise ProblemError(f"the runs are from different devices ({old_prov.get('gpu')} vs "
-                           f"{new_prov.get('gpu')}): their times do not compare (--any-gpu to "
-                           "list them anyway)")
+    there as HTML. ``again``: (old, new) runs of the same two codes measured in the other order,
+    new first: each row's verdict is then both pairs' (``agree``), so a drift between
+    consecutive runs (which favours whichever ran first) cannot pass for a change."""
+    paths = [old_path, new_path, *(again or ())]
+    loaded = [load(path) for path in paths]
+    (old_prov, old_rows), (new_prov, new_rows) = loaded[:2]
+    gpus = {prov.get("gpu") for prov, _ in loaded}
+    if len(gpus) > 1 and not any_gpu:
+        raise ProblemError(f"the runs are from different devices ({' vs '.join(map(str, sorted(gpus, key=str)))}): "
+                           "their times do not compare (--any-gpu to list them anyway)")
     key = lambda r: (r["impl"], results.problem_key(r))  # noqa: E731
     # a problem measured again on every GPU (the spread) matches once, on its own GPU
     old = {key(r): r for r in results.summarised(old_rows)}
     repeats = [results.repeatability(rows) for rows in (old_rows, new_rows)]  # (noise, cells)
     noises = tuple(noise for noise, _ in repeats)
-    body, counts, verdicts = [], defaultdict(int), []
+    if again:
+        old2, new2 = ({key(r): r for r in results.summarised(rows)} for _, rows in loaded[2:])
+        noises2 = tuple(results.repeatability(rows)[0] for _, rows in loaded[2:])
+    body, counts, verdicts, drifts = [], defaultdict(int), [], []
     for r in results.summarised(new_rows):
         o = old.get(key(r))
         if o is None:
@@ -464,26 +491,41 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
         if o["status"] != r["status"]:
             verdicts.append(f"{r['impl']} on {r['problem']}: {o['status']} -> {r['status']}")
         verdict = classify(o, r, threshold, noises)
+        changes = [_change(o, r)]
+        if again:
+            o2, r2 = old2.get(key(r)), new2.get(key(r))
+            if o2 and r2:
+                verdict = agree(verdict, classify(o2, r2, threshold, noises2))
+            changes.append(_change(o2, r2))
+            if None not in changes:  # the first pair's change less the second's: twice the drift
+                drifts.append((changes[0] - changes[1]) / 2)
         counts[verdict.split(" (")[0]] += 1
-        if o.get("median_us") and r.get("median_us"):
-            change = f"{100 * (r['median_us'] / o['median_us'] - 1):+.1f}%"
-            body.append([r["impl"], r["problem"], _with_interval(o), _with_interval(r), change, verdict])
+        shown = "  ".join("" if c is None else f"{100 * c:+.1f}%" for c in changes)
+        if changes[0] is not None:
+            body.append([r["impl"], r["problem"], _with_interval(o), _with_interval(r), shown, verdict])
         elif verdict.startswith("regression"):
-            body.append([r["impl"], r["problem"], o["status"], r["status"], "", verdict])
+            body.append([r["impl"], r["problem"], o["status"], r["status"], shown, verdict])
     new_keys = {key(r) for r in results.summarised(new_rows)}
     counts["gone rows"] = len(set(old) - new_keys)
     order = {"regression": 0, "slower": 1, "faster": 2, "same": 3}
     body.sort(key=lambda b: (order.get(b[5].split(" (")[0], 4), b[0], b[1]))
-    header = ["implementation", "problem", "old us [95% CI]", "new us [95% CI]", "change", "verdict"]
+    header = ["implementation", "problem", "old us [95% CI]", "new us [95% CI]",
+              "change (old first, new first)" if again else "change", "verdict"]
     summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
     def run_line(label, path, prov, rows):
         mark = results.incomplete(prov, rows)
         return (f"{label}: {path} ({prov.get('gpu') or 'no GPU'}, commit {prov.get('commit')})"
                 + (f"; {mark}" if mark else ""))
-    runs = [run_line("old", old_path, old_prov, old_rows), run_line("new", new_path, new_prov, new_rows)]
+    runs = [run_line(label, path, prov, rows) for label, path, (prov, rows)
+            in zip(("old", "new", "old, second pair", "new, second pair (run first)"), paths, loaded)]
     rule = (f"slower/faster: 95 % intervals (where the run measured its repeatability, stretched "
             f"to p20-p80 and widened by it) apart and a change beyond {100 * threshold:.0f} %; else same (within "
             "the noise)")
+    if again:
+        rule += "; with two pairs in opposite orders, in both pairs"
+        if drifts:
+            rule += (f". Drift between consecutive runs (half the first pair's change less the "
+                     f"second's, median over {len(drifts)} rows): {100 * statistics.median(drifts):+.1f} %")
     verdict_line = (f"verdicts: {len(old.keys() & new_keys)} rows in both runs, "
                     f"{len(verdicts)} with another status" + "".join(f"\n  {v}" for v in verdicts))
     walls = [p.get("wall_s") for p in (old_prov, new_prov)]

@@ -6,7 +6,10 @@
 #            the tree to the device machine), and the ones REV lacks listed in ab-old/.absent
 #   device:  RUNS="name|seconds|options; ..." W=<folder> bash scripts/gpu_ab.sh run
 #            a copy of the tree with ab-old/ laid over it runs RUNS (scripts/gpu_pipeline.sh) into
-#            W/old, then this tree into W/new, then `harness compare` per run: W/compare-NAME.txt
+#            W/old, then this tree into W/new, then `harness compare` per run: W/compare-NAME.txt;
+#            ORDERS=2 runs a second pair the other way round (W/new2, then W/old2) and compares
+#            with both (`compare --again`): a row moves only where both orders agree, so a GPU
+#            that drifts between consecutive runs does not pass for a change (twice the time)
 # The old code runs from a copy outside the tree: a device call made while the pipeline runs
 # copies the working tree again, which would swap the code under a running A/B. Only RUNS runs
 # twice (leave CONFORMANCE and NCU unset); do not commit ab-old/.
@@ -40,14 +43,22 @@ run)
   done
   mkdir -p "$W"
   echo "old: $(cat ab-old/.rev)" > "$W/ab.txt"
-  (cd "$old" && DECODE_BENCH_COMMIT=$(cat "$here/ab-old/.rev") W="$W/old" bash scripts/gpu_pipeline.sh)
+  run_old() { (cd "$old" && DECODE_BENCH_COMMIT=$(cat "$here/ab-old/.rev") W="$W/$1" bash scripts/gpu_pipeline.sh); }
+  run_old old
   W="$W/new" bash scripts/gpu_pipeline.sh
+  again=()
+  if [ "${ORDERS:-1}" = 2 ]; then  # the second pair new first: a drift between runs cancels
+    W="$W/new2" bash scripts/gpu_pipeline.sh
+    run_old old2
+  fi
   runs_text=${RUNS-}
   IFS=';' read -ra runs <<< "${runs_text//$'\n'/ }"  # RUNS may span lines
   for entry in "${runs[@]}"; do
     name=${entry%%|*}; name=${name// }
     [ -n "$name" ] || continue
-    "${PY:-python3}" -m harness compare "$W/old/$name" "$W/new/$name" > "$W/compare-$name.txt" 2>&1
+    [ "${ORDERS:-1}" = 2 ] && again=(--again "$W/old2/$name" "$W/new2/$name")
+    "${PY:-python3}" -m harness compare "$W/old/$name" "$W/new/$name" "${again[@]}" \
+      > "$W/compare-$name.txt" 2>&1
     echo "$name: $(grep -E '^summary' "$W/compare-$name.txt")"
   done
   rm -rf "$old" ;;

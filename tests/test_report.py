@@ -82,6 +82,30 @@ def test_compare_flags_a_regression_beyond_the_noise_and_nothing_else(tmp_path):
                                                        seed=1))).returncode == 0
 
 
+def test_compare_with_a_second_pair_in_the_other_order_cancels_a_drift(tmp_path):
+    every = {impl: 1.04 for impl, _ in IMPLS}  # the GPU 4 % slower on each later run
+    cupy_and_drift = {**every, "cupy/dense": 1.04 * 1.10}
+    old = fake_run(tmp_path / "old", seed=1)
+    new = fake_run(tmp_path / "new", slow=cupy_and_drift, seed=2)  # ran second: drift + change
+    new2 = fake_run(tmp_path / "new2", slow={"cupy/dense": 1.10}, seed=3)  # ran first
+    old2 = fake_run(tmp_path / "old2", slow=every, seed=4)  # ran last: drift
+    res = harness("compare", str(old), str(new))  # one pair: the drift passes for a change
+    moved = [line for line in res.stdout.splitlines() if line.rstrip().endswith("slower")]
+    assert any(line.startswith("triton/") for line in moved)
+    res = harness("compare", str(old), str(new), "--again", str(old2), str(new2))
+    assert res.returncode == 1, res.stdout + res.stderr
+    rows = [line for line in res.stdout.splitlines() if line.startswith(("triton/", "cupy/", "torch-"))]
+    moved = [line for line in rows if line.rstrip().endswith("slower")]
+    assert moved and all(line.startswith("cupy/dense") for line in moved)
+    assert len(moved) == sum(line.startswith("cupy/dense") for line in rows)
+    assert all("the two orders disagree" in line for line in rows if line.startswith("triton/"))
+    assert float(re.search(r"Drift between consecutive runs .*?: ([+-][\d.]+) %", res.stdout)[1]) > 3
+    # the second pair from another GPU is refused as a first one would be
+    other = fake_run(tmp_path / "h100", gpu="NVIDIA H100 80GB HBM3")
+    res = harness("compare", str(old), str(new), "--again", str(other), str(new2))
+    assert res.returncode == 2 and "different devices" in res.stderr
+
+
 def test_compare_flags_a_lost_pass_and_refuses_other_gpus(tmp_path):
     base = fake_run(tmp_path / "a")
     res = harness("compare", str(base), str(fake_run(tmp_path / "b", fail="triton/dense")))
