@@ -379,8 +379,10 @@ def agree(first: str, second: str) -> str:
     for verdict in (first, second):
         if verdict.startswith("regression"):
             return verdict
-    if first == second or first.startswith("not ") or second.startswith("not "):
+    if first == second or first.startswith("not "):
         return first
+    if second.startswith("not "):  # (or missing): one order alone moves nothing
+        return "same" if first == "same" else f"same ({first} in the first pair only)"
     if "same" in (first, second):
         return "same"
     return f"same (the two orders disagree: {first}, then {second})"
@@ -494,8 +496,8 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
         changes = [_change(o, r)]
         if again:
             o2, r2 = old2.get(key(r)), new2.get(key(r))
-            if o2 and r2:
-                verdict = agree(verdict, classify(o2, r2, threshold, noises2))
+            verdict = agree(verdict, classify(o2, r2, threshold, noises2) if o2 and r2
+                            else "not in the second pair")
             changes.append(_change(o2, r2))
             if None not in changes:  # the first pair's change less the second's: twice the drift
                 drifts.append((changes[0] - changes[1]) / 2)
@@ -525,7 +527,8 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
         rule += "; with two pairs in opposite orders, in both pairs"
         if drifts:
             rule += (f". Drift between consecutive runs (half the first pair's change less the "
-                     f"second's, median over {len(drifts)} rows): {100 * statistics.median(drifts):+.1f} %")
+                     f"second's, median over {len(drifts)} rows; +: each later run slower): "
+                     f"{100 * statistics.median(drifts):+.1f} %")
     verdict_line = (f"verdicts: {len(old.keys() & new_keys)} rows in both runs, "
                     f"{len(verdicts)} with another status" + "".join(f"\n  {v}" for v in verdicts))
     walls = [p.get("wall_s") for p in (old_prov, new_prov)]

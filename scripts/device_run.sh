@@ -24,14 +24,13 @@ mkdir -p "$W"
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH=.:/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages
 export DECODE_BENCH_ENV_TILELANG=/tmp/site-tilelang
-MAX_WAIT=560  # a call runs 600 s at most: the wait, the pack and the transfer back must fit
-wait_pipeline() {  # until the pipeline ends or $1 seconds pass (MAX_WAIT at most)
-  local wait=$1
-  if [ "$wait" -gt "$MAX_WAIT" ]; then
-    echo "waiting $MAX_WAIT s, not $wait: a longer wait leaves the call no time to pack (its results lost)"
-    wait=$MAX_WAIT
+MAX_WAIT=550  # a call runs 600 s at most: what this script did, the pack and the transfer back too
+wait_pipeline() {  # until the pipeline ends or $1 seconds pass, and no later than MAX_WAIT s
+  local end=$((SECONDS + $1))  # (SECONDS counts from this script's start)
+  if [ "$end" -gt "$MAX_WAIT" ]; then
+    echo "waiting until $MAX_WAIT s into the call, not $end: later leaves no time to pack (results lost)"
+    end=$MAX_WAIT
   fi
-  local end=$((SECONDS + wait))
   while [ -e "$W/running" ] && [ $SECONDS -lt $end ]; do sleep 5; done
   tail -c 2000 "$W/pipeline.log" 2>/dev/null; echo
   if [ -e "$W/running" ]; then echo "still running"; else echo "pipeline ended"; fi

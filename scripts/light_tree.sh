@@ -14,6 +14,7 @@ case "${1:-}" in
 on)
   if is_on; then echo "already on"; exit 0; fi
   git diff --cached --quiet || { echo "changes are staged: commit or unstage them first" >&2; exit 2; }
+  mkdir -p "$(dirname "$exclude")"  # a clone without git's templates has no info/ folder
   git rm -r -q --cached results && echo '/results/' >> "$exclude"
   # a commit made while on would delete results/ from the repository: a hook refuses it
   hook=$(git rev-parse --git-path hooks/pre-commit)

@@ -99,7 +99,10 @@ def test_compare_with_a_second_pair_in_the_other_order_cancels_a_drift(tmp_path)
     assert moved and all(line.startswith("cupy/dense") for line in moved)
     assert len(moved) == sum(line.startswith("cupy/dense") for line in rows)
     assert all("the two orders disagree" in line for line in rows if line.startswith("triton/"))
-    assert float(re.search(r"Drift between consecutive runs .*?: ([+-][\d.]+) %", res.stdout)[1]) > 3
+    assert float(re.search(r"Drift between consecutive runs .*?slower\): ([+-][\d.]+) %", res.stdout)[1]) > 3
+    assert report.agree("slower", "not timed in both") == "same (slower in the first pair only)"
+    assert report.agree("regression (PASS -> FAIL)", "same").startswith("regression")
+    assert report.agree("faster", "faster") == "faster" and report.agree("slower", "same") == "same"
     # the second pair from another GPU is refused as a first one would be
     other = fake_run(tmp_path / "h100", gpu="NVIDIA H100 80GB HBM3")
     res = harness("compare", str(old), str(new), "--again", str(other), str(new2))
