@@ -133,7 +133,8 @@ def merge_rows(part_out_ptr, part_lse_ptr, rows, num_rows, first, last, stride_p
     S: tl.constexpr = 1 if ROWS_FIRST else 0  # the slot axis of the tiles
     rows2 = tl.expand_dims(rows, S)  # [rows, 1] or [1, rows]
     offs_s = tl.expand_dims(tl.arange(0, BLOCK_S), 1 - S)  # [1, slots] or [slots, 1]
-    mask_r = rows2 < num_rows
+    real = rows < num_rows
+    mask_r = tl.expand_dims(real, S)
     offs_d3 = tl.expand_dims(tl.expand_dims(offs_d, 0), 0)
     # pass 1: each row's largest partial LSE (finite for a real row: every query row sees a
     # token of some item; a partial of a row that saw none of its item's tokens is -inf)
@@ -143,7 +144,7 @@ def merge_rows(part_out_ptr, part_lse_ptr, rows, num_rows, first, last, stride_p
         lse_s = tl.load(part_lse_ptr + slots * stride_pls + rows2,
                         mask=(slots < last) & mask_r, other=float("-inf"), cache_modifier=CACHE)
         lse_max = tl.maximum(lse_max, lse_s)
-    m = tl.where(rows < num_rows, tl.max(lse_max, S), 0.0)  # padding rows: no -inf - -inf
+    m = tl.where(real, tl.max(lse_max, S), 0.0)  # padding rows: no -inf - -inf
     # pass 2: weights exp(lse_s - m), weighted sum of the partials
     acc = tl.zeros([rows.shape[0], offs_d.shape[0]], tl.float32)
     w_sum = tl.zeros((rows2 + offs_s).shape, tl.float32)
@@ -158,7 +159,7 @@ def merge_rows(part_out_ptr, part_lse_ptr, rows, num_rows, first, last, stride_p
                        cache_modifier=CACHE)
         acc += tl.sum(part * tl.expand_dims(w, 2), S)
         w_sum += w
-    total = tl.where(rows < num_rows, tl.sum(w_sum, S), 1.0)
+    total = tl.where(real, tl.sum(w_sum, S), 1.0)
     return acc / total[:, None], m + tl.log(total)
 
 
