@@ -47,6 +47,8 @@ PROBLEMS += [DecodeProblem(hq, hkv, d, (100,), dtype=dtype) for hq, hkv, d, dtyp
     (16, 1, 256, "float32"),  # MQA 16 (two chunks of 8), fp32 head_dim 256
     (16, 2, 192, "bfloat16"),  # GQA 8 at head_dim 192: the merge's shared memory near 48 KB
     (12, 2, 256, "float16"),  # GQA 6 at head_dim 256, fp16 (no launch bounds)
+    (36, 4, 64, "float16"),  # GQA 9: two blocks of 5 and 4 heads
+    (28, 2, 128, "float16"),  # GQA 14: two blocks of 7
 ]]
 PROBLEMS += [  # fp8 caches: 8 elements a word, decoded in registers; the scales' two layouts
     DecodeProblem(32, 8, 128, (100,), layout="paged", kv_dtype="float8_e4m3fn", kv_scale="head"),

@@ -18,7 +18,7 @@ def test_numba_tile_choice_fits_every_supported_problem():
     for dtype, kv_dtype, step in [("bfloat16", None, 4), ("float16", None, 4), ("float32", None, 4),
                                   ("bfloat16", "float8_e4m3fn", 8), ("float16", "float8_e5m2", 8)]:
         for head_dim in range(step, 257, step):
-            for group in (1, 2, 3, 4, 6, 7, 8, 16):
+            for group in (1, 2, 3, 4, 6, 7, 8, 9, 14, 16):
                 p = DecodeProblem(group, 1, head_dim, (5,), dtype=dtype, kv_dtype=kv_dtype)
                 for simulator in (False, True):
                     c = _launch.pick_launch_config(p, simulator=simulator)
@@ -27,6 +27,10 @@ def test_numba_tile_choice_fits_every_supported_problem():
                     assert smem <= 48 * 1024, (c, smem)
                     assert c.TPR in (1, 2, 4, 8, 16, 32) and c.UNROLL >= 1 and c.STEP > 0
                     assert c.VECS_PER_ROW * c.VEC == head_dim, c
+                    # the fewest blocks, split evenly: less than a head of padding a block
+                    blocks = _launch.num_head_blocks(p)
+                    assert blocks == -(-group // _launch.MAX_BLOCK_H), c
+                    assert 0 <= blocks * c.BLOCK_H - group < blocks, c
 
 
 def test_fp16_bits_convert_exactly():
@@ -116,3 +120,26 @@ def test_fp8_rows_of_partial_words_are_unsupported_before_launch():
     for variant in ("paged", "split-k"):
         with pytest.raises(Unsupported, match="head_dim 60 with a float8_e5m2 cache"):
             registry.get(f"numba/{variant}").prepare(inputs, out, lse)
+
+
+@pytest.mark.parametrize("variant", ["paged", "split-k"])
+def test_a_group_past_a_block_split_evenly_matches_the_reference(variant):
+    """GQA 9 as blocks of 5 and 4 heads (a block's last head is padding): the simulator's
+    kernels against the float64 reference, the split sequence merged."""
+    from impls import registry
+    from specs.inputs import make_inputs
+    from specs.reference import reference
+    from specs.tolerance import compare
+
+    impl = registry.get(f"numba/{variant}")
+    if impl.availability():
+        pytest.skip(impl.availability())
+    device = "cpu" if impl.backend.mode() != "gpu" else "cuda"
+    problem = DecodeProblem(9, 1, 32, (21, 9), dtype="float16", layout="paged", page_size=4)
+    inputs = make_inputs(problem, seed=3, device=device)
+    out, lse = inputs.new_outputs()
+    launch = impl.prepare(inputs, out, lse, **({"num_splits": 2} if variant == "split-k" else {}))
+    assert launch.config["block_h"] == 5
+    launch.run()
+    result = compare(problem, out, lse, reference(inputs))
+    assert result.passed, result.summary()

@@ -60,7 +60,9 @@ def pick_launch_config(problem, config: dict | None = None, simulator: bool = SI
     # an fp8 row takes the lanes and the elements a step of a 16-bit row of its head_dim (the
     # floats in registers the budgets were set for), in half the words
     row_vec = min(vec, LOAD_BYTES // 2)
-    block_h = min(problem.group_size, MAX_BLOCK_H)
+    # the group's heads in as few blocks as MAX_BLOCK_H allows, split evenly: every head of a
+    # block costs its FMAs whether real or padding (GQA 9: blocks of 5 and 4, not 8 and 8)
+    block_h = -(-problem.group_size // num_head_blocks(problem))
     if simulator:
         tpr, num_warps = min(SIM_TPR, 1 << (vecs_per_row - 1).bit_length()), SIM_NUM_WARPS
     else:
