@@ -417,6 +417,31 @@ def short_programs(problem, programs: int, sms: int, ring_tokens: int, split: bo
     return longest * problem.batch * sms <= programs * sum(spans)
 
 
+# A near-uniform grid of w programs an SM (the deep ring: one or a few an SM) runs ceil(w) waves,
+# the last part-empty; shared rings make the whole grid resident at once and cost each program
+# its narrower tiles: 4-10 % on the dense one-pass batches of seed 105 where sharing could not
+# make the grid resident (results/nvidia-h100/2026-11-27-sharers). Shared where the last wave's
+# empty part costs more than that.
+SHARED_RING_COST = 0.10
+NEAR_UNIFORM = 1.25  # the longest length at most this over the mean: no program is the grid's tail
+
+
+def resident_grid(problem, programs: int, sms: int, residency_: int = 1) -> bool:
+    """Whether a one-pass grid of ``programs`` programs of whole sequences, ``residency_`` an SM
+    with their deep rings, should share its ``sms`` SMs so that all are resident from the start:
+    more than the SMs hold now, no more than MAX_SHARERS an SM, near-uniform lengths (a longer
+    program would end alone, streaming slowest through a narrow ring), and a last wave whose
+    empty part costs more than SHARED_RING_COST."""
+    held = sms * max(1, residency_)
+    if programs <= held or programs > MAX_SHARERS * sms:
+        return False
+    spans = problem.attended_lens
+    if max(spans) * len(spans) > NEAR_UNIFORM * sum(spans):
+        return False
+    turns = programs / held
+    return math.ceil(turns) / turns > 1 + SHARED_RING_COST
+
+
 def shared_bytes_each(sharers_: int, limits: SmLimits = SmLimits()) -> int:
     """Shared memory a program may take for ``sharers_`` of them to be resident on one SM."""
     return limits.smem // max(1, sharers_) - limits.reserved_smem

@@ -329,6 +329,37 @@ def test_triton_programs_of_short_sequences_share_an_sm_where_the_grid_has_waves
     assert pick_launch_config(wide, sms=132) == pick_launch_config(wide)
 
 
+def test_a_near_uniform_grid_whose_last_wave_runs_part_empty_shares_its_sms():
+    """impls.plan.resident_grid: 400 programs of 953 tokens on 132 SMs, one an SM, run 3.03 waves,
+    the fourth of 4 programs; with 4 an SM all are resident from the start. Whole waves (or within
+    SHARED_RING_COST of them), a grid the SMs hold, one past MAX_SHARERS an SM and a ragged batch
+    (its longest program the tail) keep their rings. Triton's one-pass kernel takes it where the
+    head dim is one tile; split-K (the planner sizes its items) and two tiles keep theirs."""
+    pytest.importorskip("triton")
+    from impls import plan as planner
+    from impls.triton._common import pick_launch_config
+
+    uniform = DecodeProblem(16, 8, 128, (953,) * 50)
+    assert planner.resident_grid(uniform, 400, 132)
+    assert planner.resident_grid(uniform, 400, 132, 2)  # 1.52 waves of two an SM
+    assert not planner.resident_grid(uniform, 400, 132, 4)  # resident already
+    assert not planner.resident_grid(uniform, 264, 132)  # two whole waves
+    assert not planner.resident_grid(uniform, 515, 132)  # 3.9 waves: 2.5 % of an SM's time idle
+    assert not planner.resident_grid(uniform, 240, 132)  # 2 / 1.82 = 1.1: not more than the cost
+    assert planner.resident_grid(uniform, 239, 132)
+    assert not planner.resident_grid(uniform, 132, 132)
+    assert not planner.resident_grid(uniform, 4 * 132 + 1, 132)  # past MAX_SHARERS an SM
+    ragged = DecodeProblem(16, 8, 128, (953,) * 49 + (3000,))
+    assert not planner.resident_grid(ragged, 400, 132)
+
+    def tile(problem, **kw):
+        return pick_launch_config(problem, **kw)["BLOCK_N"]
+    assert tile(uniform, sms=132) == 32 < tile(uniform) == 128
+    assert tile(uniform, sms=132, split=True) == tile(uniform, split=True)
+    two_tiles = DecodeProblem(16, 8, 160, (953,) * 50)  # 128 + 32 dims
+    assert pick_launch_config(two_tiles)["D_HI"] and tile(two_tiles, sms=132) == tile(two_tiles)
+
+
 def test_triton_tiles_are_powers_of_two_on_every_shape_both_ways_of_the_head_dim():
     """tl.arange takes only powers of two: every tile the rule picks is one, with the head dim in
     one tile or two (a q tile of 16 KB over 144 = 128 + 16 dims would be 56 rows)."""

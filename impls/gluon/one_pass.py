@@ -65,15 +65,18 @@ def decode_kernel(
 
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     p = inputs.problem
-    waves = planner.sharers(p.batch * p.num_kv_heads, sm_count(inputs.device))  # programs per SM
+    programs, sms = p.batch * p.num_kv_heads, sm_count(inputs.device)
+    waves = planner.sharers(programs, sms)  # programs per SM
     # dense sequences that fill a TMA ring stream best as split-K's items do, by TMA, one program
     # an SM, the head dim in one padded tile (the tuner's pick on seed 104; A/B on seeds 107-108
     # and the grid: results/nvidia-h200/2026-11-27-combine-x4/rules-ab); shorter ones by
-    # cp.async, several programs an SM
+    # cp.async, several programs an SM, as a near-uniform grid whose last wave would run
+    # part-empty (impls.plan.resident_grid)
     cfg = None
     if p.layout == "dense" and (config or {}).get("DENSE_TMA", 1):
         cfg = pick_launch_config(p, {"DIM_SPLIT": 0, **(config or {})}, sharers=1, tma=True)
-        if program_tokens(p) < cfg["NUM_STAGES"] * cfg["BLOCK_N"]:
+        if program_tokens(p) < cfg["NUM_STAGES"] * cfg["BLOCK_N"] or \
+                planner.resident_grid(p, programs, sms):  # (TMA's ring: one program an SM)
             cfg = None
     cfg = cfg or pick_launch_config(p, config, sharers=waves, tma=False)
     require_alignment(inputs, COPY_BYTES)
