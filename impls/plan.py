@@ -417,13 +417,10 @@ def short_programs(problem, programs: int, sms: int, ring_tokens: int, split: bo
     return longest * problem.batch * sms <= programs * sum(spans)
 
 
-# A near-uniform grid of w programs an SM (the deep ring: one or a few an SM) runs ceil(w) waves,
-# the last part-empty; shared rings make the whole grid resident at once and cost each program
-# its narrower tiles: 4-10 % on the dense one-pass batches of seed 105 where sharing could not
-# make the grid resident (results/nvidia-h100/2026-11-27-sharers). Shared where the last wave's
-# empty part costs more than that.
+# Narrower tiles' cost to a program that shares its SM: 4-10 % on seed 105's dense one-pass
+# batches, where sharing could not make the grid resident (results/nvidia-h100/2026-11-27-sharers)
 SHARED_RING_COST = 0.10
-NEAR_UNIFORM = 1.25  # the longest length at most this over the mean: no program is the grid's tail
+NEAR_UNIFORM = 1.25  # longest length at most this over the mean: no program is the grid's tail
 
 
 def resident_grid(problem, programs: int, sms: int, residency_: int = 1) -> bool:

@@ -345,8 +345,8 @@ def test_a_near_uniform_grid_whose_last_wave_runs_part_empty_shares_its_sms():
     assert not planner.resident_grid(uniform, 400, 132, 4)  # resident already
     assert not planner.resident_grid(uniform, 264, 132)  # two whole waves
     assert not planner.resident_grid(uniform, 515, 132)  # 3.9 waves: 2.5 % of an SM's time idle
-    assert not planner.resident_grid(uniform, 240, 132)  # 2 / 1.82 = 1.1: not more than the cost
-    assert planner.resident_grid(uniform, 239, 132)
+    assert planner.resident_grid(uniform, 239, 132)  # 1.81 waves: 2 / 1.81 = 1.105
+    assert not planner.resident_grid(uniform, 245, 132)  # 1.86 waves: 2 / 1.86 = 1.078
     assert not planner.resident_grid(uniform, 132, 132)
     assert not planner.resident_grid(uniform, 4 * 132 + 1, 132)  # past MAX_SHARERS an SM
     ragged = DecodeProblem(16, 8, 128, (953,) * 49 + (3000,))
@@ -358,6 +358,26 @@ def test_a_near_uniform_grid_whose_last_wave_runs_part_empty_shares_its_sms():
     assert tile(uniform, sms=132, split=True) == tile(uniform, split=True)
     two_tiles = DecodeProblem(16, 8, 160, (953,) * 50)  # 128 + 32 dims
     assert pick_launch_config(two_tiles)["D_HI"] and tile(two_tiles, sms=132) == tile(two_tiles)
+    # head dim 64: three programs' rings fit an SM, so 320 programs are resident already
+    small = DecodeProblem(16, 8, 64, (1000,) * 40)
+    assert tile(small, sms=132) == tile(small) == 128
+    assert tile(DecodeProblem(16, 8, 64, (1000,) * 60), sms=132) < 128  # 480: 1.2 waves of 3
+
+
+def test_gluon_one_pass_leaves_tma_for_a_grid_it_makes_resident():
+    """Gluon's dense one-pass takes TMA's ring (one program an SM) where sequences fill it, and
+    cp.async with several programs an SM (tma_config None) where they do not or where the grid
+    is near-uniform and its last wave would run part-empty (impls.plan.resident_grid)."""
+    pytest.importorskip("triton")
+    from impls.gluon.one_pass import tma_config
+
+    uniform = DecodeProblem(16, 8, 128, (953,) * 50)  # 400 programs
+    assert tma_config(uniform, None, 132) is None  # 3.03 waves
+    assert tma_config(uniform, None, 400)["DENSE_TMA"] == 1  # one wave
+    assert tma_config(DecodeProblem(16, 8, 128, (953,) * 66), None, 132) is not None  # 4 waves
+    assert tma_config(DecodeProblem(16, 8, 128, (100,) * 16), None, 132) is None  # short
+    assert tma_config(uniform.replace(layout="paged", page_size=16), None, 400) is None
+    assert tma_config(uniform, {"DENSE_TMA": 0}, 400) is None
 
 
 def test_triton_tiles_are_powers_of_two_on_every_shape_both_ways_of_the_head_dim():

@@ -15,8 +15,8 @@ from triton.experimental.gluon import language as gl
 from triton.runtime.errors import PTXASError
 
 from impls import plan as planner
-from impls.common import (kv_scale_args, mask_args, program_tokens, query_args, require_alignment,
-                          sm_count, tile_kernel_args)
+from impls.common import (kv_scale_args, mask_args, num_head_blocks, program_tokens, query_args,
+                          require_alignment, sm_count, tile_kernel_args)
 from impls.gluon._common import (COPY_BYTES, attend, kv_descriptors, pick_launch_config, reported,
                                  store_rows)
 from impls.registry import Launch
@@ -63,22 +63,31 @@ def decode_kernel(
                BLOCK_H, HEAD_DIM, HEAD_DIM_PAD, D_HI, WGMMA)
 
 
+def tma_config(p, config: dict | None, sms: int) -> dict | None:
+    """The one-pass config by TMA for ``p`` on ``sms`` SMs, or None where cp.async takes it.
+    Dense sequences that fill a TMA ring stream best as split-K's items do, by TMA, the head dim
+    in one padded tile (the tuner's pick on seed 104; A/B on seeds 107-108 and the grid:
+    results/nvidia-h200/2026-11-27-combine-x4/rules-ab); shorter ones, and near-uniform grids
+    whose last wave would run part-empty (impls.plan.resident_grid), by cp.async, several
+    programs an SM."""
+    if p.layout != "dense" or not (config or {}).get("DENSE_TMA", 1):
+        return None
+    cfg = pick_launch_config(p, {"DIM_SPLIT": 0, **(config or {})}, sharers=1, tma=True)
+    programs = p.batch * p.num_kv_heads * num_head_blocks(p, cfg["BLOCK_H"])
+    # TMA's ring is sized for one program an SM (sharers=1), as the rule counts it. Where it comes
+    # out smaller (fp8, head dim 64: the tile's cap) more are resident; counting those would move
+    # the fp8 grid's batch-64 cells to cp.async, unmeasured: left as measured
+    if program_tokens(p) < cfg["NUM_STAGES"] * cfg["BLOCK_N"] or \
+            planner.resident_grid(p, programs, sms):
+        return None
+    return cfg
+
+
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     p = inputs.problem
-    programs, sms = p.batch * p.num_kv_heads, sm_count(inputs.device)
-    waves = planner.sharers(programs, sms)  # programs per SM
-    # dense sequences that fill a TMA ring stream best as split-K's items do, by TMA, one program
-    # an SM, the head dim in one padded tile (the tuner's pick on seed 104; A/B on seeds 107-108
-    # and the grid: results/nvidia-h200/2026-11-27-combine-x4/rules-ab); shorter ones by
-    # cp.async, several programs an SM, as a near-uniform grid whose last wave would run
-    # part-empty (impls.plan.resident_grid)
-    cfg = None
-    if p.layout == "dense" and (config or {}).get("DENSE_TMA", 1):
-        cfg = pick_launch_config(p, {"DIM_SPLIT": 0, **(config or {})}, sharers=1, tma=True)
-        if program_tokens(p) < cfg["NUM_STAGES"] * cfg["BLOCK_N"] or \
-                planner.resident_grid(p, programs, sms):  # (TMA's ring: one program an SM)
-            cfg = None
-    cfg = cfg or pick_launch_config(p, config, sharers=waves, tma=False)
+    sms = sm_count(inputs.device)
+    waves = planner.sharers(p.batch * p.num_kv_heads, sms)  # programs per SM
+    cfg = tma_config(p, config, sms) or pick_launch_config(p, config, sharers=waves, tma=False)
     require_alignment(inputs, COPY_BYTES)
     rows = query_args(p, cfg["BLOCK_H"])
     split = rows["row_blocks"] > 1  # a KV head's rows in several programs

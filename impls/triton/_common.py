@@ -448,17 +448,20 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
         # (impls.plan.MAX_SHARERS; an upper bound: the compiled mma_v2 kernels hold a stage less,
         # so as many or more are). A ring that fills streams best alone with wide
         # tiles: shared everywhere, dense batches of long sequences ran 4-14 % slower
-        # (results/nvidia-h100/2026-11-27-sharers). Wider programs are left alone: their
-        # registers, not shared memory, bound them. Split-K's planner then sizes its items by the
-        # residency this gives, and may cut more. A one-pass grid of near-uniform programs shares
-        # too where its last wave would run part-empty (impls.plan.resident_grid), the head dim in
-        # one tile: with two (D_HI), the narrower tiles ran 4-29 % slower, where one tile ran 6-30 %
-        # faster (results/nvidia-h200/2026-11-27-resident-grid).
-        deep = planner.residency(0, smem(cfg["BLOCK_N"]), cfg["num_warps"])
+        # (results/nvidia-h100/2026-11-27-sharers), where sharing could not make the grid
+        # resident. Wider programs are left alone: their registers, not shared memory, bound them.
+        # Split-K's planner then sizes its items by the residency this gives, and may cut more.
+        # A one-pass grid of near-uniform programs shares too where its last wave would run
+        # part-empty (impls.plan.resident_grid), the head dim in one tile: with two (D_HI), 5 of
+        # 6 such rows ran 4-29 % slower (results/nvidia-h200/2026-11-27-resident-grid). The
+        # programs it holds now by shared memory (mma_v2 kernels hold a stage less than smem();
+        # registers are unknown before the compile):
+        ring = smem(cfg["BLOCK_N"]) - cfg["BLOCK_N"] * 2 * problem.kv_itemsize * dims
+        held = planner.residency(0, ring, cfg["num_warps"])
         if sms and cfg["BLOCK_H"] == MIN_BLOCK_H and cfg["num_warps"] == NUM_WARPS and (
                 planner.short_programs(problem, programs, sms,
                                        cfg["num_stages"] * cfg["BLOCK_N"], split)
-                or not split and not d_hi and planner.resident_grid(problem, programs, sms, deep)):
+                or (not split and not d_hi and planner.resident_grid(problem, programs, sms, held))):
             share = planner.shared_bytes_each(planner.sharers(programs, sms))
             while cfg["BLOCK_N"] > MIN_SHARED_BLOCK_N and smem(cfg["BLOCK_N"]) > share:
                 cfg["BLOCK_N"] //= 2
