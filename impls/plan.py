@@ -423,6 +423,11 @@ SHARED_RING_COST = 0.10
 NEAR_UNIFORM = 1.25  # longest length at most this over the mean: no program is the grid's tail
 
 
+def near_uniform(lens) -> bool:
+    """Whether no length of ``lens`` is more than NEAR_UNIFORM times their mean."""
+    return max(lens) * len(lens) <= NEAR_UNIFORM * sum(lens)
+
+
 def resident_grid(problem, programs: int, sms: int, residency_: int = 1) -> bool:
     """Whether a one-pass grid of ``programs`` programs of whole sequences, ``residency_`` an SM
     with their deep rings, should share its ``sms`` SMs so that all are resident from the start:
@@ -432,8 +437,7 @@ def resident_grid(problem, programs: int, sms: int, residency_: int = 1) -> bool
     held = sms * max(1, residency_)
     if programs <= held or programs > MAX_SHARERS * sms:
         return False
-    spans = problem.attended_lens
-    if max(spans) * len(spans) > NEAR_UNIFORM * sum(spans):
+    if not near_uniform(problem.attended_lens):
         return False
     turns = programs / held
     return math.ceil(turns) / turns > 1 + SHARED_RING_COST

@@ -106,7 +106,7 @@ def ring_shape(problem, num_sms: int, block_h: int, split: bool = False) -> tupl
     small = planner.residency(MMA_REGISTERS, ring_smem_bytes(problem.head_dim, 2 * tiles, 2,
                                                              problem.kv_itemsize, block_h),
                               2 * tiles)
-    near_uniform = max(problem.seq_lens) * problem.batch <= planner.NEAR_UNIFORM * sum(problem.seq_lens)
+    near_uniform = planner.near_uniform(problem.seq_lens)
 
     def deep(stages: int) -> int:  # (stages - 1) tiles of 8 slices in flight: as many tokens
         return min(8, 1 + (stages - 1) * tiles)
