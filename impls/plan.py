@@ -398,19 +398,36 @@ def sharers(programs: int, sms: int) -> int:
     return min(MAX_SHARERS, max(1, -(-programs // max(1, sms))))
 
 
+# A program alone on its SM runs its start and its end with nothing else in flight there (the
+# first tiles' wait, the softmax's end, the write: about a DRAM round trip), which programs
+# sharing the SM hide; each of their tokens costs more through narrower tiles. The two weigh
+# equal at a mean program of about this many K/V bytes: on uniform batches of 160 x 8 programs
+# (H100), sharing paid up to 262 KB a program and lost from 344 KB
+# (results/nvidia-h100/2026-11-28-short-bytes). A GPU of faster memory streams a program's
+# bytes sooner against the same round trip: there the figure is low (shares less than it could).
+SHORT_PROGRAM_BYTES = 256 * 1024
+
+
 def short_programs(problem, programs: int, sms: int, ring_tokens: int, split: bool = False) -> bool:
     """Whether a grid of ``programs`` programs of whole sequences on ``sms`` SMs should share its
     SMs (narrower rings, several programs resident): more programs than SMs, whose tokens
-    (``program_tokens``) would not fill a ring of ``ring_tokens``, and none of them the grid's
-    tail. The longest program (the tokens it attends) must read no more than an SM's share of
-    the grid's tokens: a longer one is what the grid waits for at its end, alone on its SM,
+    (``program_tokens``) would not fill a ring of ``ring_tokens`` or, one-pass, whose mean
+    program reads fewer than SHORT_PROGRAM_BYTES of K/V (a ragged batch of mostly short
+    sequences, whose few long ones fill the ring), and none of them the grid's tail. The
+    longest program (the tokens it attends) must read no more than an SM's share of the grid's
+    tokens: a longer one is what the grid waits for at its end, alone on its SM,
     where a narrow ring streams slowest (ragged batches of short sequences with a few of ~740
     tokens ran 20-58 % slower shared: results/nvidia-h200/2026-11-27-sharers-tune-x4).
     Split-K's longest item is the planner's chunk: at least MIN_CHUNK, and cut so that no item
     outlasts an SM slot's share of the work, so within the SM's share wherever that is MIN_CHUNK
     or more: the test takes min(longest, MIN_CHUNK). (A forced ``num_splits`` cuts by count
     instead, which this does not see.)"""
-    if programs <= sms or program_tokens(problem) >= ring_tokens:
+    if programs <= sms:
+        return False
+    # (split-K's items are the planner's cuts, sized by the residency this decides: the mean
+    # sequence says nothing of them)
+    mean_bytes = problem.kv_bytes / (problem.batch * problem.num_kv_heads)
+    if program_tokens(problem) >= ring_tokens and (split or mean_bytes >= SHORT_PROGRAM_BYTES):
         return False
     spans = problem.attended_lens
     longest = min(max(spans), MIN_CHUNK) if split else max(spans)

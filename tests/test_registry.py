@@ -329,6 +329,41 @@ def test_triton_programs_of_short_sequences_share_an_sm_where_the_grid_has_waves
     assert pick_launch_config(wide, sms=132) == pick_launch_config(wide)
 
 
+def test_one_pass_programs_of_few_bytes_share_an_sm_though_their_longest_fill_the_ring():
+    """A one-pass grid of waves whose mean program reads fewer than SHORT_PROGRAM_BYTES of K/V
+    shares its SMs (each program's lone start outweighs the narrower tiles' cost) though its few
+    long sequences fill the ring: a ragged batch of 267 sequences of 8-1058 tokens (mean 222, 199
+    KB a program at head dim 224; averaged over the tokens 473, more than the ring's 192). A
+    uniform batch of 384 tokens (344 KB), split-K (its items are the planner's cuts) and a grid
+    whose longest program is its tail keep their rings, in Triton and in CuPy."""
+    pytest.importorskip("triton")
+    from impls import plan as planner
+    from impls.common import program_tokens
+    from impls.cupy._build import pick_launch_config as cupy_config
+    from impls.triton._common import pick_launch_config
+
+    lens = tuple(8 + (i * 37) % 251 for i in range(247)) + tuple(range(600, 1060, 23))
+    ragged = DecodeProblem(88, 8, 224, lens)
+    assert program_tokens(ragged) > 192 > 0
+    assert ragged.kv_bytes / (ragged.batch * 8) < planner.SHORT_PROGRAM_BYTES
+    assert planner.short_programs(ragged, ragged.batch * 8, 132, 192)
+    assert not planner.short_programs(ragged, ragged.batch * 8, 132, 192, split=True)
+    uniform = DecodeProblem(32, 8, 224, (384,) * 160)  # 344 KB a program
+    assert not planner.short_programs(uniform, 1280, 132, 192)
+    assert planner.short_programs(DecodeProblem(32, 8, 224, (256,) * 160), 1280, 132, 192)
+    tail = DecodeProblem(88, 8, 224, lens[:-1] + (20000,))  # more than an SM's share of the grid's
+    assert not planner.short_programs(tail, tail.batch * 8, 132, 192)
+
+    def tile(problem, **kw):
+        return pick_launch_config(problem, sms=132, **kw)["BLOCK_N"]
+
+    def ring(problem, **kw):
+        c = cupy_config(problem, **kw)
+        return c["NUM_WARPS"], c["STAGES"]
+    assert tile(ragged) == 16 < tile(ragged, split=True) == tile(uniform) == 64
+    assert ring(ragged) == (2, 2) != ring(ragged, split=True) == ring(uniform) == (4, 3)
+
+
 def test_a_near_uniform_grid_whose_last_wave_runs_part_empty_shares_its_sms():
     """impls.plan.resident_grid: 400 programs of 953 tokens on 132 SMs, one an SM, run 3.03 waves,
     the fourth of 4 programs; with 4 an SM all are resident from the start. Whole waves (or within
@@ -359,9 +394,9 @@ def test_a_near_uniform_grid_whose_last_wave_runs_part_empty_shares_its_sms():
     two_tiles = DecodeProblem(16, 8, 160, (953,) * 50)  # 128 + 32 dims
     assert pick_launch_config(two_tiles)["D_HI"] and tile(two_tiles, sms=132) == tile(two_tiles)
     # head dim 64: three programs' rings fit an SM, so 320 programs are resident already
-    small = DecodeProblem(16, 8, 64, (1000,) * 40)
+    small = DecodeProblem(16, 8, 64, (1100,) * 40)
     assert tile(small, sms=132) == tile(small) == 128
-    assert tile(DecodeProblem(16, 8, 64, (1000,) * 60), sms=132) < 128  # 480: 1.2 waves of 3
+    assert tile(DecodeProblem(16, 8, 64, (1100,) * 60), sms=132) < 128  # 480: 1.2 waves of 3
 
 
 def test_gluon_one_pass_leaves_tma_for_a_grid_it_makes_resident():
