@@ -329,30 +329,30 @@ def test_triton_programs_of_short_sequences_share_an_sm_where_the_grid_has_waves
     assert pick_launch_config(wide, sms=132) == pick_launch_config(wide)
 
 
-def test_one_pass_programs_of_few_bytes_share_an_sm_though_their_longest_fill_the_ring():
-    """A one-pass grid of waves whose mean program reads fewer than SHORT_PROGRAM_BYTES of K/V
-    shares its SMs (each program's lone start outweighs the narrower tiles' cost) though its few
-    long sequences fill the ring: a ragged batch of 267 sequences of 8-1058 tokens (mean 222, 199
-    KB a program at head dim 224; averaged over the tokens 473, more than the ring's 192). A
-    uniform batch of 384 tokens (344 KB), split-K (its items are the planner's cuts) and a grid
-    whose longest program is its tail keep their rings, in Triton and in CuPy."""
+def test_one_pass_programs_of_few_bytes_share_an_sm_though_they_fill_the_ring():
+    """A one-pass grid of waves of near-uniform programs, each reading fewer than
+    SHORT_PROGRAM_BYTES of K/V, shares its SMs (each program's lone start outweighs the narrower
+    tiles' cost) though its sequences fill the ring: 160 x 8 programs of 256 tokens at head dim
+    224 (229 KB each; the ring holds 192). 384 tokens (344 KB), split-K (its items are the
+    planner's cuts) and a ragged batch of a mean under the bytes (its long programs, which hold
+    most of its work, stream slower shared) keep their rings, in Triton and in CuPy."""
     pytest.importorskip("triton")
     from impls import plan as planner
     from impls.common import program_tokens
     from impls.cupy._build import pick_launch_config as cupy_config
     from impls.triton._common import pick_launch_config
 
+    short = DecodeProblem(32, 8, 224, (256,) * 160)
+    assert program_tokens(short) > 192 and short.kv_bytes / 1280 < planner.SHORT_PROGRAM_BYTES
+    assert planner.short_programs(short, 1280, 132, 192)
+    assert not planner.short_programs(short, 1280, 132, 192, split=True)
+    assert planner.short_programs(DecodeProblem(32, 8, 224, (250, 262) * 80), 1280, 132, 192)
+    longer = DecodeProblem(32, 8, 224, (384,) * 160)  # 344 KB a program
+    assert not planner.short_programs(longer, 1280, 132, 192)
     lens = tuple(8 + (i * 37) % 251 for i in range(247)) + tuple(range(600, 1060, 23))
-    ragged = DecodeProblem(88, 8, 224, lens)
-    assert program_tokens(ragged) > 192 > 0
+    ragged = DecodeProblem(88, 8, 224, lens)  # mean 184 tokens, 165 KB; over the tokens 473
     assert ragged.kv_bytes / (ragged.batch * 8) < planner.SHORT_PROGRAM_BYTES
-    assert planner.short_programs(ragged, ragged.batch * 8, 132, 192)
-    assert not planner.short_programs(ragged, ragged.batch * 8, 132, 192, split=True)
-    uniform = DecodeProblem(32, 8, 224, (384,) * 160)  # 344 KB a program
-    assert not planner.short_programs(uniform, 1280, 132, 192)
-    assert planner.short_programs(DecodeProblem(32, 8, 224, (256,) * 160), 1280, 132, 192)
-    tail = DecodeProblem(88, 8, 224, lens[:-1] + (20000,))  # more than an SM's share of the grid's
-    assert not planner.short_programs(tail, tail.batch * 8, 132, 192)
+    assert not planner.short_programs(ragged, ragged.batch * 8, 132, 192)
 
     def tile(problem, **kw):
         return pick_launch_config(problem, sms=132, **kw)["BLOCK_N"]
@@ -360,8 +360,8 @@ def test_one_pass_programs_of_few_bytes_share_an_sm_though_their_longest_fill_th
     def ring(problem, **kw):
         c = cupy_config(problem, **kw)
         return c["NUM_WARPS"], c["STAGES"]
-    assert tile(ragged) == 16 < tile(ragged, split=True) == tile(uniform) == 64
-    assert ring(ragged) == (2, 2) != ring(ragged, split=True) == ring(uniform) == (4, 3)
+    assert tile(short) == 16 < tile(short, split=True) == tile(longer) == tile(ragged) == 64
+    assert ring(short) == (2, 2) != ring(short, split=True) == ring(longer) == ring(ragged) == (4, 3)
 
 
 def test_a_near_uniform_grid_whose_last_wave_runs_part_empty_shares_its_sms():
