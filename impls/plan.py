@@ -401,10 +401,11 @@ def sharers(programs: int, sms: int) -> int:
 # A program alone on its SM runs its start and its end with nothing else in flight there (the
 # first tiles' wait, the softmax's end, the write: about a DRAM round trip), which programs
 # sharing the SM hide; each of their tokens costs more through narrower tiles. The two weigh
-# equal at a mean program of about this many K/V bytes: on uniform batches of 160 x 8 programs
-# (H100), sharing paid up to 262 KB a program and lost from 344 KB
-# (results/nvidia-h100/2026-11-28-short-bytes). A GPU of faster memory streams a program's
-# bytes sooner against the same round trip: there the figure is low (shares less than it could).
+# about equal at this many K/V bytes a program: on uniform batches of 160 x 8 programs (H100),
+# sharing paid up to 256 KiB and lost from 336 KiB at head dim 224, paid to 384 KiB at 128
+# (results/nvidia-h100/2026-11-28-short-bytes; Triton's 256-wide tiles lose more: registered
+# there). Faster memory streams a program's bytes sooner against the same round trip: there
+# the figure is low (shares less than it could).
 SHORT_PROGRAM_BYTES = 256 * 1024
 
 
@@ -412,7 +413,7 @@ def short_programs(problem, programs: int, sms: int, ring_tokens: int, split: bo
     """Whether a grid of ``programs`` programs of whole sequences on ``sms`` SMs should share its
     SMs (narrower rings, several programs resident): more programs than SMs, whose tokens
     (``program_tokens``) would not fill a ring of ``ring_tokens`` or, one-pass and of
-    near-uniform lengths, whose mean program reads fewer than SHORT_PROGRAM_BYTES of K/V, and
+    near-uniform lengths, whose mean program reads under SHORT_PROGRAM_BYTES of K/V, and
     none of them the grid's tail. The
     longest program (the tokens it attends) must read no more than an SM's share of the grid's
     tokens: a longer one is what the grid waits for at its end, alone on its SM,

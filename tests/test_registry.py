@@ -333,7 +333,7 @@ def test_one_pass_programs_of_few_bytes_share_an_sm_though_they_fill_the_ring():
     """A one-pass grid of waves of near-uniform programs, each reading fewer than
     SHORT_PROGRAM_BYTES of K/V, shares its SMs (each program's lone start outweighs the narrower
     tiles' cost) though its sequences fill the ring: 160 x 8 programs of 256 tokens at head dim
-    224 (229 KB each; the ring holds 192). 384 tokens (344 KB), split-K (its items are the
+    224 (224 KiB each; the ring holds 192). 384 tokens (336 KiB), split-K (its items are the
     planner's cuts) and a ragged batch of a mean under the bytes (its long programs, which hold
     most of its work, stream slower shared) keep their rings, in Triton and in CuPy."""
     pytest.importorskip("triton")
@@ -347,10 +347,10 @@ def test_one_pass_programs_of_few_bytes_share_an_sm_though_they_fill_the_ring():
     assert planner.short_programs(short, 1280, 132, 192)
     assert not planner.short_programs(short, 1280, 132, 192, split=True)
     assert planner.short_programs(DecodeProblem(32, 8, 224, (250, 262) * 80), 1280, 132, 192)
-    longer = DecodeProblem(32, 8, 224, (384,) * 160)  # 344 KB a program
+    longer = DecodeProblem(32, 8, 224, (384,) * 160)  # 336 KiB a program
     assert not planner.short_programs(longer, 1280, 132, 192)
     lens = tuple(8 + (i * 37) % 251 for i in range(247)) + tuple(range(600, 1060, 23))
-    ragged = DecodeProblem(88, 8, 224, lens)  # mean 184 tokens, 165 KB; over the tokens 473
+    ragged = DecodeProblem(88, 8, 224, lens)  # mean 184 tokens, 161 KiB; over the tokens 395
     assert ragged.kv_bytes / (ragged.batch * 8) < planner.SHORT_PROGRAM_BYTES
     assert not planner.short_programs(ragged, ragged.batch * 8, 132, 192)
 
@@ -394,6 +394,7 @@ def test_a_near_uniform_grid_whose_last_wave_runs_part_empty_shares_its_sms():
     two_tiles = DecodeProblem(16, 8, 160, (953,) * 50)  # 128 + 32 dims
     assert pick_launch_config(two_tiles)["D_HI"] and tile(two_tiles, sms=132) == tile(two_tiles)
     # head dim 64: three programs' rings fit an SM, so 320 programs are resident already
+    # (1100 tokens: 275 KiB a program, past SHORT_PROGRAM_BYTES, so only residency decides)
     small = DecodeProblem(16, 8, 64, (1100,) * 40)
     assert tile(small, sms=132) == tile(small) == 128
     assert tile(DecodeProblem(16, 8, 64, (1100,) * 60), sms=132) < 128  # 480: 1.2 waves of 3
