@@ -128,7 +128,8 @@ def ring_shape(problem, num_sms: int, block_h: int, split: bool = False) -> tupl
     # a CTA whose sequence would not fill the deep ring (of the warps whose rings fit, as
     # pick_launch_config takes them) gains nothing from its depth: the small ones, several an
     # SM, hide each other's first waits, where no CTA is the grid's tail (Triton's rule too,
-    # impls.plan.short_programs; the held-out batches of hundreds of short sequences:
+    # impls.plan.short_programs, which counts near-uniform one-pass CTAs that read little as
+    # well; the held-out batches of hundreds of short sequences:
     # results/nvidia-h200/2026-11-27-closing-x4)
     warps = fitting_warps(problem, deep(3), block_h, MMA_WARPS[0]) or tiles
     if planner.short_programs(problem, ctas, num_sms, 16 * (warps // tiles) * deep(3), split):

@@ -443,7 +443,8 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
                 or smem(cfg["BLOCK_N"]) > SMEM_BYTES):
             cfg["BLOCK_N"] //= 2
         # ... and, for a one-warpgroup program of one 16-row tile whose tokens would not fill its
-        # ring, of a grid with no tail (impls.plan.short_programs), while the grid's programs an
+        # ring (or, near-uniform one-pass, that reads little: impls.plan.SHORT_PROGRAM_BYTES), of
+        # a grid with no tail (impls.plan.short_programs), while the grid's programs an
         # SM (whole sequences) would not be resident together by this count
         # (impls.plan.MAX_SHARERS; an upper bound: the compiled mma_v2 kernels hold a stage less,
         # so as many or more are). A ring that fills streams best alone with wide
