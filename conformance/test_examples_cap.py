@@ -13,6 +13,9 @@ from hypothesis import strategies as st
 from conformance.strategies import ci_limit, profile_name
 from impls import registry
 
+# the check reads what test_draws counted in this process: run after the parallel tests, in one
+# process (scripts/test.sh)
+pytestmark = pytest.mark.exclusive
 DRAWN = collections.Counter()
 KERNELS = [i for i in registry.all_impls() if i.module is not None]
 # a backend that declares the cap, and one that does not and runs here

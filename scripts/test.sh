@@ -38,10 +38,14 @@ ruff_pin=$(grep -o '"ruff==[^"]*"' pyproject.toml | tr -d '"')  # the test extra
   "$ruff_pin" || echo "warning: $ruff_pin not installable here: the lint is skipped" >&2
 if "$PY" -m ruff --version >/dev/null 2>&1; then "$PY" -m ruff check .; fi
 # pytest-xdist spreads the tests over the machine's cores (the interpreters and nvcc are CPU-bound
-# and single-threaded), a module marked xdist_group on one worker; DECODE_BENCH_TEST_WORKERS=0
-# runs them in this process
+# and single-threaded); DECODE_BENCH_TEST_WORKERS=0 runs them in this process. Tests marked
+# exclusive (a Ray cluster every worker would share; counts kept in the process) run after, in one.
 "$PY" -c "import xdist" 2>/dev/null || "$PY" -m pip install -q --disable-pip-version-check \
   "pytest-xdist>=3.5" || echo "warning: pytest-xdist not installable here: the tests run in one process" >&2
 workers=()
-if "$PY" -c "import xdist" 2>/dev/null; then workers=(-n "${DECODE_BENCH_TEST_WORKERS:-auto}" --dist loadgroup); fi
-exec "$PY" -m pytest "${workers[@]}" "$@"
+if "$PY" -c "import xdist" 2>/dev/null; then workers=(-n "${DECODE_BENCH_TEST_WORKERS:-auto}"); fi
+status=0
+"$PY" -m pytest "${workers[@]}" -m "not exclusive" "$@" || status=$?
+"$PY" -m pytest -m exclusive "$@" || { rc=$?; [ $rc = 5 ] || status=$rc; }  # 5: none selected
+[ $status = 5 ] && status=0  # every selected test was exclusive
+exit $status

@@ -20,9 +20,10 @@ from harness import executors
 from harness.runner import RunSpec
 from specs.problem import DecodeProblem
 
-# one xdist worker runs them all: the cluster fixture's teardown (`ray stop --force`) stops every
-# Ray process on the machine, another worker's cluster with it
-pytestmark = pytest.mark.xdist_group("ray")
+# after the parallel tests, in one process (scripts/test.sh): the cluster fixture's teardown
+# (`ray stop --force`) stops every Ray process on the machine, and a loaded CPU made joining the
+# cluster time out
+pytestmark = pytest.mark.exclusive
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = [{"num_q_heads": 8, "num_kv_heads": 2, "head_dim": 64, "seq_lens": lens, "dtype": "float16"}
