@@ -10,6 +10,10 @@
 #            ORDERS=2 runs a second pair the other way round (W/new2, then W/old2) and compares
 #            with both (`compare --again`): a row moves only where both orders agree, so a GPU
 #            that drifts between consecutive runs does not pass for a change (twice the time)
+#   device:  W=<folder> bash scripts/gpu_ab.sh lanes "OPTIONS" FILE0.json FILE1.json ...
+#            one such A/B a GPU at once: lane i runs `--workload-file FILEi OPTIONS` (harness run
+#            options every lane shares) on GPU i as run NAME (FILEi's name without .json), within
+#            LANE_S seconds a run (default 110), into W/NAME; then each lane's changed rows
 # The old code runs from a copy outside the tree: a device call made while the pipeline runs
 # copies the working tree again, which would swap the code under a running A/B. Only RUNS runs
 # twice (leave CONFORMANCE and NCU unset); do not commit ab-old/.
@@ -62,5 +66,25 @@ run)
     echo "$name: $(grep -E '^summary' "$W/compare-$name.txt")"
   done
   rm -rf "$old" ;;
-*) echo "usage: gpu_ab.sh old REV | RUNS=... W=... gpu_ab.sh run" >&2; exit 2 ;;
+lanes)
+  W=${W:?set W: the folder for the lanes}
+  options=${2:?lanes: the harness run options every lane shares}; shift 2
+  [ $# -gt 0 ] || { echo "lanes: no workload files" >&2; exit 2; }
+  mkdir -p "$W"
+  gpu=0
+  for file in "$@"; do
+    name=$(basename "$file" .json)
+    ( export CUDA_VISIBLE_DEVICES=$gpu
+      RUNS="$name|${LANE_S:-110}|--workload-file $file $options" W="$W/$name" bash scripts/gpu_ab.sh run ) \
+      > "$W/lane-$name.log" 2>&1 &
+    gpu=$((gpu + 1))
+  done
+  wait
+  for file in "$@"; do
+    name=$(basename "$file" .json)
+    grep -E "(faster|slower|same)$|^summary" "$W/$name/compare-$name.txt" 2>/dev/null \
+      || { echo "$name: no comparison (lane log:)"; tail -3 "$W/lane-$name.log"; }
+  done ;;
+*) echo "usage: gpu_ab.sh old REV | RUNS=... W=... gpu_ab.sh run | W=... gpu_ab.sh lanes OPTIONS FILE..." >&2
+   exit 2 ;;
 esac
