@@ -413,11 +413,10 @@ def short_programs(problem, programs: int, sms: int, ring_tokens: int, split: bo
     """Whether a grid of ``programs`` programs of whole sequences on ``sms`` SMs should share its
     SMs (narrower rings, several programs resident): more programs than SMs, whose tokens
     (``program_tokens``) would not fill a ring of ``ring_tokens`` or, one-pass and of
-    near-uniform lengths, whose mean program reads under SHORT_PROGRAM_BYTES of K/V, and
-    none of them the grid's tail. The
-    longest program (the tokens it attends) must read no more than an SM's share of the grid's
-    tokens: a longer one is what the grid waits for at its end, alone on its SM,
-    where a narrow ring streams slowest (ragged batches of short sequences with a few of ~740
+    near-uniform lengths, whose mean program reads under SHORT_PROGRAM_BYTES of K/V, and none of
+    them the grid's tail. The longest program (the tokens it attends) must read no more than an
+    SM's share of the grid's tokens: a longer one is what the grid waits for at its end, alone
+    on its SM, where a narrow ring streams slowest (ragged batches of short sequences with a few of ~740
     tokens ran 20-58 % slower shared: results/nvidia-h200/2026-11-27-sharers-tune-x4).
     Split-K's longest item is the planner's chunk: at least MIN_CHUNK, and cut so that no item
     outlasts an SM slot's share of the work, so within the SM's share wherever that is MIN_CHUNK

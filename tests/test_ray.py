@@ -21,8 +21,8 @@ from harness.runner import RunSpec
 from specs.problem import DecodeProblem
 
 # after the parallel tests, in one process (scripts/test.sh): the cluster fixture's teardown
-# (`ray stop --force`) stops every Ray process on the machine, and a loaded CPU made joining the
-# cluster time out
+# (`ray stop --force`) stops every Ray process on the machine, another worker's cluster too (a
+# clean-clone CI run with them spread over two workers lost one so)
 pytestmark = pytest.mark.exclusive
 
 ROOT = Path(__file__).resolve().parent.parent
