@@ -398,14 +398,9 @@ def sharers(programs: int, sms: int) -> int:
     return min(MAX_SHARERS, max(1, -(-programs // max(1, sms))))
 
 
-# A program alone on its SM runs its start and its end with nothing else in flight there (the
-# first tiles' wait, the softmax's end, the write: about a DRAM round trip), which programs
-# sharing the SM hide; each of their tokens costs more through narrower tiles. The two weigh
-# about equal at this many K/V bytes a program: on uniform batches of 160 x 8 programs (H100),
-# sharing paid up to 256 KiB and lost from 336 KiB at head dim 224, paid to 384 KiB at 128
-# (results/nvidia-h100/2026-11-28-short-bytes; Triton's 256-wide tiles lose more: registered
-# there). Faster memory streams a program's bytes sooner against the same round trip: there
-# the figure is low (shares less than it could).
+# A program alone on its SM pays its start and end (about a DRAM round trip) with nothing else
+# in flight, which sharers hide at a per-token cost of narrower tiles; the two weigh about equal
+# at this many K/V bytes a program, measured on an H100 (results/nvidia-h100/2026-11-28-short-bytes).
 SHORT_PROGRAM_BYTES = 256 * 1024
 
 
@@ -416,8 +411,8 @@ def short_programs(problem, programs: int, sms: int, ring_tokens: int, split: bo
     near-uniform lengths, whose mean program reads under SHORT_PROGRAM_BYTES of K/V, and none of
     them the grid's tail. The longest program (the tokens it attends) must read no more than an
     SM's share of the grid's tokens: a longer one is what the grid waits for at its end, alone
-    on its SM, where a narrow ring streams slowest (ragged batches of short sequences with a few of ~740
-    tokens ran 20-58 % slower shared: results/nvidia-h200/2026-11-27-sharers-tune-x4).
+    on its SM, where a narrow ring streams slowest (ragged batches of short sequences with a few
+    of ~740 tokens ran 20-58 % slower shared: results/nvidia-h200/2026-11-27-sharers-tune-x4).
     Split-K's longest item is the planner's chunk: at least MIN_CHUNK, and cut so that no item
     outlasts an SM slot's share of the work, so within the SM's share wherever that is MIN_CHUNK
     or more: the test takes min(longest, MIN_CHUNK). (A forced ``num_splits`` cuts by count
@@ -425,9 +420,8 @@ def short_programs(problem, programs: int, sms: int, ring_tokens: int, split: bo
     if programs <= sms:
         return False
     spans = problem.attended_lens
-    # (split-K's items are the planner's cuts, sized by the residency this decides: the mean
-    # sequence says nothing of them; a ragged batch's long programs, which hold most of its work,
-    # stream slower shared: 10 of 12 such held-out problems ran 4-52 % slower)
+    # by bytes only one-pass (split-K's items are the planner's cuts, not the sequences) and
+    # near-uniform (a ragged batch's long programs hold most of its work and stream slower shared)
     few_bytes = not split and near_uniform(spans) and \
         problem.kv_bytes < SHORT_PROGRAM_BYTES * problem.batch * problem.num_kv_heads
     if program_tokens(problem) >= ring_tokens and not few_bytes:
