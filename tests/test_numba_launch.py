@@ -143,3 +143,47 @@ def test_a_group_past_a_block_split_evenly_matches_the_reference(variant):
     launch.run()
     result = compare(problem, out, lse, reference(inputs))
     assert result.passed, result.summary()
+
+
+def test_score_sums_take_fewer_shuffles_than_a_butterfly_per_value():
+    """sum_exchange: never more shuffles than summing every value over every lane bit, and a
+    reduce-scatter on the GPU's rows of 8-32 lanes wherever no padding is needed."""
+    pytest.importorskip("numba_cuda")
+    from impls.numba._kernels import sum_exchange
+
+    for lanes in (1, 2, 4, 8, 16, 32):
+        bits = lanes.bit_length() - 1
+        for values in range(1, 33):
+            levels, slots = sum_exchange(values, lanes)
+            assert levels <= bits and slots >= values
+            held = slots >> levels
+            shuffles = (2 * (slots - held) + (bits - levels) * held) if levels else values * bits
+            assert shuffles <= values * bits, (values, lanes)
+            if lanes >= 8 and values >= 2 and values & (values - 1) == 0:  # no padding
+                assert levels >= 1, (values, lanes)
+    assert sum_exchange(12, 32) == (4, 16)  # 31 shuffles, not 60
+    assert sum_exchange(8, 16) == (3, 8)  # 15, not 32
+
+
+@pytest.mark.parametrize("tpr, unroll, group", [(8, 1, 3), (16, 2, 6), (32, 2, 5), (32, 4, 1)])
+def test_score_sums_over_the_gpus_lane_counts_match_the_reference(tpr, unroll, group):
+    """The reduce-scatter and all-gather of the row's scores at the lane counts the GPU runs
+    (the simulator's own choice is 4 lanes a row): the simulator's kernel, forced to them,
+    against the float64 reference, on a whole sequence and on a split one."""
+    from impls import registry
+    from specs.inputs import make_inputs
+    from specs.reference import reference
+    from specs.tolerance import compare
+
+    impl = registry.get("numba/split-k")
+    if impl.availability():
+        pytest.skip(impl.availability())
+    device = "cpu" if impl.backend.mode() != "gpu" else "cuda"
+    problem = DecodeProblem(group * 2, 2, 128, (19, 6), dtype="bfloat16")
+    inputs = make_inputs(problem, seed=5, device=device)
+    out, lse = inputs.new_outputs()
+    launch = impl.prepare(inputs, out, lse, num_splits=2, config={"tpr": tpr, "unroll": unroll})
+    assert launch.config["tpr"] == tpr
+    launch.run()
+    result = compare(problem, out, lse, reference(inputs))
+    assert result.passed, result.summary()

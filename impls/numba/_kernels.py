@@ -12,7 +12,8 @@ any page size works; dense ``(b, t)``.
 Inside a block (as in the CuPy kernels, with the same names): threads form row groups of TPR
 lanes; a row group reads UNROLL whole K/V rows per loop step, each lane VPT 8-byte vectors of a
 row (VEC elements each), so one K/V load serves all BLOCK_H query heads; partial dot products
-are summed across the row's lanes with warp shuffles; each row group keeps a float32
+are summed across the row's lanes with warp shuffles (a reduce-scatter, then an all-gather:
+about 2 shuffles a score, not log2(TPR), ``sum_exchange``); each row group keeps a float32
 online-softmax state (running max ``m_i``, sum ``l_i``, accumulator ``acc``) for its heads in
 registers; the next step's vectors are loaded before this step's arithmetic. At the end row
 groups are merged within the warp by shuffles, then warps in shared memory.
@@ -37,7 +38,7 @@ Compile-time specialisation: ``build(config)`` closes the kernels over the Confi
 which Numba freezes as constants, so loops over them unroll and per-thread arrays live in
 registers; built kernels are cached per Config, and each compiles once, at its first launch.
 
-Simulator: the CUDA simulator has no warp shuffles. ``exchange_scores`` and ``exchange_state``
+Simulator: the CUDA simulator has no warp shuffles. ``exchange`` and ``exchange_state``
 (a lane reads the values of lane ^ offset) are ``cuda.shfl_xor_sync`` on the GPU and, in the
 simulator, a round trip through shared memory between two ``syncthreads`` (every call site is
 reached by the whole block, so the barrier is safe), one round trip per call, which keeps the
@@ -115,6 +116,23 @@ def bf16_bits(x):
     return bits - ((bits & 0x8000) << 1)
 
 
+def sum_exchange(values: int, lanes: int) -> tuple[int, int]:
+    """(levels, slots): how a row's ``lanes`` (a power of two) sum each of ``values`` partial dot
+    products so that every lane gets every sum, with the fewest shuffles (the SM's shuffle unit
+    issues one warp a cycle, a quarter of its FMA rate). The first ``levels`` lane bits
+    reduce-scatter (a lane keeps half its values, adding its partner's half of them) and later
+    all-gather, over ``slots`` values (``values`` padded to a power of two); the remaining bits
+    sum every value still held. Levels 0: every bit sums all ``values`` (values x log2(lanes))."""
+    bits = lanes.bit_length() - 1
+    best = (values * bits, 0, values)
+    slots = 1 << (values - 1).bit_length()
+    for levels in range(1, min(bits, slots.bit_length() - 1) + 1):
+        held = slots >> levels
+        shuffles = 2 * (slots - held) + (bits - levels) * held
+        best = min(best, (shuffles, levels, slots))
+    return best[1], best[2]
+
+
 @dataclass(frozen=True)
 class Config:
     """Everything the kernels are specialised on (all compile-time constants), named as the CuPy
@@ -170,6 +188,8 @@ def build(c: Config):
     NUM_THREADS, STEP, VECS_PER_ROW = c.NUM_THREADS, c.STEP, c.VECS_PER_ROW
     ROWS_PER_WARP = 32 // TPR  # row groups per warp
     NUM_STATE = 2 * BLOCK_H + BLOCK_H * VPT * VEC  # m_i, l_i and acc of one lane
+    NUM_SUMS = UNROLL * BLOCK_H  # the scores a row group sums over its lanes each loop step
+    SCATTER_LEVELS, SUM_SLOTS = sum_exchange(NUM_SUMS, TPR)
     NEG_INF = np.float32(-np.inf)
     ZERO = np.float32(0.0)
 
@@ -201,16 +221,14 @@ def build(c: Config):
 
     if SIMULATOR:
         @device_function
-        def exchange_scores(s, s_other, off):
-            scratch = cuda.shared.array((NUM_THREADS, UNROLL * BLOCK_H), np.float32)
+        def exchange(send, recv, count, off):
+            scratch = cuda.shared.array((NUM_THREADS, SUM_SLOTS), np.float32)
             tid = cuda.threadIdx.x
-            for u in range(UNROLL):
-                for h in range(BLOCK_H):
-                    scratch[tid, u * BLOCK_H + h] = s[u, h]
+            for j in range(count):
+                scratch[tid, j] = send[j]
             cuda.syncthreads()
-            for u in range(UNROLL):
-                for h in range(BLOCK_H):
-                    s_other[u, h] = scratch[tid ^ off, u * BLOCK_H + h]
+            for j in range(count):
+                recv[j] = scratch[tid ^ off, j]
             cuda.syncthreads()
 
         @device_function
@@ -234,10 +252,9 @@ def build(c: Config):
             cuda.syncthreads()
     else:
         @device_function
-        def exchange_scores(s, s_other, off):
-            for u in range(UNROLL):
-                for h in range(BLOCK_H):
-                    s_other[u, h] = cuda.shfl_xor_sync(FULL_MASK, s[u, h], off)
+        def exchange(send, recv, count, off):
+            for j in range(count):
+                recv[j] = cuda.shfl_xor_sync(FULL_MASK, send[j], off)
 
         @device_function
         def exchange_state(m_i, l_i, acc, m_other, l_other, acc_other, off):
@@ -247,6 +264,51 @@ def build(c: Config):
                 for i in range(VPT):
                     for e in range(VEC):
                         acc_other[h, i, e] = cuda.shfl_xor_sync(FULL_MASK, acc[h, i, e], off)
+
+    @device_function
+    def row_sums(s, red, send, recv, lane_in_row):
+        """Each of the row group's UNROLL x BLOCK_H scores summed over its TPR lanes, on every
+        lane (``sum_exchange``): a reduce-scatter over the first SCATTER_LEVELS lane bits, sums
+        of what is still held over the others, then the all-gather."""
+        for u in range(UNROLL):
+            for h in range(BLOCK_H):
+                red[u * BLOCK_H + h] = s[u, h]
+        for j in range(NUM_SUMS, SUM_SLOTS):
+            red[j] = ZERO
+        count = SUM_SLOTS
+        off = TPR // 2
+        for _ in range(SCATTER_LEVELS):  # the upper lane of a pair keeps the upper half
+            half = count // 2
+            upper = (lane_in_row & off) != 0
+            for j in range(half):
+                send[j] = red[j] if upper else red[half + j]
+            exchange(send, recv, half, off)
+            for j in range(half):
+                red[j] = (red[half + j] if upper else red[j]) + recv[j]
+            count = half
+            off //= 2
+        while off > 0:
+            for j in range(count):
+                send[j] = red[j]
+            exchange(send, recv, count, off)
+            for j in range(count):
+                red[j] += recv[j]
+            off //= 2
+        off = TPR >> SCATTER_LEVELS
+        for _ in range(SCATTER_LEVELS):
+            upper = (lane_in_row & off) != 0
+            for j in range(count):
+                send[j] = red[j]
+            exchange(send, recv, count, off)
+            for j in range(count):
+                mine = red[j]
+                red[j] = recv[j] if upper else mine
+                red[count + j] = mine if upper else recv[j]
+            count *= 2
+            off *= 2
+        for u in range(UNROLL):
+            for h in range(BLOCK_H):
+                s[u, h] = red[u * BLOCK_H + h]
 
     @device_function
     def find_pages(block_table, pid_b, base, rg, end, page_size, pages):
@@ -332,7 +394,9 @@ def build(c: Config):
         k_next = cuda.local.array((UNROLL, VPT), np.int64)
         v_next = cuda.local.array((UNROLL, VPT), np.int64)
         s = cuda.local.array((UNROLL, BLOCK_H), np.float32)  # scores, then probabilities
-        s_other = cuda.local.array((UNROLL, BLOCK_H), np.float32)  # exchange_scores lands here
+        red = cuda.local.array(SUM_SLOTS, np.float32)  # row_sums' values, and what it exchanges
+        send = cuda.local.array(SUM_SLOTS, np.float32)
+        recv = cuda.local.array(SUM_SLOTS, np.float32)
         pages = cuda.local.array(UNROLL, np.int64)
         find_pages(block_table, pid_b, start, rg, end, page_size, pages)
         load_step(k_vecs, v_vecs, pages, pid_b, pid_kvh, start, rg, lane_in_row, end, page_size,
@@ -354,13 +418,7 @@ def build(c: Config):
                         kf = kv_element(w, e)
                         for h in range(BLOCK_H):
                             s[u, h] += q[h, i, e] * kf
-            off = TPR // 2
-            while off > 0:  # sum the row's partial dot products across its TPR lanes
-                exchange_scores(s, s_other, off)
-                for u in range(UNROLL):
-                    for h in range(BLOCK_H):
-                        s[u, h] += s_other[u, h]
-                off //= 2
+            row_sums(s, red, send, recv, lane_in_row)
             for h in range(BLOCK_H):
                 m_new = m_i[h]
                 for u in range(UNROLL):
