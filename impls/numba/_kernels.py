@@ -13,7 +13,7 @@ Inside a block (as in the CuPy kernels, with the same names): threads form row g
 lanes; a row group reads UNROLL whole K/V rows per loop step, each lane VPT 8-byte vectors of a
 row (VEC elements each), so one K/V load serves all BLOCK_H query heads; partial dot products
 are summed across the row's lanes with warp shuffles (a reduce-scatter, then an all-gather:
-about 2 shuffles a score, not log2(TPR), ``sum_exchange``); each row group keeps a float32
+about 2-3 shuffles a score where they are many, not log2(TPR), ``sum_exchange``); each row group keeps a float32
 online-softmax state (running max ``m_i``, sum ``l_i``, accumulator ``acc``) for its heads in
 registers; the next step's vectors are loaded before this step's arithmetic. At the end row
 groups are merged within the warp by shuffles, then warps in shared memory.
@@ -41,8 +41,8 @@ registers; built kernels are cached per Config, and each compiles once, at its f
 Simulator: the CUDA simulator has no warp shuffles. ``exchange`` and ``exchange_state``
 (a lane reads the values of lane ^ offset) are ``cuda.shfl_xor_sync`` on the GPU and, in the
 simulator, a round trip through shared memory between two ``syncthreads`` (every call site is
-reached by the whole block, so the barrier is safe), one round trip per call, which keeps the
-simulator's barriers few. Everything else is the same code on both.
+reached by the whole block, so the barrier is safe), one round trip per call for all the values
+it exchanges. Everything else is the same code on both.
 """
 
 from __future__ import annotations
@@ -118,8 +118,9 @@ def bf16_bits(x):
 
 def sum_exchange(values: int, lanes: int) -> tuple[int, int]:
     """(levels, slots): how a row's ``lanes`` (a power of two) sum each of ``values`` partial dot
-    products so that every lane gets every sum, with the fewest shuffles (the SM's shuffle unit
-    issues one warp a cycle, a quarter of its FMA rate). The first ``levels`` lane bits
+    products so that every lane gets every sum, with the fewest shuffles of the halving schemes
+    (the SM's shuffle unit issues one warp a cycle, a quarter of its FMA rate; an uneven split
+    without padding could take fewer). The highest ``levels`` lane bits
     reduce-scatter (a lane keeps half its values, adding its partner's half of them) and later
     all-gather, over ``slots`` values (``values`` padded to a power of two); the remaining bits
     sum every value still held. Levels 0: every bit sums all ``values`` (values x log2(lanes))."""
@@ -294,7 +295,7 @@ def build(c: Config):
             for j in range(count):
                 red[j] += recv[j]
             off //= 2
-        off = TPR >> SCATTER_LEVELS
+        off = TPR >> SCATTER_LEVELS  # the scatter's levels backwards: the last halving joins first
         for _ in range(SCATTER_LEVELS):
             upper = (lane_in_row & off) != 0
             for j in range(count):
@@ -394,7 +395,7 @@ def build(c: Config):
         k_next = cuda.local.array((UNROLL, VPT), np.int64)
         v_next = cuda.local.array((UNROLL, VPT), np.int64)
         s = cuda.local.array((UNROLL, BLOCK_H), np.float32)  # scores, then probabilities
-        red = cuda.local.array(SUM_SLOTS, np.float32)  # row_sums' values, and what it exchanges
+        red = cuda.local.array(SUM_SLOTS, np.float32)  # row_sums' working values
         send = cuda.local.array(SUM_SLOTS, np.float32)
         recv = cuda.local.array(SUM_SLOTS, np.float32)
         pages = cuda.local.array(UNROLL, np.int64)
