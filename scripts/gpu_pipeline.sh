@@ -11,6 +11,8 @@
 #        (python -m harness profile --ncu); "impl:heldout:SEED:INDEX" names a held-out problem
 #        (specs.workloads.heldout_problems(SEED)[INDEX]), "impl:heldout:SEED:INDEX:CONFIG" with a
 #        launch config as JSON in the vocabulary (no spaces), e.g. '{"block_n":32}'
+#        NCU_SECTIONS="A,B,..." ncu's sections instead of harness profile's default set (e.g. with
+#        ComputeWorkloadAnalysis,InstructionStats,SchedulerStats for a kernel bound by issue)
 # PY: the Python to run (default python3).
 # e.g.  RUNS="spec|480|--workloads spec-decode --backends triton,gluon,cupy" W=runs/x bash scripts/gpu_pipeline.sh
 set -u
@@ -51,7 +53,8 @@ print(json.dumps(w.heldout_problems($batch)[$seq].to_dict()))")
 print(json.dumps(w.model_problem('$model', [$seq] * $batch, '$layout').replace(q_len=${qlen:-1}).to_dict()))")
     name="ncu-${impl//\//-}-$model-b$batch-q${qlen:-1}-$layout.txt"
   fi
-  timeout 240 "${PY:-python3}" -m harness profile "$impl" --problem "$problem" "${config[@]}" --ncu \
+  sections=(); [ -n "${NCU_SECTIONS-}" ] && sections=(--sections "$NCU_SECTIONS")
+  timeout 240 "${PY:-python3}" -m harness profile "$impl" --problem "$problem" "${config[@]}" "${sections[@]}" --ncu \
     > "$W/$name" 2>&1
   echo "ncu $cell rc $?"
 done
