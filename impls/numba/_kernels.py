@@ -13,10 +13,11 @@ Inside a block (as in the CuPy kernels, with the same names): threads form row g
 lanes; a row group reads UNROLL whole K/V rows per loop step, each lane VPT 8-byte vectors of a
 row (VEC elements each), so one K/V load serves all BLOCK_H query heads; partial dot products
 are summed across the row's lanes with warp shuffles (a reduce-scatter, then an all-gather:
-about 2-3 shuffles a score where they are many, not log2(TPR), ``sum_exchange``); each row group keeps a float32
-online-softmax state (running max ``m_i``, sum ``l_i``, accumulator ``acc``) for its heads in
-registers; the next step's vectors are loaded before this step's arithmetic. At the end row
-groups are merged within the warp by shuffles, then warps in shared memory.
+about 2-3 shuffles a score where they are many, not log2(TPR), ``sum_exchange``); each row
+group keeps a float32 online-softmax state (running max ``m_i``, sum ``l_i``, accumulator
+``acc``) for its heads in registers; the next step's vectors are loaded before this step's
+arithmetic. At the end row groups are merged within the warp by shuffles, then warps in shared
+memory.
 
 Types: K/V/q are read as int64 words (``torch.Tensor.view(torch.int64)``: 4 fp16/bf16, 2 fp32
 or 8 fp8 values per 8-byte load) and converted in registers. bf16: numba-cuda has no bf16
@@ -269,7 +270,7 @@ def build(c: Config):
     @device_function
     def row_sums(s, red, send, recv, lane_in_row):
         """Each of the row group's UNROLL x BLOCK_H scores summed over its TPR lanes, on every
-        lane (``sum_exchange``): a reduce-scatter over the first SCATTER_LEVELS lane bits, sums
+        lane (``sum_exchange``): a reduce-scatter over the highest SCATTER_LEVELS lane bits, sums
         of what is still held over the others, then the all-gather."""
         for u in range(UNROLL):
             for h in range(BLOCK_H):
