@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Registered next run (../README.md, section 3), on a 4-GPU machine with the vendor wheels.
-# From the repository root, on branch hyp/numba-lazy-rescale (026bc51, one commit over main's
-# b2eacf8):
-#   bash scripts/gpu_ab.sh old b2eacf8
+# From the repository root, on branch hyp/numba-lazy-rescale (one commit over main, which holds
+# this folder):
+#   bash scripts/gpu_ab.sh old $(git merge-base main hyp/numba-lazy-rescale)
 #   mkdir -p gpu-session && cp results/nvidia-h100/2026-11-28-numba-sums/next/* gpu-session/
 #   DECODE_BENCH_COMMIT=$(git rev-parse HEAD) OUT=$OUT bash scripts/device_run.sh start gpu-session/next.sh 540
 #   ... then `wait 540` calls until it prints 'next done' (about 20 minutes in all)
 # 1. Numba skipping the accumulator's rescale where a head's max did not move: A/B against
-#    b2eacf8 on all 24 problems of seed 404 (never run before), every Numba variant, both orders,
+#    main on all 24 problems of seed 404 (never run before), every Numba variant, both orders,
 #    one GPU a lane. Prediction: faster on at least two thirds of the rows at GQA >= 6, by >= 3 %,
 #    none slower by more than 2 %. If so, the branch lands on main.
 # 2. The cells heldout:403 did not reach (403.14, .15, .17, .23), every backend and vendor kernel.
