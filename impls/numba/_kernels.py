@@ -290,18 +290,14 @@ def build(c: Config):
             count = half
             off //= 2
         while off > 0:
-            for j in range(count):
-                send[j] = red[j]
-            exchange(send, recv, count, off)
+            exchange(red, recv, count, off)
             for j in range(count):
                 red[j] += recv[j]
             off //= 2
         off = TPR >> SCATTER_LEVELS  # the scatter's levels backwards: the last halving joins first
         for _ in range(SCATTER_LEVELS):
             upper = (lane_in_row & off) != 0
-            for j in range(count):
-                send[j] = red[j]
-            exchange(send, recv, count, off)
+            exchange(red, recv, count, off)
             for j in range(count):
                 mine = red[j]
                 red[j] = recv[j] if upper else mine
