@@ -430,6 +430,14 @@ def short_programs(problem, programs: int, sms: int, ring_tokens: int, split: bo
     return longest * problem.batch * sms <= programs * sum(spans)
 
 
+def widest_tile(problem, narrowest: int = 16) -> int:
+    """The widest K/V tile worth a program of ``problem``: its longest attended span rounded up to
+    a power of two, at least ``narrowest``. A wider tile's extra tokens are all masked, yet its
+    program still computes them and holds their ring: on 57 sequences of 20 tokens, 32-token
+    tiles ran 15-22 % faster than 128 (results/nvidia-h200/2026-11-28-tile-cap)."""
+    return max(narrowest, 1 << (max(problem.attended_lens) - 1).bit_length())
+
+
 # Narrower tiles' cost to a program that shares its SM: 4-10 % on seed 105's dense one-pass
 # batches, where sharing could not make the grid resident (results/nvidia-h100/2026-11-27-sharers)
 SHARED_RING_COST = 0.10

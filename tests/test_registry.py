@@ -364,6 +364,33 @@ def test_one_pass_programs_of_few_bytes_share_an_sm_though_they_fill_the_ring():
     assert ring(short) == (2, 2) != ring(short, split=True) == ring(longer) == ring(ragged) == (4, 3)
 
 
+def test_no_tile_is_wider_than_the_longest_attended_span():
+    """impls.plan.widest_tile: a K/V tile wider than every sequence's attended span only adds
+    masked tokens, so the rules of the Triton and Gluon kernels take the span rounded up to a
+    power of two (at least 16, an MMA's k step) where that is narrower than their tile: 57
+    sequences of 20 tokens take 32-token tiles, 8 tokens 16; a window narrows it as a short
+    sequence does; long sequences keep the rules' tiles."""
+    pytest.importorskip("triton")
+    from impls import plan as planner
+    from impls.gluon._common import pick_launch_config as gluon_config
+    from impls.triton._common import pick_launch_config as triton_config
+
+    short = DecodeProblem(2, 1, 128, (20,) * 57, layout="paged", dtype="float16")
+    assert planner.widest_tile(short) == 32
+    assert planner.widest_tile(DecodeProblem(2, 1, 128, (8, 3))) == 16
+    assert planner.widest_tile(DecodeProblem(2, 1, 128, (8, 3)), narrowest=32) == 32
+    assert planner.widest_tile(DecodeProblem(2, 1, 128, (64, 3))) == 64
+    assert planner.widest_tile(DecodeProblem(2, 1, 128, (5000, 60), window=40)) == 64
+    long = short.replace(seq_lens=(2000,) * 57)
+    for split in (False, True):
+        assert triton_config(short, sms=132, split=split)["BLOCK_N"] == 32
+        assert triton_config(long, sms=132, split=split)["BLOCK_N"] == 128
+        assert gluon_config(short, sharers=1, split=split)["BLOCK_N"] == 32
+        assert gluon_config(long, sharers=1, split=split)["BLOCK_N"] == 128
+    # a config's tile is taken as given
+    assert triton_config(short, {"BLOCK_N": 128}, sms=132)["BLOCK_N"] == 128
+
+
 def test_a_near_uniform_grid_whose_last_wave_runs_part_empty_shares_its_sms():
     """impls.plan.resident_grid: 400 programs of 953 tokens on 132 SMs, one an SM, run 3.03 waves,
     the fourth of 4 programs; with 4 an SM all are resident from the start. Whole waves (or within

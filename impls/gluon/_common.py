@@ -587,7 +587,7 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
         HEAD_DIM_PAD=head_dim_pad,
         D_HI=d_hi,
         DIM_SPLIT=dim_split,
-        BLOCK_N=max(16, min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1))),
+        BLOCK_N=max(16, min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1), planner.widest_tile(problem))),
         IS_PAGED=problem.layout == "paged",
         NUM_STAGES=NUM_STAGES,
         DENSE_TMA=int(tma),

@@ -404,7 +404,7 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
         D_HI=d_hi,
         DIM_SPLIT=dim_split,
         BLOCK_H=block_h,
-        BLOCK_N=min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1)),
+        BLOCK_N=min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1), planner.widest_tile(problem)),
         # the CPU interpreter multiplies bf16 bit patterns in tl.dot (see attend_range)
         UPCAST_DOT=interpreting() and problem.dtype == "bfloat16",
         IS_PAGED=paged,
