@@ -366,7 +366,7 @@ def test_one_pass_programs_of_few_bytes_share_an_sm_though_they_fill_the_ring():
 
 def test_no_tile_is_wider_than_the_longest_attended_span():
     """impls.plan.widest_tile: a K/V tile wider than every sequence's attended span only adds
-    masked tokens, so the rules of the Triton and Gluon kernels take the span rounded up to a
+    masked tokens, so the rules of the Triton, Gluon and Helion kernels take the span rounded up to a
     power of two (at least 16, an MMA's k step) where that is narrower than their tile: 57
     sequences of 20 tokens take 32-token tiles, 8 tokens 16; a window narrows it as a short
     sequence does; long sequences keep the rules' tiles."""
@@ -389,6 +389,9 @@ def test_no_tile_is_wider_than_the_longest_attended_span():
         assert gluon_config(long, sharers=1, split=split)["BLOCK_N"] == 128
     # a config's tile is taken as given
     assert triton_config(short, {"BLOCK_N": 128}, sms=132)["BLOCK_N"] == 128
+    helion = pytest.importorskip("impls.helion._common")
+    assert helion.pick_launch_config(short)["BLOCK_N"] == 32
+    assert helion.pick_launch_config(long)["BLOCK_N"] == 128
 
 
 def test_a_near_uniform_grid_whose_last_wave_runs_part_empty_shares_its_sms():

@@ -27,6 +27,7 @@ import time
 
 import helion
 
+from impls import plan as planner
 from impls.common import kv_scale_args, with_overrides
 from impls.registry import Unsupported
 from specs.problem import ProblemError
@@ -67,7 +68,7 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
     fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.kv_itemsize)  # tokens in a stage's K+V
     defaults = dict(
         BLOCK_H=max(MIN_BLOCK_H, helion.next_power_of_2(problem.group_size)),
-        BLOCK_N=min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1)),
+        BLOCK_N=min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1), planner.widest_tile(problem, MIN_BLOCK_H)),
         num_warps=NUM_WARPS,
         num_stages=NUM_STAGES,
     )
