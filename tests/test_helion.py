@@ -28,7 +28,8 @@ LLAMA = DecodeProblem(32, 8, 128, (300, 70))
 @pytest.mark.parametrize("problem, block_h, block_n", [
     (LLAMA, 16, 128),  # group of 4 padded to the 16 rows of a dot; 128 x 128 bf16 K and V tiles
     (LLAMA.replace(dtype="float32", head_dim=256), 16, 32),  # wide rows: fewer tokens a tile
-    (DecodeProblem(64, 2, 96, (5,)), 32, 128),  # group of 32; head dim padded to 128
+    (DecodeProblem(64, 2, 96, (500,)), 32, 128),  # group of 32; head dim padded to 128
+    (DecodeProblem(64, 2, 96, (5,)), 32, 16),  # no tile wider than the 5 tokens need (widest_tile)
 ])
 def test_pick_launch_config(problem, block_h, block_n):
     cfg = _common.pick_launch_config(problem)
