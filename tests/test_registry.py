@@ -381,6 +381,9 @@ def test_no_tile_is_wider_than_the_longest_attended_span():
     assert planner.widest_tile(DecodeProblem(2, 1, 128, (8, 3)), narrowest=32) == 32
     assert planner.widest_tile(DecodeProblem(2, 1, 128, (64, 3))) == 64
     assert planner.widest_tile(DecodeProblem(2, 1, 128, (5000, 60), window=40)) == 64
+    # q_len query tokens of a window: the first one's window starts q_len - 1 tokens earlier
+    assert planner.widest_tile(DecodeProblem(2, 1, 128, (5000, 60), window=40, q_len=4)) == 64
+    assert planner.widest_tile(DecodeProblem(2, 1, 128, (5000, 60), window=30, q_len=2)) == 32
     long = short.replace(seq_lens=(2000,) * 57)
     for split in (False, True):
         assert triton_config(short, sms=132, split=split)["BLOCK_N"] == 32

@@ -18,7 +18,7 @@ BACKEND = Backend(
     shown_config=("chunk", "num_items", "merges", "block_n", "num_stages", "tma", "wgmma"),
     read_probe="impls.triton.read_probe",
     # rings beyond a program's shared memory are refused by pick_launch_config before a build
-    space=Space(Knob("block_n", (32, 64, 128), param="BLOCK_N"),
+    space=Space(Knob("block_n", (16, 32, 64, 128), param="BLOCK_N"),
                 Knob("num_stages", (2, 3, 4), param="NUM_STAGES"),
                 Knob("num_warps", (4, 8)),
                 Knob("tma", (1, 0), param="DENSE_TMA", layouts=("dense",)),

@@ -22,7 +22,7 @@ BACKEND = Backend(
     shown_config=("chunk", "num_items", "merges", "block_n"),
     # Helion's autotuner (the tune option) searches its own, wider space of Triton configs
     space=Space(Knob("block_h", (16, 32), param="BLOCK_H"),
-                Knob("block_n", (32, 64, 128), param="BLOCK_N"),
+                Knob("block_n", (16, 32, 64, 128), param="BLOCK_N"),
                 Knob("num_warps", (4, 8)),
                 Knob("num_stages", (2, 3, 4))),
 )

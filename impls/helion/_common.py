@@ -34,6 +34,7 @@ from specs.problem import ProblemError
 
 # ---- launch configuration ----------------------------------------------------------------------
 MIN_BLOCK_H = 16  # hl.dot needs 16 rows (Helion enforces it): the query group is padded up to it
+MIN_BLOCK_N = 16  # hl.dot's k step (P @ V): the narrowest K/V tile
 MAX_BLOCK_N = 128  # tokens per K/V tile, as the Triton backend's (128 x 128 x 2 B of K and of V)
 TILE_PAIR_BYTES = 64 * 1024  # K + V tile of one pipeline stage: wider rows get fewer tokens
 NUM_WARPS = 4  # one warpgroup issues the tile loads of a memory-bound loop
@@ -68,7 +69,7 @@ def pick_launch_config(problem, config: dict | None = None) -> dict:
     fit = TILE_PAIR_BYTES // (2 * head_dim_pad * problem.kv_itemsize)  # tokens in a stage's K+V
     defaults = dict(
         BLOCK_H=max(MIN_BLOCK_H, helion.next_power_of_2(problem.group_size)),
-        BLOCK_N=min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1), planner.widest_tile(problem, MIN_BLOCK_H)),
+        BLOCK_N=min(MAX_BLOCK_N, 1 << (fit.bit_length() - 1), planner.widest_tile(problem, MIN_BLOCK_N)),
         num_warps=NUM_WARPS,
         num_stages=NUM_STAGES,
     )
