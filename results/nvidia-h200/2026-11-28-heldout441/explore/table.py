@@ -1,18 +1,26 @@
-import json, sys, lzma, glob, os
-def rows(d):
-    f = glob.glob(d + "/rows.jsonl*")[0]
-    op = lzma.open if f.endswith(".xz") else open
-    return [json.loads(l) for l in op(f, "rt")]
+"""Cold times (us) of several runs side by side, a row per (problem, impl):
+    python table.py RUN_DIR [RUN_DIR ...]   (each a harness run folder with rows.jsonl[.xz])"""
+import glob
+import json
+import lzma
+import os
+import sys
+
+
+def rows(folder):
+    path = glob.glob(folder + "/rows.jsonl*")[0]
+    opener = lzma.open if path.endswith(".xz") else open
+    with opener(path, "rt") as f:
+        return [json.loads(line) for line in f]
+
+
 runs = sys.argv[1:]
-data = {}
-for r in runs:
-    for x in rows(r):
-        if x["status"] != "PASS": continue
-        key = (x["problem"].split()[0], x["impl"])
-        data.setdefault(key, {})[os.path.basename(r)] = x["cold_us"]
 names = [os.path.basename(r) for r in runs]
+data = {}
+for run, name in zip(runs, names):
+    for row in rows(run):
+        if row["status"] == "PASS":
+            data.setdefault((row["problem"].split()[0], row["impl"]), {})[name] = row["cold_us"]
 print(f"{'problem':16s} {'impl':16s} " + " ".join(f"{n:>8s}" for n in names))
-for key in sorted(data, key=lambda k: (k[1], int(k[0].split('.')[1]))):
-    v = data[key]
-    base = v.get(names[0])
-    print(f"{key[0]:16s} {key[1]:16s} " + " ".join(f"{v.get(n, float('nan')):8.1f}" for n in names))
+for key in sorted(data, key=lambda k: (k[1], int(k[0].split(".")[1]))):
+    print(f"{key[0]:16s} {key[1]:16s} " + " ".join(f"{data[key].get(n, float('nan')):8.1f}" for n in names))
