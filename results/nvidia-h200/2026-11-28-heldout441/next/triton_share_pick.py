@@ -10,7 +10,7 @@ import sys
 
 from impls import plan as planner
 from impls.common import query_args
-from impls.triton._common import NUM_WARPS, SHARED_MIN_DIMS, pick_launch_config
+from impls.triton._common import MIN_BLOCK_H, NUM_WARPS, SHARED_MIN_DIMS, pick_launch_config
 from specs.workloads import heldout_problems
 
 SMS = 132
@@ -36,7 +36,8 @@ def change(p):
     row_blocks = query_args(p, cfg["BLOCK_H"])["row_blocks"]
     heads = p.num_kv_heads * row_blocks
     resident = held(p, cfg)
-    if resident != 1 or cfg["num_warps"] != NUM_WARPS or cfg["D_LO"] + cfg["D_HI"] <= SHARED_MIN_DIMS \
+    if resident != 1 or cfg["num_warps"] != NUM_WARPS or cfg["BLOCK_H"] != MIN_BLOCK_H \
+            or p.kv_itemsize != 2 or p.q_len != 1 or cfg["D_LO"] + cfg["D_HI"] <= SHARED_MIN_DIMS \
             or items(p, cfg, 1, row_blocks) * heads <= SMS:
         return None
     shared = pick_launch_config(p, None, sms=SMS, split=True, shared=True)
