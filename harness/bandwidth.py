@@ -130,6 +130,27 @@ def read_limit_us(limits: dict, nbytes: int) -> float | None:
     return None if entry is None else entry["us"] * nbytes / size
 
 
+def layout_reads(inputs, timer: GpuTimer | None = None) -> dict[str, float | str]:
+    """Cold-L2 median (us) of each read probe's ``layout_read`` on ``inputs``: every attended K
+    and V row read once in the problem's own layout (strided by KV head, gathered through the
+    block table), and nothing else, or why it could not be had. Beside ``size_matched``'s
+    contiguous read of the same bytes, it says what the layout alone costs (a diagnostic,
+    ``scripts/layout_read.py``; the rows' ``pct_read`` stays over the contiguous read)."""
+    timer = timer or GpuTimer(inputs.device, quick=True, modes=("cold",))
+    found: dict[str, float | str] = {}
+    seen = set()  # backends may share one probe module
+    for name, module in _read_probes().items():
+        if isinstance(module, str) or not hasattr(module, "layout_read") or module.__name__ in seen:
+            continue
+        seen.add(module.__name__)
+        try:
+            call, _ = module.layout_read(inputs)
+            found[name] = round(timer(call)["cold"].estimate.median, 2)
+        except Exception as e:  # noqa: BLE001  (a probe that fails: the others stand)
+            found[name] = f"not measured: {type(e).__name__}: {str(e)[:120]}"
+    return found
+
+
 def run_fields(device: torch.device, problems, timing: bool) -> dict:
     """A run's provenance fields for the GPU it measures on: the probes and the limit every row's
     % of bandwidth is over, and, when timing, the size-matched reads of ``problems``' sizes."""

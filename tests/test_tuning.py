@@ -263,6 +263,63 @@ def test_size_matched_times_each_probe_kernel_once_per_class(monkeypatch):
     assert found[bandwidth.size_class(8 << 30)]["probe"] == "asymptote"
 
 
+@pytest.mark.parametrize("problem", [
+    DecodeProblem(8, 2, 80, (37, 100, 5)),  # dense: a head's rows strided over the others
+    DecodeProblem(8, 2, 64, (37, 100, 5), layout="paged", page_size=3),  # rows gathered by page
+    DecodeProblem(8, 2, 64, (300, 70), layout="paged", page_size=16, window=50),  # poisoned rows before
+], ids=["dense", "paged3", "window"])
+def test_layout_read_reads_every_attended_row_once_and_nothing_else(problem):
+    """impls.triton.read_probe.layout_read (harness.bandwidth.layout_reads' kernel, in Triton's
+    interpreter): its sums are those of exactly the attended K and V rows, read through the
+    layout; a row it skipped or read twice, or a poisoned row (past a sequence's end, before a
+    window's start) it read, would change them."""
+    pytest.importorskip("triton")
+    from impls.triton.read_probe import layout_read
+    from specs.inputs import make_inputs
+
+    inputs = make_inputs(problem, device="cpu")
+    call, partials = layout_read(inputs)
+    call()
+    want = 0.0
+    for b in range(problem.batch):
+        first = problem.window_starts[b] if problem.window is not None else 0
+        k, v = inputs.rows(b, first, problem.seq_lens[b])
+        want += (k.double() + v.double()).sum().item()
+    assert partials.double().sum().item() == pytest.approx(want, rel=1e-5, abs=1e-3)
+
+
+def test_layout_reads_times_a_shared_probe_module_once(monkeypatch):
+    """harness.bandwidth.layout_reads: backends sharing a read probe are timed once; a probe
+    without ``layout_read`` is skipped, one that fails is recorded, not raised."""
+    import types
+
+    from harness import bandwidth
+
+    calls = []
+
+    def layout_read(inputs):
+        calls.append(inputs)
+        return (lambda: None), None
+
+    def broken(inputs):
+        raise RuntimeError("no GPU")
+
+    shared = types.SimpleNamespace(__name__="probe_module", layout_read=layout_read)
+    monkeypatch.setattr(bandwidth, "_read_probes", lambda: {
+        "a": shared, "b": shared, "c": types.SimpleNamespace(__name__="plain"),
+        "d": types.SimpleNamespace(__name__="broken", layout_read=broken)})
+
+    class Timer:
+        def __call__(self, call):
+            call()
+            return {"cold": types.SimpleNamespace(estimate=types.SimpleNamespace(median=3.0))}
+
+    found = bandwidth.layout_reads("inputs", Timer())
+    assert found["a"] == 3.0 and "b" not in found and "c" not in found
+    assert found["d"].startswith("not measured: RuntimeError")
+    assert calls == ["inputs"]
+
+
 def test_tuning_gaps_names_the_knobs_a_tuner_moved_and_what_each_move_gained(tmp_path, capsys):
     """scripts/tuning_gaps.py: from a --tune run's rows (their search's rule and pick) or a cache
     run against a rule run, each changed cell with its knob moves, then each move's count and
