@@ -23,6 +23,8 @@ once per size class (bytes rounded up to 1/8 of an octave) in the same run: what
 kernel could reach on that problem, the ratio every row states as ``pct_read``. Past
 ``NBYTES`` the asymptote holds and the class's time is its bytes over ``limit_gbps``. The read
 is contiguous where a kernel's reads are rows of pages: the limit is the easier one.
+``layout_reads`` times a read of the same rows in the problem's own layout beside it
+(``scripts/layout_read.py``): what the layout alone costs.
 """
 
 from __future__ import annotations
