@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Registered next run (../README.md, "Registered next run"): two A/Bs against main, both orders,
-# no wheels needed, about 8 minutes on one GPU (a second GPU, if lent, takes the Triton lane).
+# no wheels needed, about 8 minutes on one GPU (a second GPU, if lent, takes the Triton lane);
+# then the layout read of heldout:441's large problems (about 2 minutes).
 # From the repository root, on branch hyp/next-s67 (main + hyp/cupy-share2 + hyp/triton-split-share):
 #   bash scripts/gpu_ab.sh old $(git merge-base main hyp/next-s67)
 #   mkdir -p gpu-session && cp results/nvidia-h200/2026-11-28-heldout441/next/* gpu-session/
@@ -28,6 +29,11 @@ if [ "$gpus" -ge 2 ]; then
 else
   lane 0 cupy "$CUPY"; lane 0 triton "$TRITON"
 fi
+# 3. what the layout alone costs a pure read (scripts/layout_read.py, at main's code too): the
+#    problems of heldout:441 of 100 MB of K/V or more (the 95 % bar's, and pages of 1 and 4)
+python3 scripts/layout_read.py --workloads heldout:441 --min-kv-mb 100 --out "$W/layout441.json" \
+  > "$W/layout441.log" 2>&1
+cat "$W/layout441.log"
 for name in cupy/share2 cupy/share triton/tshare; do
   grep -E "(faster|slower|same)$|^summary" "$W/ab/${name%/*}/compare-${name#*/}.txt" || echo "$name: no comparison"
 done
