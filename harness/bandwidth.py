@@ -65,6 +65,17 @@ def _read_probes() -> dict[str, Any]:
     return found
 
 
+def _distinct_probes() -> dict[str, Any]:
+    """``_read_probes``' modules that could be had, each once under the first backend naming it
+    (backends may share one probe module)."""
+    found, seen = {}, set()
+    for name, module in _read_probes().items():
+        if not isinstance(module, str) and module.__name__ not in seen:
+            seen.add(module.__name__)
+            found[name] = module
+    return found
+
+
 def _probes(device: torch.device) -> dict[str, float | str]:
     timer = GpuTimer(device, modes=("cold",))
     x = torch.ones(NBYTES // 2, dtype=torch.bfloat16, device=device)
@@ -101,11 +112,9 @@ def size_matched(device: torch.device, sizes, limit_gbps: float) -> dict[int, di
     """Per size class of ``sizes`` (bytes): the fastest read's median (us) and which probe."""
     timer = GpuTimer(device, quick=True, modes=("cold",))
     # read(x) -> a call reading x; one per probe kernel (backends may share one)
-    reads, seen = {"torch sum": lambda x: lambda: x.sum(dtype=torch.float32)}, set()
-    for name, module in _read_probes().items():
-        if not isinstance(module, str) and module.__name__ not in seen:
-            seen.add(module.__name__)
-            reads[name] = functools.partial(module.read_probe, fill=True)
+    reads = {"torch sum": lambda x: lambda: x.sum(dtype=torch.float32)}
+    for name, module in _distinct_probes().items():
+        reads[name] = functools.partial(module.read_probe, fill=True)
     found = {}
     for size in sorted({size_class(s) for s in sizes}):
         if size >= NBYTES:
@@ -140,11 +149,9 @@ def layout_reads(inputs, timer: GpuTimer | None = None) -> dict[str, float | str
     ``scripts/layout_read.py``; the rows' ``pct_read`` stays over the contiguous read)."""
     timer = timer or GpuTimer(inputs.device, quick=True, modes=("cold",))
     found: dict[str, float | str] = {}
-    seen = set()  # backends may share one probe module
-    for name, module in _read_probes().items():
-        if isinstance(module, str) or not hasattr(module, "layout_read") or module.__name__ in seen:
+    for name, module in _distinct_probes().items():
+        if not hasattr(module, "layout_read"):
             continue
-        seen.add(module.__name__)
         try:
             call, _ = module.layout_read(inputs)
             found[name] = round(timer(call)["cold"].estimate.median, 2)

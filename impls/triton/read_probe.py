@@ -8,6 +8,8 @@ import torch
 import triton
 import triton.language as tl
 
+from impls.triton._common import kv_coords
+
 READ_BLOCK = 16384  # bf16 elements per program: 32 KiB of loads in flight
 MIN_BLOCK = 1024  # the smallest block ``fill`` shrinks to (2 KiB a program)
 WAVES = 4  # ``fill``: blocks small enough that the programs make this many waves of the SMs
@@ -57,12 +59,10 @@ def layout_read_kernel(k_ptr, v_ptr, items_ptr, table_ptr, first_ptr, partial_pt
     for t0 in range(start, end, BLOCK_N):
         t = t0 + tl.arange(0, BLOCK_N)
         inside = (t >= first) & (t < end)
-        if IS_PAGED:  # each row through the block table, as a kernel over any page size reads it
-            page = tl.load(table_ptr + b * stride_btb + t // page_size, mask=inside, other=0)
-            row = page.to(tl.int64) * stride_kp + (t % page_size).to(tl.int64) * stride_kt
-        else:
-            row = b * stride_kp + t.to(tl.int64) * stride_kt
-        offs = row[:, None] + h * stride_kh + d[None, :]
+        # each row through the block table, as a kernel over any page size reads it (PAGE_SIZE 0)
+        page, row = kv_coords(b, t0, t, inside, end, table_ptr, stride_btb, page_size,
+                              BLOCK_N, IS_PAGED, 0)
+        offs = (page * stride_kp + row * stride_kt)[:, None] + h * stride_kh + d[None, :]
         mask = inside[:, None] & (d[None, :] < HEAD_DIM)
         k = tl.load(k_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         v = tl.load(v_ptr + offs, mask=mask, other=0.0).to(tl.float32)
