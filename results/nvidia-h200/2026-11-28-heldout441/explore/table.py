@@ -1,24 +1,17 @@
-"""Cold times (us) of several runs side by side, a row per (problem, impl):
-    python table.py RUN_DIR [RUN_DIR ...]   (each a harness run folder with rows.jsonl[.xz])"""
-import glob
-import json
-import lzma
+"""Cold times (us) of several runs side by side, a row per (problem, impl), from the repository
+root:
+    PYTHONPATH=. python table.py RUN_DIR [RUN_DIR ...]   (harness run folders, packed or not)"""
 import os
 import sys
+from pathlib import Path
 
-
-def rows(folder):
-    path = glob.glob(folder + "/rows.jsonl*")[0]
-    opener = lzma.open if path.endswith(".xz") else open
-    with opener(path, "rt") as f:
-        return [json.loads(line) for line in f]
-
+from harness.report import load
 
 runs = sys.argv[1:]
 names = [os.path.basename(r) for r in runs]
 data = {}
 for run, name in zip(runs, names):
-    for row in rows(run):
+    for row in load(Path(run))[1]:
         if row["status"] == "PASS":
             data.setdefault((row["problem"].split()[0], row["impl"]), {})[name] = row["cold_us"]
 print(f"{'problem':16s} {'impl':16s} " + " ".join(f"{n:>8s}" for n in names))
