@@ -144,29 +144,34 @@ def ring_shape(problem, num_sms: int, block_h: int, split: bool = False,
 
 def alone_sharers(problem, programs: int, grid_programs: int, num_sms: int, block_h: int,
                   split: bool = False) -> int:
-    """Split-K's CTAs an SM should share (``shared_ring``) where the rule's ring would leave each
-    alone on its SM with fewer than 8 warps: 8 warps' rings do not fit even 2 deep (16-bit head
-    dims above 192), so a CTA of 4 holds the SM's shared memory by itself, and its tiles' waits,
-    softmax and merge leave the SM's bandwidth unused (8 warps alone carry it: ``ring_shape``). Of
-    a grid of ``programs`` CTAs (split-K: the plan's items by KV head and head block;
-    ``grid_programs`` the one-pass grid's), ``impls.plan.sharers`` an SM, where more than the SMs
-    and no CTA, slowed by the narrower ring, becomes the grid's tail
-    (``impls.plan.shared_tail_free``); else 1. Split-K only: its plan cuts items for the CTAs an SM
-    holds; one-pass programs of a uniform batch at head dim 224 ran 1-5 % slower shared from 336
-    KiB a program on an H100 (results/nvidia-h100/2026-11-28-short-bytes), where ``short_programs``
-    rules."""
+    """CTAs an SM of split-K's shared ring (``shared_ring``), or 1 for the rule's: shared where
+    the rule's ring would leave each CTA alone on its SM with fewer than 8 warps (8 warps' rings do
+    not fit even 2 deep: 16-bit head dims above 192, so a CTA of 4 holds the SM's shared memory by
+    itself), the plan at one CTA an SM gives ``programs`` CTAs, more than the SMs, and no CTA,
+    slowed by the shared ring's residency, becomes the grid's tail
+    (``impls.plan.shared_tail_free``; ``grid_programs`` the one-pass grid's). Split-K only: its
+    plan cuts items for the CTAs an SM holds; one-pass programs of a uniform batch at head dim 224
+    ran 1-5 % slower shared from 336 KiB a program on an H100
+    (results/nvidia-h100/2026-11-28-short-bytes), where ``short_programs`` rules."""
     if programs <= num_sms or fitting_warps(problem, 2, block_h, MMA_WARPS[0]) == MMA_WARPS[0]:
         return 1
-    sharers = planner.sharers(programs, num_sms)
+    sharers = shared_residency(problem, block_h)
     return sharers if planner.shared_tail_free(problem, grid_programs, num_sms, sharers, split) else 1
 
 
 def shared_ring(problem, sharers: int, block_h: int) -> tuple[int, int]:
-    """(NUM_WARPS, STAGES) of a CTA that shares its SM with ``sharers - 1`` others: 2 warps a
-    row tile (2 token slices), 3 stages where ``sharers`` of those rings fit an SM, else 2."""
-    warps = min(MMA_WARPS[0], 2 * (block_h // MMA_ROWS))
-    ring = ring_smem_bytes(problem.head_dim, warps, 3, problem.kv_itemsize, block_h)
-    return warps, 3 if SMEM_PER_SM // (ring + SMEM_RESERVED) >= sharers else 2
+    """(NUM_WARPS, STAGES) of a CTA that shares its SM: 2 warps a row tile (2 token slices), 2
+    stages, so that 3 CTAs of 16-bit head dims up to 256 hold 6 warps an SM where the rule's
+    ring held 4 (two 3-stage CTAs held the same 4 warps and tiles in flight, and doubled long
+    sequences' items for nothing: results/nvidia-h200/2026-11-28-heldout441)."""
+    return min(MMA_WARPS[0], 2 * (block_h // MMA_ROWS)), 2
+
+
+def shared_residency(problem, block_h: int) -> int:
+    """CTAs of ``shared_ring`` an SM's shared memory holds."""
+    warps, stages = shared_ring(problem, 2, block_h)
+    ring = ring_smem_bytes(problem.head_dim, warps, stages, problem.kv_itemsize, block_h)
+    return max(1, SMEM_PER_SM // (ring + SMEM_RESERVED))
 
 
 def fitting_warps(problem, stages: int, block_h: int, most: int) -> int | None:
