@@ -717,3 +717,32 @@ def test_a_launch_reports_every_knob_it_takes(name):
     knobs = {k: launch.config[k] for k in applies}
     again = impl.prepare(inputs, *inputs.new_outputs(), config=knobs)
     assert {k: again.config[k] for k in applies} == knobs
+
+
+def test_cupy_split_k_shares_an_sm_where_its_ring_would_leave_4_warps_alone():
+    """impls.cupy._build.alone_sharers: above head dim 192 (16-bit) 8 warps' rings do not fit
+    even 2 deep, so the rule's CTA of 4 warps holds an SM alone; split-K then shares the SM on
+    2-warp x 2-stage rings (3 an SM) where its plan gives more CTAs than SMs and no CTA, slowed
+    3 times, outlasts an SM's share of the tokens (impls.plan.shared_tail_free). Not at head dim
+    128 (8 warps fit), not for a grid within the SMs, not for a ragged batch's long tail."""
+    from impls import plan as planner
+    from impls.cupy import _build
+
+    uniform = DecodeProblem(56, 4, 208, (324,) * 490)  # 1960 CTAs of 324 tokens
+    assert _build.shared_residency(uniform, 16) == 3
+    assert _build.alone_sharers(uniform, 1960, 1960, 132, 16, split=True) == 3
+    c = _build.pick_launch_config(uniform, split=True, sharers=3)
+    assert (c["NUM_WARPS"], c["STAGES"]) == (2, 2)
+    assert (_build.pick_launch_config(uniform, split=True)["NUM_WARPS"],
+            _build.pick_launch_config(uniform)["NUM_WARPS"]) == (4, 4)  # one-pass keeps its ring
+    assert _build.shared_ring(uniform, 3, 32) == (4, 2)  # 2 row tiles: a warp each, 2 slices
+    assert _build.alone_sharers(uniform, 132, 1960, 132, 16, split=True) == 1  # within the SMs
+    assert _build.alone_sharers(DecodeProblem(56, 4, 128, (324,) * 490), 1960, 1960, 132, 16,
+                                split=True) == 1  # 8 warps fit
+    # 12 sequences, one of 4000 tokens: its items (at least MIN_CHUNK) slowed 3 times outlast
+    # an SM's share of the ~8.4k tokens
+    ragged = DecodeProblem(14, 1, 240, (4000,) + (400,) * 11)
+    assert not planner.shared_tail_free(ragged, 12, 132, 3, split=True)
+    assert _build.alone_sharers(ragged, 200, 12, 132, 16, split=True) == 1
+    assert planner.shared_tail_free(uniform, 1960, 132, 3, split=True)
+    assert planner.shared_tail_free(uniform, 1960, 132, 3)  # one-pass: the whole 324 tokens
