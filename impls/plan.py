@@ -433,11 +433,14 @@ def short_programs(problem, programs: int, sms: int, ring_tokens: int, split: bo
 def shared_tail_free(problem, grid_programs: int, sms: int, sharers_: int,
                      split: bool = False) -> bool:
     """Whether ``sharers_`` programs an SM on narrower rings, each streaming about 1/sharers_ of
-    what the SM streams alone, still leave no program the grid's tail: the longest program (its
-    attended span; split-K's item, at most MIN_CHUNK, as ``short_programs`` takes it) times
+    what the SM streams alone, leave no program the grid's tail: the longest program times
     ``sharers_`` within an SM's share of the grid's tokens (``grid_programs`` the one-pass grid:
-    whole sequences by KV head and head block). A ragged batch's long sequence, slowed that much,
-    is what the grid would wait for."""
+    whole sequences by KV head and head block). One-pass: the longest attended span, so a ragged
+    batch's long sequence is what this refuses. Split-K: the plan made for the shared ring cuts
+    items to a slot's share, at least MIN_CHUNK, so the test takes MIN_CHUNK (as
+    ``short_programs`` does) and asks only that the grid hold enough tokens an SM for items that
+    long, slowed; raggedness is the plan's to even out. A forced ``num_splits`` cuts by count
+    instead, which this does not see."""
     spans = problem.attended_lens
     longest = min(max(spans), MIN_CHUNK) if split else max(spans)
     return longest * sharers_ * problem.batch * sms <= grid_programs * sum(spans)

@@ -104,14 +104,14 @@ def ring_shape(problem, num_sms: int, block_h: int, split: bool = False,
     too), and 8 warps keep the tokens in flight of 8 slices with more stages of the fewer slices'
     shorter tiles (up to 8). Before all that, split-K's ring for ``sharers`` CTAs an SM
     (``shared_ring``), where its launcher found them (``alone_sharers`` of the plan's items)."""
+    if sharers and sharers > 1:
+        return shared_ring(problem, sharers, block_h)
     tiles = block_h // MMA_ROWS
     ctas = problem.batch * problem.num_kv_heads * common.num_head_blocks(problem, block_h)
     small = planner.residency(MMA_REGISTERS, ring_smem_bytes(problem.head_dim, 2 * tiles, 2,
                                                              problem.kv_itemsize, block_h),
                               2 * tiles)
     near_uniform = planner.near_uniform(problem.seq_lens)
-    if sharers and sharers > 1:
-        return shared_ring(problem, sharers, block_h)
 
     def deep(stages: int) -> int:  # (stages - 1) tiles of 8 slices in flight: as many tokens
         return min(8, 1 + (stages - 1) * tiles)

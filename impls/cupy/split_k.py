@@ -100,12 +100,15 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
 
     defines = launch_config(inputs, config, split=True)
     planned = planned_for(defines)
-    if defines["TENSOR_CORES"]:  # the plan's items may be many CTAs a ring leaves alone an SM
+    # the plan's items may be many CTAs that the rule's ring leaves alone an SM: the shared ring
+    # then, unless the config names a knob of it (the re-pick would change the other one)
+    if defines["TENSOR_CORES"] and not {"NUM_WARPS", "STAGES"} & set(config):
         head_blocks = p.num_kv_heads * num_head_blocks(p, defines)
         sharers = alone_sharers(p, planned.plan.num_items * head_blocks, p.batch * head_blocks,
                                 sms, defines["BLOCK_H"], split=True)
         shared = launch_config(inputs, config, split=True, sharers=sharers) if sharers > 1 else defines
-        if shared != defines:
+        if shared != defines and compiled_residency(inputs, shared, merge) > \
+                compiled_residency(inputs, defines, merge):
             defines, planned = shared, planned_for(shared)
     step = step_tokens(defines)
     head_blocks = p.num_kv_heads * num_head_blocks(p, defines)
