@@ -758,12 +758,14 @@ def test_cupy_split_k_shares_an_sm_where_its_ring_would_leave_4_warps_alone(monk
     monkeypatch.setattr(split_k, "get_kernel", lambda *args: types.SimpleNamespace())
     monkeypatch.setattr(split_k, "view", lambda tensor: tensor)
     monkeypatch.setattr(_build, "view", lambda tensor: tensor)
-    problem = DecodeProblem(8, 1, 208, (760,) * 140)
-    inputs = make_inputs(problem, device="cpu")
-    out, lse = torch.empty_like(inputs.q), torch.empty(inputs.q.shape[:-1])
+    monkeypatch.setattr(planner, "sm_count", lambda device: 132)  # not the CPU's nominal 4
 
-    def ring(config=None):
+    def ring(problem, config=None):
+        inputs = make_inputs(problem, device="cpu")
+        out, lse = torch.empty_like(inputs.q), torch.empty(inputs.q.shape[:-1])
         c = split_k.prepare(inputs, out, lse, config=config).config
         return c["NUM_WARPS"], c["STAGES"]
-    assert ring() == (2, 2)
-    assert ring({"NUM_WARPS": 4}) == (4, 3) and ring({"STAGES": 3}) == (4, 3)
+    problem = DecodeProblem(8, 1, 208, (760,) * 140)
+    assert ring(problem) == (2, 2)
+    assert ring(problem, {"NUM_WARPS": 4}) == (4, 3) and ring(problem, {"STAGES": 3}) == (4, 3)
+    assert ring(DecodeProblem(8, 1, 208, (500,) * 140)) == (4, 3)  # 530 tokens an SM: too few
