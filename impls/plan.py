@@ -430,6 +430,22 @@ def short_programs(problem, programs: int, sms: int, ring_tokens: int, split: bo
     return longest * problem.batch * sms <= programs * sum(spans)
 
 
+def shared_tail_free(problem, grid_programs: int, sms: int, sharers_: int,
+                     split: bool = False) -> bool:
+    """Whether ``sharers_`` programs an SM on narrower rings, each streaming about 1/sharers_ of
+    what the SM streams alone, leave no program the grid's tail: the longest program times
+    ``sharers_`` within an SM's share of the grid's tokens (``grid_programs`` the one-pass grid:
+    whole sequences by KV head and head block). One-pass: the longest attended span, so a ragged
+    batch's long sequence is what this refuses. Split-K: the plan made for the shared ring cuts
+    items to a slot's share, at least MIN_CHUNK, so the test takes MIN_CHUNK (as
+    ``short_programs`` does) and asks only that the grid hold enough tokens an SM for items that
+    long, slowed; raggedness is the plan's to even out. A forced ``num_splits`` cuts by count
+    instead, which this does not see."""
+    spans = problem.attended_lens
+    longest = min(max(spans), MIN_CHUNK) if split else max(spans)
+    return longest * sharers_ * problem.batch * sms <= grid_programs * sum(spans)
+
+
 def widest_tile(problem, narrowest: int = 16) -> int:
     """The widest K/V tile worth a program of ``problem``: its longest attended span rounded up to
     a power of two, at least ``narrowest``. A wider tile's extra tokens are all masked, yet its

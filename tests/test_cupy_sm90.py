@@ -21,6 +21,7 @@ PROBLEMS += [DecodeProblem(hq, hkv, d, (100,), dtype=dtype) for hq, hkv, d, dtyp
     (28, 4, 64, "bfloat16"),  # GQA 7, head_dim 64
     (32, 32, 96, "float16"),  # MHA, head_dim 96: 12 vectors on 16 lanes
     (16, 8, 256, "bfloat16"),  # head_dim 256: 4 warps, Q re-read from shared memory
+    (56, 4, 208, "float16"),  # head_dim 208: 4 warps (8 do not fit), 2 in split-K's shared ring
     (16, 1, 256, "float32"),  # MQA 16 (two chunks of 8), fp32 head_dim 256: 2 vectors a lane
     (40, 8, 80, "bfloat16"),  # head_dim 80: 10 16-byte vectors per row (padded to 16)
     (64, 2, 128, "float16"),  # GQA 32: two tensor-core head blocks
@@ -69,6 +70,10 @@ def _loops(problem):
     if _build.tensor_cores_fit(problem) and _build.rows_block(problem) > _build.MMA_ROWS:
         # the fewest row tiles: what the rule picks for K/V beyond L2 (these problems fit it)
         yield "rows", {"BLOCK_H": _build.rows_block(problem)}
+    if _build.tensor_cores_fit(problem) and problem.q_len == 1 and \
+            _build.fitting_warps(problem, 2, _build.MMA_ROWS, 8) != 8:
+        # split-K's shared ring where 8 warps do not fit (alone_sharers): 2 warps x 2 stages
+        yield "shared", dict(zip(("NUM_WARPS", "STAGES"), _build.shared_ring(problem, 3, _build.MMA_ROWS)))
     if _build.tensor_cores_fit(problem) and problem.q_len * problem.group_size <= 16 and \
             (problem.group_size <= 4 or problem.head_dim <= 64):
         yield "cuda-cores", {"TENSOR_CORES": 0}

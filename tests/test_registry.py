@@ -717,3 +717,55 @@ def test_a_launch_reports_every_knob_it_takes(name):
     knobs = {k: launch.config[k] for k in applies}
     again = impl.prepare(inputs, *inputs.new_outputs(), config=knobs)
     assert {k: again.config[k] for k in applies} == knobs
+
+
+def test_cupy_split_k_shares_an_sm_where_its_ring_would_leave_4_warps_alone(monkeypatch):
+    """impls.cupy._build.alone_sharers: above head dim 192 (16-bit) 8 warps' rings do not fit
+    even 2 deep, so the rule's CTA of 4 warps holds an SM alone; split-K then shares the SM on
+    2-warp x 2-stage rings (3 an SM) where its plan gives more CTAs than SMs and the grid holds
+    enough tokens an SM for items of MIN_CHUNK slowed 3 times (impls.plan.shared_tail_free).
+    Not at head dim 128 (8 warps fit), not for a grid within the SMs or with too few tokens, and
+    never over a config's NUM_WARPS or STAGES (split_k.prepare, kernels not built)."""
+    from impls import plan as planner
+    import types
+
+    import torch
+
+    from impls.cupy import _build, split_k
+    from specs.inputs import make_inputs
+
+    uniform = DecodeProblem(56, 4, 208, (324,) * 490)  # 1960 CTAs of 324 tokens
+    assert _build.shared_residency(uniform, 16) == 3
+    assert _build.alone_sharers(uniform, 1960, 1960, 132, 16, split=True) == 3
+    c = _build.pick_launch_config(uniform, split=True, sharers=3)
+    assert (c["NUM_WARPS"], c["STAGES"]) == (2, 2)
+    assert (_build.pick_launch_config(uniform, split=True)["NUM_WARPS"],
+            _build.pick_launch_config(uniform)["NUM_WARPS"]) == (4, 4)  # one-pass keeps its ring
+    assert _build.alone_sharers(uniform, 132, 1960, 132, 16, split=True) == 1  # within the SMs
+    assert _build.alone_sharers(DecodeProblem(56, 4, 128, (324,) * 490), 1960, 1960, 132, 16,
+                                split=True) == 1  # 8 warps fit
+    # 500 tokens an SM: items of 256 slowed 3 times would outlast it, alone they would not
+    tight = DecodeProblem(14, 1, 240, (500,) * 132)
+    assert not planner.shared_tail_free(tight, 132, 132, 3, split=True)
+    assert planner.shared_tail_free(tight, 132, 132, 1, split=True)
+    assert _build.alone_sharers(tight, 200, 132, 132, 16, split=True) == 1
+    # one-pass: the longest span itself, so a ragged batch's long sequence is refused
+    assert planner.shared_tail_free(uniform, 1960, 132, 3)
+    assert not planner.shared_tail_free(DecodeProblem(56, 4, 208, (4000,) + (324,) * 489), 1960, 132, 3)
+
+    # the launcher, on the CPU (kernels not built; occupancy by the estimate): 140 sequences of
+    # 760 tokens at head dim 208 plan 140 CTAs, 806 tokens an SM
+    monkeypatch.setattr(split_k, "get_kernel", lambda *args: types.SimpleNamespace())
+    monkeypatch.setattr(split_k, "view", lambda tensor: tensor)
+    monkeypatch.setattr(_build, "view", lambda tensor: tensor)
+    monkeypatch.setattr(planner, "sm_count", lambda device: 132)  # not the CPU's nominal 4
+
+    def ring(problem, config=None):
+        inputs = make_inputs(problem, device="cpu")
+        out, lse = torch.empty_like(inputs.q), torch.empty(inputs.q.shape[:-1])
+        c = split_k.prepare(inputs, out, lse, config=config).config
+        return c["NUM_WARPS"], c["STAGES"]
+    problem = DecodeProblem(8, 1, 208, (760,) * 140)
+    assert ring(problem) == (2, 2)
+    assert ring(problem, {"NUM_WARPS": 4}) == (4, 3) and ring(problem, {"STAGES": 3}) == (4, 3)
+    assert ring(DecodeProblem(8, 1, 208, (500,) * 140)) == (4, 3)  # 530 tokens an SM: too few

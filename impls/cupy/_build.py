@@ -89,9 +89,11 @@ def mma_block_h(problem, num_sms: int = NUM_SMS, l2_bytes: int = common.L2_BYTES
     return block
 
 
-def ring_shape(problem, num_sms: int, block_h: int, split: bool = False) -> tuple[int, int]:
+def ring_shape(problem, num_sms: int, block_h: int, split: bool = False,
+               sharers: int | None = None) -> tuple[int, int]:
     """The tensor-core loop's default (NUM_WARPS, STAGES) for ``problem`` (split-K's kernel where
-    ``split``), by the one-pass grid's
+    ``split``; ``sharers``: its launcher's ``alone_sharers`` of the plan's items), by the one-pass
+    grid's
     CTAs per SM (the grid sweep of results/nvidia-h100/2026-11-24-cupy-merge/): up to 2, 8 warps
     (one CTA must carry an SM's share of the bandwidth), 2 stages on paged K/V and 3 dense; more,
     up to what fits of 2-warp x 2-stage CTAs, those, so the whole grid is resident from the start
@@ -100,7 +102,10 @@ def ring_shape(problem, num_sms: int, block_h: int, split: bool = False) -> tupl
     tiles (``block_h`` rows) has a warp per row tile in each token slice, up to 8 warps: the
     2-warp shape becomes 2 slices of the row tiles' warps (what fits of those counts registers
     too), and 8 warps keep the tokens in flight of 8 slices with more stages of the fewer slices'
-    shorter tiles (up to 8)."""
+    shorter tiles (up to 8). Before all that, split-K's ring for ``sharers`` CTAs an SM
+    (``shared_ring``), where its launcher found them (``alone_sharers`` of the plan's items)."""
+    if sharers and sharers > 1:
+        return shared_ring(problem, sharers, block_h)
     tiles = block_h // MMA_ROWS
     ctas = problem.batch * problem.num_kv_heads * common.num_head_blocks(problem, block_h)
     small = planner.residency(MMA_REGISTERS, ring_smem_bytes(problem.head_dim, 2 * tiles, 2,
@@ -137,6 +142,38 @@ def ring_shape(problem, num_sms: int, block_h: int, split: bool = False) -> tupl
     return eight(deep(3))
 
 
+def alone_sharers(problem, programs: int, grid_programs: int, num_sms: int, block_h: int,
+                  split: bool = False) -> int:
+    """CTAs an SM of split-K's shared ring (``shared_ring``), or 1 for the rule's: shared where
+    the rule's ring would leave each CTA alone on its SM with fewer than 8 warps (8 warps' rings do
+    not fit even 2 deep: 16-bit head dims above 192, so a CTA of 4 holds the SM's shared memory by
+    itself), the plan at one CTA an SM gives ``programs`` CTAs, more than the SMs, and no CTA,
+    slowed by the shared ring's residency, becomes the grid's tail
+    (``impls.plan.shared_tail_free``; ``grid_programs`` the one-pass grid's). Split-K only: its
+    plan cuts items for the CTAs an SM holds; one-pass programs of a uniform batch at head dim 224
+    ran 1-5 % slower shared from 336 KiB a program on an H100
+    (results/nvidia-h100/2026-11-28-short-bytes), where ``short_programs`` rules."""
+    if programs <= num_sms or fitting_warps(problem, 2, block_h, MMA_WARPS[0]) == MMA_WARPS[0]:
+        return 1
+    sharers = shared_residency(problem, block_h)
+    return sharers if planner.shared_tail_free(problem, grid_programs, num_sms, sharers, split) else 1
+
+
+def shared_ring(problem, sharers: int, block_h: int) -> tuple[int, int]:
+    """(NUM_WARPS, STAGES) of a CTA that shares its SM: 2 warps a row tile (2 token slices), 2
+    stages, so that 3 CTAs of 16-bit head dims up to 256 hold 6 warps an SM where the rule's
+    ring held 4 (two 3-stage CTAs held the same 4 warps and tiles in flight, and doubled long
+    sequences' items for nothing: results/nvidia-h200/2026-11-28-heldout441)."""
+    return min(MMA_WARPS[0], 2 * (block_h // MMA_ROWS)), 2
+
+
+def shared_residency(problem, block_h: int) -> int:
+    """CTAs of ``shared_ring`` an SM's shared memory holds."""
+    warps, stages = shared_ring(problem, 2, block_h)
+    ring = ring_smem_bytes(problem.head_dim, warps, stages, problem.kv_itemsize, block_h)
+    return max(1, SMEM_PER_SM // (ring + SMEM_RESERVED))
+
+
 def fitting_warps(problem, stages: int, block_h: int, most: int) -> int | None:
     """The most warps of MMA_WARPS, up to ``most`` and at least a warp per row tile of ``block_h``
     rows, whose tensor-core ring of ``stages`` fits a CTA's shared memory; None where none does."""
@@ -147,12 +184,13 @@ def fitting_warps(problem, stages: int, block_h: int, most: int) -> int | None:
 
 
 def pick_launch_config(problem, config: dict | None = None, num_sms: int = NUM_SMS,
-                       l2_bytes: int = common.L2_BYTES, split: bool = False) -> dict[str, int]:
+                       l2_bytes: int = common.L2_BYTES, split: bool = False,
+                       sharers: int | None = None) -> dict[str, int]:
     """-D values for ``problem`` on a GPU of ``num_sms`` SMs and ``l2_bytes`` of L2 (pure), for
-    split-K's kernel where ``split``; ``config`` overrides the tunable ones (``TENSOR_CORES``,
-    ``STAGES``, ``NUM_WARPS``, ``BLOCK_H``; the CUDA-core loop's ``TPR``, ``UNROLL``,
-    ``PREFETCH``), a ``ProblemError`` when they cannot work, ``Unsupported`` for a problem no loop
-    takes."""
+    split-K's kernel where ``split`` (``sharers``: CTAs an SM, ``ring_shape``); ``config``
+    overrides the tunable ones (``TENSOR_CORES``, ``STAGES``, ``NUM_WARPS``, ``BLOCK_H``; the
+    CUDA-core loop's ``TPR``, ``UNROLL``, ``PREFETCH``), a ``ProblemError`` when they cannot work,
+    ``Unsupported`` for a problem no loop takes."""
     if "MERGE" in (config or {}):  # the launchers take it out first (split_merge)
         raise ProblemError("config: MERGE chooses how split-K merges its pieces, not a -D value")
     kv_dtype = problem.cache.storage_dtype(problem.query)
@@ -167,7 +205,7 @@ def pick_launch_config(problem, config: dict | None = None, num_sms: int = NUM_S
     if tensor_cores and (config or {}).get("TENSOR_CORES", 1):
         block_h = (config or {}).get("BLOCK_H", mma_block_h(problem, num_sms, l2_bytes, split))
         rows = block_h if block_h in MMA_BLOCK_H else MMA_ROWS  # else refused below
-        shape_warps, stages = ring_shape(problem, num_sms, rows, split)
+        shape_warps, stages = ring_shape(problem, num_sms, rows, split, sharers)
         stages = (config or {}).get("STAGES", stages)
         # the rule's warps, or the most below them whose rings fit (a warp per row tile at least)
         tiles = rows // MMA_ROWS
@@ -297,7 +335,8 @@ def step_tokens(defines: dict[str, int]) -> int:
     return defines["NUM_WARPS"] * (32 // defines["TPR"]) * defines["UNROLL"]
 
 
-def launch_config(inputs, config: dict | None = None, split: bool = False) -> dict[str, int]:
+def launch_config(inputs, config: dict | None = None, split: bool = False,
+                  sharers: int | None = None) -> dict[str, int]:
     """``pick_launch_config`` for the launchers, checked against the device: the tensor-core
     loop's ring is sized for sm_90 (227 KiB of shared memory a CTA; cp.async and bf16 mma need
     sm_80), so another GPU gets ``Unsupported``, before anything is built."""
@@ -305,7 +344,8 @@ def launch_config(inputs, config: dict | None = None, split: bool = False) -> di
 
     on_gpu = inputs.device.type == "cuda"
     num_sms = common.sm_count(inputs.device) if on_gpu else NUM_SMS
-    defines = pick_launch_config(inputs.problem, config, num_sms, common.l2_bytes(inputs.device), split)
+    defines = pick_launch_config(inputs.problem, config, num_sms, common.l2_bytes(inputs.device), split,
+                                 sharers)
     capability = torch.cuda.get_device_capability(inputs.device) if on_gpu else None
     if defines["TENSOR_CORES"] and capability and capability < (9, 0):
         raise Unsupported("the tensor-core loop is built for sm_90 and later (its shared-memory "

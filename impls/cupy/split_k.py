@@ -22,7 +22,7 @@ import torch
 
 from impls import plan as planner
 from impls.common import LOG2E, cache_args, require_alignment
-from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, grid,
+from impls.cupy._build import (LOAD_BYTES, alone_sharers, dynamic_smem, get_kernel, grid,
                                launch_config, launcher, num_head_blocks, reported, resident_ctas,
                                mask_kernel_args, scale_args, split_merge, step_tokens, view)
 from impls.registry import Launch
@@ -84,17 +84,34 @@ def compiled_residency(inputs, defines: dict[str, int], merge: str | None) -> in
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     p = inputs.problem
     config, merge = split_merge(config)
-    defines = launch_config(inputs, config, split=True)
     lens = planner.host_lengths(inputs)
+    sms = planner.sm_count(inputs.device)
+
+    def planned_for(defines):
+        step = step_tokens(defines)
+        head_blocks = p.num_kv_heads * num_head_blocks(p, defines)
+        # the floor follows from the lengths and the launch alone: once, not per timed plan
+        shortest = (shortest_item(lens, step, head_blocks, sms)
+                    if defines["TENSOR_CORES"] else planner.MIN_CHUNK)
+        # items start on whole loop steps (and pages)
+        return planner.split_launch(inputs, compiled_residency(inputs, defines, merge), step,
+                                    num_splits, num_head_blocks(p, defines), shortest=shortest,
+                                    seq_lens=lens)
+
+    defines = launch_config(inputs, config, split=True)
+    planned = planned_for(defines)
+    # the plan's items may be many CTAs that the rule's ring leaves alone an SM: the shared ring
+    # then, unless the config names a knob of it (the re-pick would change the other one)
+    if defines["TENSOR_CORES"] and not {"NUM_WARPS", "STAGES"} & set(config):
+        head_blocks = p.num_kv_heads * num_head_blocks(p, defines)
+        sharers = alone_sharers(p, planned.plan.num_items * head_blocks, p.batch * head_blocks,
+                                sms, defines["BLOCK_H"], split=True)
+        shared = launch_config(inputs, config, split=True, sharers=sharers) if sharers > 1 else defines
+        if shared != defines and compiled_residency(inputs, shared, merge) > \
+                compiled_residency(inputs, defines, merge):
+            defines, planned = shared, planned_for(shared)
     step = step_tokens(defines)
     head_blocks = p.num_kv_heads * num_head_blocks(p, defines)
-    # the floor follows from the lengths and the launch alone: once, not per timed plan
-    shortest = (shortest_item(lens, step, head_blocks, planner.sm_count(inputs.device))
-                if defines["TENSOR_CORES"] else planner.MIN_CHUNK)
-
-    # items start on whole loop steps (and pages)
-    planned = planner.split_launch(inputs, compiled_residency(inputs, defines, merge), step, num_splits,
-                                   num_head_blocks(p, defines), shortest=shortest, seq_lens=lens)
     split_plan = planned.plan
     rows = min(defines["BLOCK_H"], p.q_len * p.group_size)  # a CTA's query rows
     sharing = warps_per_row(split_plan, p.q_len * p.num_q_heads, defines["NUM_WARPS"],
