@@ -2,8 +2,10 @@
 each problem, the contiguous read of its K/V bytes that every row's ``pct_read`` is over
 (``harness.bandwidth.size_matched``, cold L2) beside a read of the same rows in the problem's own
 layout (``harness.bandwidth.layout_reads``: dense rows strided by KV head, or gathered through
-the block table at its page size), both launched to fill the GPU. A layout read far slower than
-the contiguous one says the contiguous limit is out of that layout's reach. On the device machine:
+the block table at its page size), both launched to fill the GPU. The layout read is a plain,
+untuned loop: it bounds a problem only where it is at least as fast as the problem's best decode
+kernel (on an H200 the kernels outran it: results/nvidia-h200/2026-11-28-heldout481/README.md).
+On the device machine:
     python3 scripts/layout_read.py --workloads heldout:441 [--min-kv-mb 256] [--out FILE.json]
 """
 
