@@ -677,18 +677,23 @@ def test_cupy_row_tiles_get_ctas_of_their_own_where_rereads_are_free_or_sms_idle
     assert pick_launch_config(p, {"BLOCK_H": 32})["BLOCK_H"] == 32  # a config's wins
 
 
-def test_cupy_split_cuts_at_one_step_only_where_half_the_gpu_idles():
-    """CuPy's floor on the split chunk: one loop step (128 tokens) where a step per item still
-    leaves half the SMs idle (1 x 1k: 8 items x 8 KV heads), the planner's 256 otherwise."""
+def test_cupy_split_cuts_to_the_fewest_steps_whose_items_fit_the_sms():
+    """CuPy's floor on the split chunk: the fewest whole loop steps under the planner's 256 whose
+    items fit the SMs at one CTA each, the planner's 256 where none does."""
     import numpy as np
 
     from impls import plan as planner
     from impls.cupy.split_k import shortest_item
 
-    assert shortest_item(np.array([1024]), 128, 8, 132) == 128
-    assert shortest_item(np.array([2048]), 128, 8, 132) == planner.MIN_CHUNK
-    assert shortest_item(np.array([1024, 1024]), 128, 8, 132) == planner.MIN_CHUNK
-    assert shortest_item(np.array([1024]), 128, 8, 264) == 128
+    assert shortest_item(np.array([1024]), 128, 8, 132) == 128  # 8 items x 8 KV heads
+    assert shortest_item(np.array([2048]), 128, 8, 132) == 128  # 128 CTAs: one each still
+    assert shortest_item(np.array([2048]), 128, 8, 127) == planner.MIN_CHUNK
+    assert shortest_item(np.array([1024, 1024]), 128, 8, 132) == 128
+    assert shortest_item(np.array([4096]), 128, 8, 132) == planner.MIN_CHUNK  # 256 CTAs at 128
+    # a step of 64: 64 tokens is 24 x 8 CTAs, too many; 128 is 12 x 8
+    assert shortest_item(np.array([1500]), 64, 8, 132) == 128
+    assert shortest_item(np.array([1500]), 64, 8, 192) == 64
+    assert shortest_item(np.array([300, 300, 300]), 64, 4, 132) == 64  # 15 items x 4
     assert planner.plan([1024], 8, 132, 128, shortest=128).chunk == 128
 
 

@@ -62,11 +62,14 @@ def pick_merge(split_plan: planner.SplitPlan, rows: int, num_warps: int, walk: i
 
 
 def shortest_item(lens: np.ndarray, step: int, ctas_per_item: int, num_sms: int) -> int:
-    """The planner's floor on the chunk for the tensor-core loop, in tokens: one loop step where
-    items of a step each would still leave half the SMs idle (a batch that short is a latency
-    chain, and a shorter item is a shorter chain), else the planner's own."""
-    items = int((-(-lens // step)).sum())
-    return step if 2 * items * ctas_per_item <= num_sms else planner.MIN_CHUNK
+    """The planner's floor on the chunk for the tensor-core loop, in tokens: the fewest whole
+    loop steps under the planner's own floor whose items still fit the SMs at one CTA each (a
+    grid under a wave is a latency chain, and a shorter item is a shorter chain; CuPy's CTA
+    issues its copies lane by lane, so its chain is the long one), else the planner's own."""
+    for chunk in range(step, planner.MIN_CHUNK, step):
+        if int((-(-lens // chunk)).sum()) * ctas_per_item <= num_sms:
+            return chunk
+    return planner.MIN_CHUNK
 
 
 def compiled_residency(inputs, defines: dict[str, int], merge: str | None) -> int:
