@@ -678,8 +678,9 @@ def test_cupy_row_tiles_get_ctas_of_their_own_where_rereads_are_free_or_sms_idle
 
 
 def test_cupy_split_cuts_to_the_fewest_steps_whose_items_fit_the_sms():
-    """CuPy's floor on the split chunk: the fewest whole loop steps under the planner's 256 whose
-    items fit the SMs at one CTA each, the planner's 256 where none does."""
+    """CuPy's floor on the split chunk, where a sequence is longer than the planner's 256: the
+    fewest whole loop steps under it whose items fit the SMs at one CTA each, 256 where none
+    does; a batch of shorter sequences is cut to one step only where half the SMs would idle."""
     import numpy as np
 
     from impls import plan as planner
@@ -694,6 +695,9 @@ def test_cupy_split_cuts_to_the_fewest_steps_whose_items_fit_the_sms():
     assert shortest_item(np.array([1500]), 64, 8, 132) == 128
     assert shortest_item(np.array([1500]), 64, 8, 192) == 64
     assert shortest_item(np.array([300, 300, 300]), 64, 4, 132) == 64  # 15 items x 4
+    # a batch of whole sequences at 256 is cut under it only where half the SMs would idle
+    assert shortest_item(np.array([172] * 11), 64, 4, 132) == planner.MIN_CHUNK  # 33 x 4 CTAs
+    assert shortest_item(np.array([172] * 5), 64, 4, 132) == 64  # 15 x 4
     assert planner.plan([1024], 8, 132, 128, shortest=128).chunk == 128
 
 

@@ -62,14 +62,19 @@ def pick_merge(split_plan: planner.SplitPlan, rows: int, num_warps: int, walk: i
 
 
 def shortest_item(lens: np.ndarray, step: int, ctas_per_item: int, num_sms: int) -> int:
-    """The planner's floor on the chunk for the tensor-core loop, in tokens: the fewest whole
-    loop steps under the planner's own floor whose items still fit the SMs at one CTA each (a
-    grid under a wave is a latency chain, and a shorter item is a shorter chain; CuPy's CTA
-    issues its copies lane by lane, so its chain is the long one), else the planner's own."""
-    for chunk in range(step, planner.MIN_CHUNK, step):
-        if int((-(-lens // chunk)).sum()) * ctas_per_item <= num_sms:
-            return chunk
-    return planner.MIN_CHUNK
+    """The planner's floor on the chunk for the tensor-core loop, in tokens. A grid under a wave
+    is a latency chain, and a shorter item is a shorter chain (CuPy's CTA issues its copies lane
+    by lane, so its chain is the long one). Where the batch is split at the planner's own floor
+    anyway (a sequence longer than it), the fewest whole loop steps under it whose items still
+    fit the SMs at one CTA each; else one step only where a step's items would leave half the
+    SMs idle: cutting a batch of whole sequences adds the merge's latency to every one."""
+    if int(lens.max()) > planner.MIN_CHUNK:
+        for chunk in range(step, planner.MIN_CHUNK, step):
+            if int((-(-lens // chunk)).sum()) * ctas_per_item <= num_sms:
+                return chunk
+        return planner.MIN_CHUNK
+    items = int((-(-lens // step)).sum())
+    return step if 2 * items * ctas_per_item <= num_sms else planner.MIN_CHUNK
 
 
 def compiled_residency(inputs, defines: dict[str, int], merge: str | None) -> int:
