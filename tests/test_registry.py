@@ -677,18 +677,35 @@ def test_cupy_row_tiles_get_ctas_of_their_own_where_rereads_are_free_or_sms_idle
     assert pick_launch_config(p, {"BLOCK_H": 32})["BLOCK_H"] == 32  # a config's wins
 
 
-def test_cupy_split_cuts_at_one_step_only_where_half_the_gpu_idles():
-    """CuPy's floor on the split chunk: one loop step (128 tokens) where a step per item still
-    leaves half the SMs idle (1 x 1k: 8 items x 8 KV heads), the planner's 256 otherwise."""
+def test_cupy_split_cuts_to_the_fewest_steps_whose_items_fit_the_sms():
+    """CuPy's floor on the split chunk, past 128 dims where a sequence is longer than the
+    planner's 256: the fewest whole loop steps under it whose items fit the SMs at one CTA each,
+    256 where none does. Else one step only where half the SMs would idle."""
     import numpy as np
 
     from impls import plan as planner
     from impls.cupy.split_k import shortest_item
 
-    assert shortest_item(np.array([1024]), 128, 8, 132) == 128
-    assert shortest_item(np.array([2048]), 128, 8, 132) == planner.MIN_CHUNK
-    assert shortest_item(np.array([1024, 1024]), 128, 8, 132) == planner.MIN_CHUNK
-    assert shortest_item(np.array([1024]), 128, 8, 264) == 128
+    def floor(lens, step, ctas, sms, head_dim=192):
+        return shortest_item(np.array(lens), step, ctas, sms, head_dim)
+
+    assert floor([1024], 128, 8, 132) == 128  # 8 items x 8 KV heads
+    assert floor([2048], 128, 8, 132) == 128  # 128 CTAs: one each still
+    assert floor([2048], 128, 8, 127) == planner.MIN_CHUNK
+    assert floor([1024, 1024], 128, 8, 132) == 128
+    assert floor([4096], 128, 8, 132) == planner.MIN_CHUNK  # 256 CTAs at 128
+    # a step of 64: 64 tokens is 24 x 8 CTAs, too many; 128 is 12 x 8
+    assert floor([1500], 64, 8, 132) == 128
+    assert floor([1500], 64, 8, 192) == 64
+    assert floor([300, 300, 300], 64, 4, 132) == 64  # 15 items x 4
+    # a batch of whole sequences at 256 is cut under it only where half the SMs would idle
+    assert floor([172] * 11, 64, 4, 132) == planner.MIN_CHUNK  # 33 x 4 CTAs
+    assert floor([172] * 5, 64, 4, 132) == 64  # 15 x 4
+    # ... and so is any batch at 128 dims or fewer
+    assert floor([1500], 64, 8, 132, head_dim=128) == planner.MIN_CHUNK  # 24 x 8 CTAs at 64
+    assert floor([1500], 64, 4, 132, head_dim=64) == planner.MIN_CHUNK  # 96 CTAs: over half
+    assert floor([1500], 64, 2, 132, head_dim=64) == 64  # 48 CTAs: half the SMs idle
+    assert floor([1500], 64, 4, 132, head_dim=129) == 64
     assert planner.plan([1024], 8, 132, 128, shortest=128).chunk == 128
 
 

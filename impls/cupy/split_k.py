@@ -61,10 +61,22 @@ def pick_merge(split_plan: planner.SplitPlan, rows: int, num_warps: int, walk: i
             serial - walk <= FUSED_EXTRA_SLOTS else "kernel")
 
 
-def shortest_item(lens: np.ndarray, step: int, ctas_per_item: int, num_sms: int) -> int:
-    """The planner's floor on the chunk for the tensor-core loop, in tokens: one loop step where
-    items of a step each would still leave half the SMs idle (a batch that short is a latency
-    chain, and a shorter item is a shorter chain), else the planner's own."""
+LONG_CHAIN_DIMS = 128  # past these a CTA's chain of copies outlasts a merge (the floor's case)
+
+
+def shortest_item(lens: np.ndarray, step: int, ctas_per_item: int, num_sms: int,
+                  head_dim: int) -> int:
+    """The planner's floor on the chunk for the tensor-core loop, in tokens. A grid under a wave
+    is a latency chain, and a shorter item is a shorter chain. Past LONG_CHAIN_DIMS (CuPy's CTA
+    issues its copies lane by lane: its chain is the long one), where the batch is split at the
+    planner's own floor anyway (a sequence longer than it), the fewest whole loop steps under it
+    whose items still fit the SMs at one CTA each. Else one step only where a step's items would
+    leave half the SMs idle: a cut adds a merge's latency, which a short chain does not repay."""
+    if head_dim > LONG_CHAIN_DIMS and int(lens.max()) > planner.MIN_CHUNK:
+        for chunk in range(step, planner.MIN_CHUNK, step):
+            if int((-(-lens // chunk)).sum()) * ctas_per_item <= num_sms:
+                return chunk
+        return planner.MIN_CHUNK
     items = int((-(-lens // step)).sum())
     return step if 2 * items * ctas_per_item <= num_sms else planner.MIN_CHUNK
 
@@ -91,7 +103,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
         step = step_tokens(defines)
         head_blocks = p.num_kv_heads * num_head_blocks(p, defines)
         # the floor follows from the lengths and the launch alone: once, not per timed plan
-        shortest = (shortest_item(lens, step, head_blocks, sms)
+        shortest = (shortest_item(lens, step, head_blocks, sms, p.head_dim)
                     if defines["TENSOR_CORES"] else planner.MIN_CHUNK)
         # items start on whole loop steps (and pages)
         return planner.split_launch(inputs, compiled_residency(inputs, defines, merge), step,
