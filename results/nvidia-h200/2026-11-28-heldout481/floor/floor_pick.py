@@ -2,7 +2,9 @@
 hyp/cupy-floor (``impls.cupy.split_k.shortest_item``) changes against main's (one step only
 where a step's items would leave half the SMs idle), on the CPU (132 SMs, the occupancy
 estimate ``resident_ctas``); the first LIMIT go to OUT.json. Run on the branch:
-    PYTHONPATH=. python floor_pick.py OUT.json FIRST LAST [LIMIT]"""
+    PYTHONPATH=. python floor_pick.py OUT.json FIRST LAST [LIMIT]
+(The third form's floor, on hyp/cupy-floor3 and main since, also takes the head dim.)"""
+import inspect
 import json
 import sys
 
@@ -16,7 +18,7 @@ from specs.workloads import heldout_problems
 SMS = 132
 
 
-def main_floor(lens, step, ctas_per_item, num_sms):
+def main_floor(lens, step, ctas_per_item, num_sms, head_dim=None):
     items = int((-(-lens // step)).sum())
     return step if 2 * items * ctas_per_item <= num_sms else planner.MIN_CHUNK
 
@@ -28,7 +30,9 @@ def split_plan(p, floor):
     blocks = _build.num_head_blocks(p, d)
     head_blocks = p.num_kv_heads * blocks
     step = 16 * (d["NUM_WARPS"] // (d["BLOCK_H"] // 16))
-    shortest = floor(np.asarray(p.seq_lens), step, head_blocks, SMS)
+    takes_dims = "head_dim" in inspect.signature(floor).parameters
+    shortest = floor(np.asarray(p.seq_lens), step, head_blocks, SMS,
+                     *((p.head_dim,) if takes_dims else ()))
     plan = planner.plan(p.seq_lens, p.num_kv_heads, SMS * _build.resident_ctas(d) // blocks, step,
                         shortest=shortest)
     return plan.chunk, plan.num_items, plan.num_items * head_blocks

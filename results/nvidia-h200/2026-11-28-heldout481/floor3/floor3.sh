@@ -6,7 +6,7 @@
 #   mkdir -p gpu-session && cp results/nvidia-h200/2026-11-28-heldout481/floor3/*.json results/nvidia-h200/2026-11-28-heldout481/floor3/floor3.sh gpu-session/
 #   DECODE_BENCH_COMMIT=$(git rev-parse HEAD) OUT=$OUT bash scripts/device_run.sh start gpu-session/floor3.sh 540
 # Runs: floor3  floor3.json, the first 12 problems of seeds 505-529 whose plan the floor changes
-#               (floor3_pick.py on the branch): the prediction's
+#               (../floor/floor_pick.py on the branch): the prediction's
 set -u
 cd "$(dirname "$0")/.."
 RUNS="floor3|90|--workload-file gpu-session/floor3.json --backends cupy --variants split-k" \
