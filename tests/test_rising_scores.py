@@ -1,8 +1,8 @@
 """Scores that rise along the sequence, by some 60 log2 units from the first token to the last:
-an online softmax must keep moving its reference max (the conditional rescale of the tensor-core
-loops moves it only past 2^8; one that never moved it would overflow P), so every implementation
-this machine runs matches the float64 oracle on such a cache. On the CPU: Triton's interpreter
-and Numba's simulator; on a GPU every backend."""
+an online softmax must keep moving its reference max (a loop that rescales only when the max has
+moved far, as FA4's conditional rescaling does, still must; one that never moved it would
+overflow P), so every implementation this machine runs matches the float64 oracle on such a
+cache. On the CPU: Triton's interpreter and Numba's simulator; on a GPU every backend."""
 
 import pytest
 import torch
