@@ -1,8 +1,12 @@
-"""Scores that rise along the sequence, by some 60 log2 units from the first token to the last:
-an online softmax must keep moving its reference max (a loop that rescales only when the max has
-moved far, as FA4's conditional rescaling does, still must; one that never moved it would
-overflow P), so every implementation this machine runs matches the float64 oracle on such a
-cache. On the CPU: Triton's interpreter and Numba's simulator; on a GPU every backend."""
+"""Two caches an online softmax must take, every implementation this machine runs against the
+float64 oracle (on the CPU: Triton's interpreter and Numba's simulator; on a GPU every backend):
+- scores that rise along the sequence, by some 60 log2 units from the first token to the last:
+  the reference max must keep moving (a loop that rescales only when the max has moved far, as
+  FA4's conditional rescaling does, still must; one that never moved it would overflow P);
+- every score shifted some 40 log2 units below 0 (softmax is shift-invariant), with draft rows
+  whose windows start a token apart across a tile boundary, so that some rows see nothing of
+  their first tile: a row that has seen nothing must not keep 0 as its max (its p's against 0
+  would underflow P's 16-bit pack and the row would come out 0)."""
 
 import pytest
 import torch
@@ -48,4 +52,46 @@ def test_every_implementation_follows_rising_scores(name):
         pytest.skip(impl.unsupported(PROBLEM))
     device = "cpu" if impl.backend.mode() != "gpu" else "cuda"
     checked = check(impl, rising(PROBLEM, device))
+    assert checked.comparison.passed, checked.comparison.summary()
+
+
+# a draft of 4 tokens, a window of 42: on the 300-token sequence row 0's window starts at token
+# 255 and rows 1-3's at 256 onwards, so rows 1-3 see nothing of the tile (any of 16-128 tokens)
+# that ends at 255
+SHIFTED = DecodeProblem(4, 4, 64, (300, 97), layout="dense", dtype="float16", q_len=4, window=42)
+
+
+def shifted(problem: DecodeProblem, device: str, natural: float = 30.0):
+    """The problem's inputs with every attended K row of a KV head plus one vector u (minus its
+    query rows' mean, scaled): each query row's scores shift by one constant, about -``natural``
+    for a row like the mean (softmax unchanged, the LSE shifted by it)."""
+    inputs = make_inputs(problem, seed=7, device=device)
+    ql = problem.q_len
+    sm_scale = problem.head_dim ** -0.5
+    for b, n in enumerate(problem.seq_lens):
+        q = inputs.q[b * ql:(b + 1) * ql].float()  # [q_len, Hq, D]; one query head a KV head
+        u = -q.mean(0)
+        shift = (q * u[None]).sum(-1).mean(0) * sm_scale  # [Hq]
+        first = problem.window_starts[b]
+        k = inputs.k[b, first:n].float() + (natural / shift.abs())[None, :, None] * u[None]
+        inputs.k[b, first:n] = k.to(inputs.k.dtype)
+    return inputs
+
+
+def test_the_shift_leaves_the_softmax_and_moves_the_lse():
+    plain = reference(make_inputs(SHIFTED, seed=7, device="cpu"))
+    moved = reference(shifted(SHIFTED, "cpu"))
+    assert float((moved.lse.float() - plain.lse.float()).median()) < -20
+    assert SHIFTED.window_starts[0] == 255
+
+
+@pytest.mark.parametrize("name", [i.name for i in registry.all_impls()])
+def test_every_implementation_takes_shifted_scores(name):
+    impl = registry.get(name)
+    if impl.availability():
+        pytest.skip(impl.availability())
+    if impl.unsupported(SHIFTED):
+        pytest.skip(impl.unsupported(SHIFTED))
+    device = "cpu" if impl.backend.mode() != "gpu" else "cuda"
+    checked = check(impl, shifted(SHIFTED, device))
     assert checked.comparison.passed, checked.comparison.summary()

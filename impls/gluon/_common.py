@@ -215,13 +215,15 @@ def softmax_step(q, q_hi, k_tile, k_hi, v_tile, v_hi, tile_start, first, end, ro
     if ROW_SPANS:  # each query token's own causal span, and a row that has seen nothing
         seen = (tokens[None, :] >= row_first[:, None]) & (tokens[None, :] < row_end[:, None])
         s = gl.where(seen & valid[None, :], s, float("-inf"))
-        m_new = gl.maximum(m_i, gl.max(s, 1))
-        m_new = gl.where(m_new == float("-inf"), 0.0, m_new)  # exponentials against 0: no NaN
     else:
         s = gl.where(valid[None, :], s, float("-inf"))
-        m_new = gl.maximum(m_i, gl.max(s, 1))
-    alpha = gl.exp2(m_i - m_new)
-    p = gl.exp2(s - m_new[:, None])
+    m_new = gl.maximum(m_i, gl.max(s, 1))
+    m_ref = m_new
+    if ROW_SPANS:  # a row that has seen nothing: exponentials against 0 (no NaN), its max kept
+        # -inf (a 0 kept as its max would underflow its later p's in the 16-bit pack)
+        m_ref = gl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = gl.exp2(m_i - m_ref)
+    p = gl.exp2(s - m_ref[:, None])
     l_i = l_i * alpha + gl.sum(p, 1)
     # P V in the input dtype on the tensor cores, float32 accumulation
     if WGMMA:

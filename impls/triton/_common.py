@@ -162,13 +162,15 @@ def attend_range(q, q_hi, m_i, l_i, acc, acc_hi, k_ptr, v_ptr, block_table_ptr, 
         if ROW_SPANS:
             seen = (offs_n[None, :] >= row_first[:, None]) & (offs_n[None, :] < row_end[:, None])
             s = tl.where(seen & mask_n[None, :], s, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(s, 1))
-            m_new = tl.where(m_new == float("-inf"), 0.0, m_new)  # nothing seen yet: no NaN
         else:
             s = tl.where(mask_n[None, :], s, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_ref = m_new
+        if ROW_SPANS:  # a row that has seen nothing: exponentials against 0 (no NaN), its max
+            # kept -inf (a 0 kept as its max would underflow its later p's in the 16-bit pack)
+            m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp2(m_i - m_ref)
+        p = tl.exp2(s - m_ref[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
         p = p.to(v.dtype)  # P.V on the tensor cores in the input dtype, float32 accumulation
         acc = acc * alpha[:, None] + dot(p, v, UPCAST_DOT)
