@@ -426,8 +426,7 @@ def short_programs(problem, programs: int, sms: int, ring_tokens: int, split: bo
         problem.kv_bytes < SHORT_PROGRAM_BYTES * problem.batch * problem.num_kv_heads
     if program_tokens(problem) >= ring_tokens and not few_bytes:
         return False
-    longest = min(max(spans), MIN_CHUNK) if split else max(spans)
-    return longest * problem.batch * sms <= programs * sum(spans)
+    return shared_tail_free(problem, programs, sms, 1, split)
 
 
 def shared_tail_free(problem, grid_programs: int, sms: int, sharers_: int,

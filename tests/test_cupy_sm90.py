@@ -73,7 +73,7 @@ def _loops(problem):
     if _build.tensor_cores_fit(problem) and problem.q_len == 1 and \
             _build.fitting_warps(problem, 2, _build.MMA_ROWS, 8) != 8:
         # split-K's shared ring where 8 warps do not fit (alone_sharers): 2 warps x 2 stages
-        yield "shared", dict(zip(("NUM_WARPS", "STAGES"), _build.shared_ring(problem, 3, _build.MMA_ROWS)))
+        yield "shared", dict(zip(("NUM_WARPS", "STAGES"), _build.shared_ring(_build.MMA_ROWS)))
     if _build.tensor_cores_fit(problem) and problem.q_len * problem.group_size <= 16 and \
             (problem.group_size <= 4 or problem.head_dim <= 64):
         yield "cuda-cores", {"TENSOR_CORES": 0}

@@ -43,18 +43,6 @@ def test_the_scores_rise_by_tens_of_units():
     assert float(lse.median()) > 20, lse
 
 
-@pytest.mark.parametrize("name", [i.name for i in registry.all_impls()])
-def test_every_implementation_follows_rising_scores(name):
-    impl = registry.get(name)
-    if impl.availability():
-        pytest.skip(impl.availability())
-    if impl.unsupported(PROBLEM):
-        pytest.skip(impl.unsupported(PROBLEM))
-    device = "cpu" if impl.backend.mode() != "gpu" else "cuda"
-    checked = check(impl, rising(PROBLEM, device))
-    assert checked.comparison.passed, checked.comparison.summary()
-
-
 # a draft of 4 tokens, a window of 42: on the 300-token sequence row 0's window starts at token
 # 255 and rows 1-3's at 256 onwards, so rows 1-3 see nothing of the tile (any of 16-128 tokens)
 # that ends at 255
@@ -85,13 +73,18 @@ def test_the_shift_leaves_the_softmax_and_moves_the_lse():
     assert SHIFTED.window_starts[0] == 255
 
 
+CACHES = {"rising": (PROBLEM, rising), "shifted": (SHIFTED, shifted)}
+
+
+@pytest.mark.parametrize("cache", CACHES)
 @pytest.mark.parametrize("name", [i.name for i in registry.all_impls()])
-def test_every_implementation_takes_shifted_scores(name):
+def test_every_implementation_takes_the_cache(name, cache):
+    problem, make = CACHES[cache]
     impl = registry.get(name)
     if impl.availability():
         pytest.skip(impl.availability())
-    if impl.unsupported(SHIFTED):
-        pytest.skip(impl.unsupported(SHIFTED))
+    if impl.unsupported(problem):
+        pytest.skip(impl.unsupported(problem))
     device = "cpu" if impl.backend.mode() != "gpu" else "cuda"
-    checked = check(impl, shifted(SHIFTED, device))
+    checked = check(impl, make(problem, device))
     assert checked.comparison.passed, checked.comparison.summary()

@@ -105,7 +105,7 @@ def ring_shape(problem, num_sms: int, block_h: int, split: bool = False,
     shorter tiles (up to 8). Before all that, split-K's ring for ``sharers`` CTAs an SM
     (``shared_ring``), where its launcher found them (``alone_sharers`` of the plan's items)."""
     if sharers and sharers > 1:
-        return shared_ring(problem, sharers, block_h)
+        return shared_ring(block_h)
     tiles = block_h // MMA_ROWS
     ctas = problem.batch * problem.num_kv_heads * common.num_head_blocks(problem, block_h)
     small = planner.residency(MMA_REGISTERS, ring_smem_bytes(problem.head_dim, 2 * tiles, 2,
@@ -159,7 +159,7 @@ def alone_sharers(problem, programs: int, grid_programs: int, num_sms: int, bloc
     return sharers if planner.shared_tail_free(problem, grid_programs, num_sms, sharers, split) else 1
 
 
-def shared_ring(problem, sharers: int, block_h: int) -> tuple[int, int]:
+def shared_ring(block_h: int) -> tuple[int, int]:
     """(NUM_WARPS, STAGES) of a CTA that shares its SM: 2 warps a row tile (2 token slices), 2
     stages, so that 3 CTAs of 16-bit head dims up to 256 hold 6 warps an SM where the rule's
     ring held 4 (two 3-stage CTAs held the same 4 warps and tiles in flight, and doubled long
@@ -169,7 +169,7 @@ def shared_ring(problem, sharers: int, block_h: int) -> tuple[int, int]:
 
 def shared_residency(problem, block_h: int) -> int:
     """CTAs of ``shared_ring`` an SM's shared memory holds."""
-    warps, stages = shared_ring(problem, 2, block_h)
+    warps, stages = shared_ring(block_h)
     ring = ring_smem_bytes(problem.head_dim, warps, stages, problem.kv_itemsize, block_h)
     return max(1, SMEM_PER_SM // (ring + SMEM_RESERVED))
 
