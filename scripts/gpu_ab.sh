@@ -9,7 +9,8 @@
 #            W/old, then this tree into W/new, then `harness compare` per run: W/compare-NAME.txt;
 #            ORDERS=2 runs a second pair the other way round (W/new2, then W/old2) and compares
 #            with both (`compare --again`): a row moves only where both orders agree, so a GPU
-#            that drifts between consecutive runs does not pass for a change (twice the time)
+#            that drifts between consecutive runs does not pass for a change (twice the time);
+#            ORDERS=back runs only that second pair (to complete a first one a lost machine left)
 #   device:  W=<folder> bash scripts/gpu_ab.sh lanes "OPTIONS" FILE0.json FILE1.json ...
 #            one such A/B a GPU at once: lane i runs `--workload-file FILEi OPTIONS` (harness run
 #            options every lane shares) on GPU i as run NAME (FILEi's name without .json), within
@@ -48,13 +49,17 @@ run)
   mkdir -p "$W"
   echo "old: $(cat ab-old/.rev)" > "$W/ab.txt"
   run_old() { (cd "$old" && DECODE_BENCH_COMMIT=$(cat "$here/ab-old/.rev") W="$W/$1" bash scripts/gpu_pipeline.sh); }
-  run_old old
-  W="$W/new" bash scripts/gpu_pipeline.sh
+  if [ "${ORDERS:-1}" != back ]; then
+    run_old old
+    W="$W/new" bash scripts/gpu_pipeline.sh
+  fi
   again=()
-  if [ "${ORDERS:-1}" = 2 ]; then  # the second pair new first: a drift between runs cancels
+  if [ "${ORDERS:-1}" != 1 ]; then  # the second pair new first: a drift between runs cancels
     W="$W/new2" bash scripts/gpu_pipeline.sh
     run_old old2
   fi
+  # ORDERS=back: the second pair only (a first pair a lost machine left; compare them here)
+  [ "${ORDERS:-1}" = back ] && { rm -rf "$old"; exit 0; }
   runs_text=${RUNS-}
   IFS=';' read -ra runs <<< "${runs_text//$'\n'/ }"  # RUNS may span lines
   for entry in "${runs[@]}"; do
