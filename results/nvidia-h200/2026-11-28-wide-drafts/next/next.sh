@@ -12,7 +12,7 @@
 #    one-pass; rows of 64 or fewer leave the second consumer all padding) on spec-decode's drafts
 #    and on seed 561's shapes at q_len 8, every cell checked against the oracle (no timing)
 # 2. the A/B, both orders: ws.json, the first 12 drafts of seeds 560-639 at q_len 8 the rule
-#    gives the kernel (ws_pick.py, chosen on the CPU), Gluon one-pass (changed) and split-K
+#    gives the kernel (ws_pick.txt, scripts/pick_problems.py on the CPU), Gluon one-pass (changed) and split-K
 #    (unchanged: the control)
 # 3. the same drafts, Gluon and FA3, for the ratio to the vendor
 set -u

@@ -1,0 +1,60 @@
+"""Held-out problems a launch rule gives a chosen configuration, picked on the CPU before a run
+(the problem set of a registered A/B, drawn from seeds no run has used):
+
+    PYTHONPATH=. python scripts/pick_problems.py OUT.json IMPL --seeds 560:640 --limit 12 \\
+        --q-len 8 --where WARP_SPEC=1 [--where BLOCK_H=128 ...] [--min-programs 132] [--l2-mb 60]
+
+IMPL is a backend/variant as ``python -m harness list`` names it; its module's
+``pick_launch_config(problem, l2_bytes=...)`` is the rule asked (the tile DSLs' launchers have
+one). Problems with an fp8 cache or a sequence under 8 tokens are passed over, and so are those
+the rule refuses; ``--min-programs``: sequences x KV heads at least this many (a grid that fills
+the SMs). Prints each pick (seed.index and label) and the count; writes the picks as a workload
+file (``--workload-file``)."""
+import argparse
+import importlib
+import json
+
+import impls  # noqa: F401  (first: CPU modes before any DSL import)
+from impls import registry
+from specs import workloads
+from specs.problem import ProblemError
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("impl")
+    ap.add_argument("--seeds", required=True, help="FIRST:LAST, LAST excluded")
+    ap.add_argument("--limit", type=int, default=12)
+    ap.add_argument("--q-len", type=int, default=None)
+    ap.add_argument("--where", action="append", default=[], help="KEY=VALUE of the rule's config")
+    ap.add_argument("--min-programs", type=int, default=0)
+    ap.add_argument("--l2-mb", type=int, default=60, help="the GPU's L2 (an H200's: 60)")
+    args = ap.parse_args()
+    rule = importlib.import_module(registry.get(args.impl).module).pick_launch_config
+    wanted = {key: json.loads(value) for key, value in (w.split("=", 1) for w in args.where)}
+    first, last = (int(s) for s in args.seeds.split(":"))
+    chosen = []
+    for seed in range(first, last):
+        for i, problem in enumerate(workloads.heldout_problems(seed)):
+            if len(chosen) >= args.limit:
+                break
+            if min(problem.seq_lens) < 8 or problem.kv_dtype is not None:
+                continue
+            p = workloads.with_q_len([problem], args.q_len)[0]
+            if p.batch * p.num_kv_heads < args.min_programs:
+                continue
+            try:
+                config = rule(p, l2_bytes=args.l2_mb << 20)
+            except ProblemError:  # a problem the rule refuses
+                continue
+            if all(config.get(key) == value for key, value in wanted.items()):
+                print(f"{seed}.{i} {p.label()[:70]}")
+                chosen.append(p.to_dict())
+    with open(args.out, "w") as f:
+        json.dump(chosen, f)
+    print(len(chosen))
+
+
+if __name__ == "__main__":
+    main()
