@@ -60,3 +60,35 @@ def test_config_keys_translate_both_ways():
         {"num_stages": 3, "tma": 1, "block_h": 16, "chunk": 256}
     with pytest.raises(ProblemError, match=r"unknown key\(s\) \['STAGES'\].*its knobs"):
         space.check({"STAGES": 3}, "x")
+
+
+def test_pick_problems_writes_the_rule_s_picks_as_a_workload_file(tmp_path):
+    """scripts/pick_problems.py: every pick is a held-out problem of the seeds asked, at the
+    q_len asked, whose rule config holds the values asked; as many as the limit; a workload
+    file the harness reads back."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("triton")
+    from impls.triton._common import pick_launch_config
+    from specs import workloads
+
+    out = tmp_path / "picks.json"
+    res = subprocess.run([sys.executable, "scripts/pick_problems.py", str(out), "triton/one-pass",
+                          "--seeds", "531:540", "--limit", "3", "--q-len", "8",
+                          "--where", "BLOCK_H=128", "--where", "num_warps=8"],
+                         cwd=Path(__file__).resolve().parent.parent, text=True,
+                         capture_output=True, timeout=300,
+                         env={**__import__("os").environ, "PYTHONPATH": "."})
+    assert res.returncode == 0, res.stderr[-2000:]
+    picks = workloads.load_file(out)
+    assert len(picks) == 3 and res.stdout.splitlines()[-1] == "3"
+    seeds = {p.replace(q_len=8).label() for s in range(531, 540)
+             for p in workloads.heldout_problems(s) if min(p.seq_lens) >= 8}
+    for p in picks:
+        assert p.q_len == 8 and p.label() in seeds
+        config = pick_launch_config(p, l2_bytes=60 << 20)
+        assert (config["BLOCK_H"], config["num_warps"]) == (128, 8)
+    assert json.loads(out.read_text())[0]["q_len"] == 8
