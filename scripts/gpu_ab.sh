@@ -46,6 +46,7 @@ run)
   for file in $(grep -oE -- '--workload-file[= ][^ ;|]*' <<< "$RUNS" | cut -c17-); do
     [ -f "$file" ] && mkdir -p "$old/$(dirname "$file")" && cp "$file" "$old/$file"
   done
+  case "${ORDERS:-1}" in 1|2|back) ;; *) echo "run: ORDERS=$ORDERS: 1, 2 or back" >&2; exit 2 ;; esac
   mkdir -p "$W"
   echo "old: $(cat ab-old/.rev)" > "$W/ab.txt"
   run_old() { (cd "$old" && DECODE_BENCH_COMMIT=$(cat "$here/ab-old/.rev") W="$W/$1" bash scripts/gpu_pipeline.sh); }
