@@ -37,6 +37,7 @@ old)
 run)
   W=${W:?set W: the folder for the runs and comparisons}
   : "${RUNS:?set RUNS: the runs to make with the old code and the new}"
+  case "${ORDERS:-1}" in 1|2|back) ;; *) echo "run: ORDERS=$ORDERS: 1, 2 or back" >&2; exit 2 ;; esac
   [ -f ab-old/.rev ] || { echo "run: no ab-old/ (bash scripts/gpu_ab.sh old REV first)" >&2; exit 2; }
   here=$(pwd) old=$(mktemp -d)
   cp -r "${PARTS[@]}" conformance pyproject.toml "$old"/
@@ -46,7 +47,6 @@ run)
   for file in $(grep -oE -- '--workload-file[= ][^ ;|]*' <<< "$RUNS" | cut -c17-); do
     [ -f "$file" ] && mkdir -p "$old/$(dirname "$file")" && cp "$file" "$old/$file"
   done
-  case "${ORDERS:-1}" in 1|2|back) ;; *) echo "run: ORDERS=$ORDERS: 1, 2 or back" >&2; exit 2 ;; esac
   mkdir -p "$W"
   echo "old: $(cat ab-old/.rev)" > "$W/ab.txt"
   run_old() { (cd "$old" && DECODE_BENCH_COMMIT=$(cat "$here/ab-old/.rev") W="$W/$1" bash scripts/gpu_pipeline.sh); }
