@@ -469,10 +469,8 @@ def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc, block_tabl
     # each row's span; the block's first row sees from the earliest token, its last to the latest
     row_end = seq_len - q_len + 1 + (row0 + gl.arange(0, BLOCK_H, gl.SliceLayout(1, MMA))) // group_size
     row_first = gl.maximum(row_end - window, 0)
-    last_row = gl.minimum(row0 + BLOCK_H, q_len * group_size) - 1
-    first = gl.maximum(seq_len - q_len + 1 + row0 // group_size - window, 0)
-    end = gl.minimum(end, seq_len - q_len + 1 + last_row // group_size)
-    start = gl.maximum(start, first - first % BLOCK_N)  # no tile wholly before the window
+    start, end, first = block_span(start, end, seq_len, window, q_len, group_size, row0, BLOCK_H,
+                                   BLOCK_N)
     if IS_PAGED or not DENSE_TMA:
         m_i, l_i, acc, acc_hi = stream_gathered(q, q_hi, k_ptr, v_ptr, block_table_ptr, pid_b,
                                                 pid_kvh.to(gl.int64) * stride_kh, start, end,
@@ -489,11 +487,31 @@ def attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc, block_tabl
     v_scale = 1.0
     if KV_SCALED:
         v_scale = gl.load(v_scale_ptr + pid_kvh * scale_stride)
+    return normalise(m_i, l_i, acc, acc_hi, v_scale)
 
+
+@gluon.jit
+def block_span(start, end, seq_len, window, q_len, group_size, row0, BLOCK_H: gl.constexpr,
+               BLOCK_N: gl.constexpr):
+    """(start, end, first) of a block of query rows ``row0 + [0, BLOCK_H)`` over tokens
+    [start, end) of a sequence of ``seq_len``: the range cut to end at its last row's token and
+    to start at the tile of its first row's window (``first``: that window's first token)."""
+    last_row = gl.minimum(row0 + BLOCK_H, q_len * group_size) - 1
+    first = gl.maximum(seq_len - q_len + 1 + row0 // group_size - window, 0)
+    end = gl.minimum(end, seq_len - q_len + 1 + last_row // group_size)
+    start = gl.maximum(start, first - first % BLOCK_N)  # no tile wholly before the window
+    return start, end, first
+
+
+@gluon.jit
+def normalise(m_i, l_i, acc, acc_hi, v_scale):
+    """(out, out_hi, lse) of an online softmax's state: the accumulators over the row sums times
+    ``v_scale`` (an fp8 cache's V scale, else 1), lse in natural log; an empty row (nothing
+    seen) gives 0 and -inf."""
     empty = l_i == 0.0
     norm = v_scale / gl.where(empty, 1.0, l_i)
     lse = gl.where(empty, float("-inf"), (m_i + gl.log2(gl.where(empty, 1.0, l_i))) * LN2)
-    out = acc * gl.convert_layout(norm, gl.SliceLayout(1, OUT))[:, None]
+    out = acc * gl.convert_layout(norm, gl.SliceLayout(1, acc.type.layout))[:, None]
     out_hi = acc_hi * gl.convert_layout(norm, gl.SliceLayout(1, acc_hi.type.layout))[:, None]
     return out, out_hi, lse
 
