@@ -44,6 +44,8 @@ KNOBS: dict[str, str] = {
                  "below it and the rest's (1), or in one padded to the next power of two (0)",
     "wgmma": "Hopper's warpgroup MMA, a warpgroup's 64 rows a product with operands in shared memory "
              "(1), or the per-warp mma.sync on 16-row tiles (0)",
+    "warp_spec": "warp-specialized partitions, a loader warpgroup feeding consumer warpgroups through "
+                 "mbarriers (1), or every warp loading and computing in turn (0)",
 }
 
 

@@ -79,6 +79,26 @@ def test_gluon_warpgroup_mma_kernels_compile_without_spills():
     assert any("'D_HI': 16" in l for l in attention)
 
 
+def test_gluon_warp_specialized_kernel_compiles_without_spills():
+    """``WARP_SPEC=1`` (impls.gluon._ws): three warpgroups with the registers the module gives
+    each (setmaxnreg: the loader's, the consumers'), every copy group fenced before it is marked
+    ready, cp.async copies and both products on the warpgroup MMA, and no register spill at
+    head dims 144 (two tiles) to 256, dense and paged, fp16 and bf16 (ptxas for sm_90a)."""
+    from impls.gluon import _ws
+    res = subprocess.run([sys.executable, "-m", "tests.triton_sm90", "ws"], cwd=ROOT, text=True,
+                         capture_output=True, timeout=900, env={**os.environ, "TRITON_INTERPRET": "0"})
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
+    lines = res.stdout.splitlines()
+    assert len(lines) == 6 and all(l.startswith("ws_kernel") for l in lines), res.stdout
+    for line in lines:
+        assert "wgmma=True" in line and "cp.async=True" in line and "tma=False" in line, line
+        assert "fenced=True" in line and line.endswith(" spills=0"), line
+        regs = {int(n) for n in re.search(r"setmaxnreg=\[([\d, ]+)\]", line)[1].split(",")}
+        assert {_ws.LOADER_REGS.value, _ws.CONSUMER_REGS.value} <= regs, line
+    assert any("'D_HI': 16" in l for l in lines) and any("'PAGE_SIZE': 0" in l for l in lines)
+    assert any("*fp16" in l for l in lines)
+
+
 @pytest.mark.parametrize("backend", ["triton", "gluon"])
 def test_the_launch_rule_picks_tiles_that_do_not_spill(backend):
     """Each rule on an H100's SM count, for 16 to 128 query rows a KV head (drafts on MQA and

@@ -1,6 +1,6 @@
 """Compile every Triton (or Gluon) kernel of a backend for sm_90 (Hopper) on a machine with no GPU.
 
-Run as ``TRITON_INTERPRET=0 python -m tests.triton_sm90 [triton|gluon|spills BACKEND|wgmma]`` (test_triton_sm90.py
+Run as ``TRITON_INTERPRET=0 python -m tests.triton_sm90 [triton|gluon|spills BACKEND|wgmma|ws]`` (test_triton_sm90.py
 does). The real
 launchers run on CPU tensors with ``JITFunction.run`` swapped for a recorder, so the argument
 types and compile-time constants are exactly what a GPU launch passes; each distinct kernel
@@ -70,6 +70,19 @@ def ptxas_spills(ptx: str) -> int:
     return sum(int(n) for n in re.findall(r"(\d+) bytes spill stores", log))
 
 
+def warp_specialized(ptx: str) -> str:
+    """A warp-specialized kernel's register split (the setmaxnreg counts, a partition's each) and
+    whether each copy group marked ready is fenced: between every ``cp.async.wait_group`` and the
+    next ``mbarrier.arrive``, a ``fence.proxy.async`` (cp.async writes through the generic proxy,
+    the warpgroup MMA reads through the async one)."""
+    regs = sorted({int(n) for n in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)})
+    fenced = True
+    for waited in re.split(r"cp\.async\.wait_group", ptx)[1:]:
+        before_arrive = waited.split("mbarrier.arrive", 1)[0]
+        fenced &= "fence.proxy.async" in before_arrive
+    return f"setmaxnreg={regs} fenced={fenced}"
+
+
 def prepared(impl, inputs, config):
     """``impl``'s launch on ``inputs`` with ``config`` (kernel names), from its module's own
     ``prepare``: Gluon has no CPU mode."""
@@ -117,6 +130,7 @@ def compile_all(problems, backend: str = "triton", configs=(None,), algorithms=N
                       f"tma={'cp.async.bulk.tensor' in ptx} wgmma={'wgmma.mma_async' in ptx} "
                       f"acq_rel={'atom.global.gpu.acq_rel' in ptx} "
                       f"f16_to_bf16={'cvt.bf16.f16' in ptx}"
+                      + (f" {warp_specialized(ptx)}" if "setmaxnreg" in ptx else "")
                       + (f" spills={ptxas_spills(ptx)}" if spills else ""))
         assert kernel.metadata.shared <= SMEM_BYTES, f"{fn.__name__} needs {kernel.metadata.shared} B"
     return report
@@ -176,6 +190,20 @@ def wgmma_check() -> None:
         print("edge", line)
 
 
+def ws_check() -> None:
+    """Gluon's warp-specialized one-pass kernel (``impls.gluon._ws``, asked for by config) on drafts
+    of more than 64 rows a KV head: head dims 256 (dense and paged), 144 (two tiles, with a window
+    and a soft cap), 208 on pages of 48 tokens (table lookups a row) and 240 on 160 rows (two row
+    blocks); one line per kernel with its register split, fences and spills."""
+    problems = [DecodeProblem(32, 2, 256, (900, 70), layout=layout, q_len=8) for layout in ("dense", "paged")]
+    problems += [DecodeProblem(32, 2, 144, (900, 70), layout=layout, q_len=4, window=300, softcap=20.0)
+                 for layout in ("dense", "paged")]
+    problems += [DecodeProblem(40, 2, 208, (900, 70), layout="paged", page_size=48, q_len=8),
+                 DecodeProblem(40, 2, 240, (900, 70), q_len=8, dtype="float16")]
+    for line in compile_all(problems, "gluon", ({"WARP_SPEC": 1},), algorithms=("one-pass",), spills=True):
+        print(line)
+
+
 def cap_check() -> None:
     """The launchers over a register-bound stand-in (186 registers a thread, 20 KB: 2 programs of
     4 warps a SM by registers where shared memory holds more), on a grid of many waves of the
@@ -214,6 +242,8 @@ def main() -> None:
         return spill_check()
     if sys.argv[1:2] == ["wgmma"]:
         return wgmma_check()
+    if sys.argv[1:2] == ["ws"]:
+        return ws_check()
     problems = [DecodeProblem(32, 8, 128, (300, 70), layout=layout, dtype=dtype)
                 for dtype in ("bfloat16", "float16", "float32") for layout in ("dense", "paged")]
     problems += [DecodeProblem(16, 4, head_dim, (300,), layout=layout)

@@ -24,7 +24,9 @@ BACKEND = Backend(
                 Knob("tma", (1, 0), param="DENSE_TMA", layouts=("dense",)),
                 Knob("dim_split", (0, 1), param="DIM_SPLIT"),
                 Knob("wgmma", (0, 1), param="WGMMA"),
-                Knob("min_blocks", (0, 2, 3, 4), param="MIN_BLOCKS")),
+                Knob("min_blocks", (0, 2, 3, 4), param="MIN_BLOCKS"),
+                # one-pass: impls.gluon._ws, 128 rows a program (two consumers, a loader)
+                Knob("warp_spec", (0, 1), param="WARP_SPEC", variants=("one-pass",))),
 )
 
 # Gluon has no interpreter: no CPU mode (the CPU tests compile the kernels for sm_90 instead).

@@ -15,8 +15,9 @@ from triton.experimental.gluon import language as gl
 from triton.runtime.errors import PTXASError
 
 from impls import plan as planner
-from impls.common import (kv_scale_args, mask_args, num_head_blocks, program_tokens, query_args,
-                          require_alignment, sm_count, tile_kernel_args)
+from impls.common import (kv_scale_args, l2_bytes, mask_args, num_head_blocks, program_tokens,
+                          query_args, require_alignment, sm_count, tile_kernel_args)
+from impls.gluon import _ws
 from impls.gluon._common import (COPY_BYTES, attend, kv_descriptors, pick_launch_config, reported,
                                  store_rows)
 from impls.registry import Launch
@@ -86,6 +87,10 @@ def tma_config(p, config: dict | None, sms: int) -> dict | None:
 def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     p = inputs.problem
     sms = sm_count(inputs.device)
+    ws = _ws.ws_config(p, config, l2_bytes(inputs.device), sms)
+    config = {k: v for k, v in (config or {}).items() if k != "WARP_SPEC"}
+    if ws is not None:
+        return _prepare_ws(inputs, out, lse, ws)
     waves = planner.sharers(p.batch * p.num_kv_heads, sms)  # programs per SM
     cfg = tma_config(p, config, sms) or pick_launch_config(p, config, sharers=waves, tma=False)
     require_alignment(inputs, COPY_BYTES)
@@ -102,4 +107,19 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     def run():
         decode_kernel[grid](*args, **kwargs, maxnreg=cap)
 
-    return Launch(run, {**reported(cfg), "MIN_BLOCKS": min_blocks})
+    return Launch(run, {**reported(cfg), "MIN_BLOCKS": min_blocks, "WARP_SPEC": 0})
+
+
+def _prepare_ws(inputs, out, lse, cfg: dict) -> Launch:
+    """The warp-specialized kernel's launch (``impls.gluon._ws``): its registers a partition are
+    set in the kernel (setmaxnreg), within ``KERNEL_MAXNREG`` a thread of the program's 12 warps."""
+    p = inputs.problem
+    require_alignment(inputs, COPY_BYTES)
+    rows = query_args(p, _ws.WS_ROWS)
+    args = (*tile_kernel_args(inputs, out, lse), *mask_args(p).values(), *rows.values())
+    grid = _ws.grid(p)
+
+    def run():
+        _ws.ws_kernel[grid](*args, **cfg, maxnreg=_ws.KERNEL_MAXNREG)
+
+    return Launch(run, _ws.reported(cfg))

@@ -1,0 +1,268 @@
+"""Gluon's warp-specialized one-pass kernel for wide drafts: FA3's design (a producer and two
+consumer warpgroups) in Gluon, where the one-pass kernel runs one dependent chain a program.
+
+A program takes ``WS_ROWS`` (128) query rows of one (sequence, KV head) on 12 warps in three
+partitions (``gl.warp_specialize``):
+
+- **The loader** (4 warps, ``LOADER_REGS`` registers a thread) gathers each K/V tile by cp.async
+  (through the block table when paged, a tile's entries looked up before it waits for a slot)
+  into a ``WS_STAGES``-slot ring. It fills a slot once both consumers have released it
+  (``empty``, count 2) and marks a tile ``ready`` once its copy group has landed: ``wait_group(1)``
+  (two tiles in flight), a proxy fence in every loader thread (cp.async writes through the
+  generic proxy, the warpgroup MMA reads through the async one), the loader's warps meet, then
+  one arrive.
+- **Two consumers** (the default partition and a worker, 4 warps each) take 64 of the rows each
+  on the warpgroup MMA (``_common.softmax_step``), and each normalises and stores its own rows.
+  They are separate partitions, so neither waits for the other: one's softmax runs while the
+  other's MMAs do, and the loader's copies run beside both.
+
+16-bit queries and caches only (the warpgroup MMA reads its shared operands as stored); windows,
+soft caps and multi-token queries as the one-pass kernel takes them (``_common``).
+"""
+
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
+
+from impls.common import dim_split_rule, head_dim_tiles, tiles_reported
+from impls.gluon._common import (acc_layout, block_span, issue_tiles, normalise, ring_layout,
+                                 softmax_step, store_rows, tile_layout, tile_rows)
+from specs.problem import ProblemError
+
+WS_ROWS = 128  # two consumer warpgroups of 64 rows (the warpgroup MMA's m)
+CONSUMER_ROWS = gl.constexpr(WS_ROWS // 2)
+# A consumer's tile: 64 tokens with the head dim in two tiles spilled (ptxas for sm_90a), 32 not
+WS_BLOCK_N = 32
+WS_STAGES = 3  # two tiles in flight while one is consumed
+PARTITION_WARPS = gl.constexpr(4)  # each partition a warpgroup (setmaxnreg works on whole warpgroups)
+# Registers a thread per partition (setmaxnreg): the consumers' accumulators (64 rows x up to 256
+# dims, 128 floats a thread) and scores; the loader's addresses. Within 64K a program: 168 x 384.
+CONSUMER_REGS = gl.constexpr(224)
+LOADER_REGS = gl.constexpr(56)
+KERNEL_MAXNREG = 168
+# What this kernel sets itself, as Launch.config reports it (a reported config replays as is)
+# (num_warps: the launch's, the default partition's; the two workers add as many each)
+OWN = {"BLOCK_N": WS_BLOCK_N, "NUM_STAGES": WS_STAGES, "MIN_BLOCKS": 0,
+       "num_warps": PARTITION_WARPS.value, "DENSE_TMA": 0, "WGMMA": 1}
+# Off until the registered run (results/nvidia-h200/2026-11-28-wide-drafts, "Registered next
+# run") has run it on a GPU: until then the kernel runs only where a config asks for it
+BY_RULE = False
+
+
+@gluon.jit
+def ws_loader(k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, k_ptr, v_ptr, block_table_ptr,
+              pid_b, kvh_off, start, end, first, stride_kp, stride_kt, stride_btb, page_size,
+              HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
+              BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
+              NUM_STAGES: gl.constexpr):
+    """Tokens [start, end) into the ring, rows before ``first`` (a window's start) and past
+    ``end`` zero-filled, not read; tile i in slot i % NUM_STAGES, marked on ``ready``."""
+    LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, k_ptr.dtype.element_ty.primitive_bitwidth,
+                                     gl.num_warps())
+    offs_n = gl.arange(0, BLOCK_N, gl.SliceLayout(1, LOAD))
+    num_tiles = gl.cdiv(end - start, BLOCK_N)
+    page, row, mask_n = tile_rows(pid_b, start, offs_n, first, end, block_table_ptr, stride_btb,
+                                  page_size, IS_PAGED, PAGE_SIZE)
+    for i in range(num_tiles):
+        slot = i % NUM_STAGES
+        # both consumers done with the slot's last tile (a fresh barrier's phase 1 counts as done)
+        mbarrier.wait(empty.index(slot), ((i // NUM_STAGES) & 1) ^ 1)
+        issue_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, slot, k_ptr, v_ptr, page, row, mask_n,
+                    kvh_off, stride_kp, stride_kt, HEAD_DIM, HEAD_DIM_PAD, D_HI)
+        async_copy.commit_group()
+        # the next tile's table entries in flight while this one's copies are
+        page, row, mask_n = tile_rows(pid_b, start + (i + 1) * BLOCK_N, offs_n, first, end,
+                                      block_table_ptr, stride_btb, page_size, IS_PAGED, PAGE_SIZE)
+        if i > 0:  # the tile before landed (this thread's copies): fenced, then marked once
+            async_copy.wait_group(1)
+            fence_async_shared()
+            gl.thread_barrier()
+            mbarrier.arrive(ready.index((i - 1) % NUM_STAGES))
+    async_copy.wait_group(0)
+    fence_async_shared()
+    gl.thread_barrier()
+    mbarrier.arrive(ready.index((num_tiles - 1) % NUM_STAGES), pred=num_tiles > 0)
+
+
+@gluon.jit
+def ws_consumer(q_smem, q_hi_smem, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, q_ptr,
+                out_ptr, lse_ptr, pid_b, pid_kvh, start, end, first, seq_len, group_size, q_len,
+                window, qk_scale, softcap, row0, stride_qb, stride_qh, stride_ob, stride_oh,
+                stride_lb, CONSUMER: gl.constexpr, HEAD_DIM: gl.constexpr,
+                HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr, BLOCK_N: gl.constexpr,
+                NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr):
+    """Consumer ``CONSUMER``'s 64 rows (``row0 + CONSUMER * 64`` on) over every tile the loader
+    marks ready: the query into its shared buffer, the online softmax on the warpgroup MMA, each
+    slot released once both its products have read it, then its rows normalised and stored."""
+    BLOCK_H: gl.constexpr = CONSUMER_ROWS
+    dtype: gl.constexpr = q_ptr.dtype.element_ty
+    LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, dtype.primitive_bitwidth, gl.num_warps())
+    MMA: gl.constexpr = acc_layout(1, BLOCK_N, gl.num_warps())  # the scores'
+    OUT: gl.constexpr = acc_layout(1, HEAD_DIM_PAD, gl.num_warps())
+    rows0 = row0 + CONSUMER * BLOCK_H
+    rows = rows0 + gl.arange(0, BLOCK_H, gl.SliceLayout(1, LOAD))
+    mask_h = rows < q_len * group_size
+    row_off = (pid_b * q_len + rows // group_size) * stride_qb + \
+        (pid_kvh * group_size + rows % group_size) * stride_qh
+    offs_d = gl.arange(0, HEAD_DIM_PAD, gl.SliceLayout(0, LOAD))
+    q = q_smem.index(CONSUMER)
+    q.store(gl.load(q_ptr + row_off[:, None] + offs_d[None, :],
+                    mask=mask_h[:, None] & (offs_d < HEAD_DIM)[None, :], other=0.0))
+    q_hi = None
+    acc_hi = gl.zeros([BLOCK_H, 16], gl.float32, MMA)  # a placeholder, unless D_HI > 0
+    if D_HI > 0:
+        LOAD_HI: gl.constexpr = tile_layout(D_HI, dtype.primitive_bitwidth, gl.num_warps())
+        rows_hi = gl.convert_layout(row_off, gl.SliceLayout(1, LOAD_HI))
+        mask_hi = gl.convert_layout(mask_h, gl.SliceLayout(1, LOAD_HI))
+        offs_hi = HEAD_DIM_PAD + gl.arange(0, D_HI, gl.SliceLayout(0, LOAD_HI))
+        q_hi = q_hi_smem.index(CONSUMER)
+        q_hi.store(gl.load(q_ptr + rows_hi[:, None] + offs_hi[None, :],
+                           mask=mask_hi[:, None] & (offs_hi < HEAD_DIM)[None, :], other=0.0))
+        acc_hi = gl.zeros([BLOCK_H, D_HI], gl.float32, acc_layout(1, D_HI, gl.num_warps()))
+    fence_async_shared()  # the query's stores (generic proxy) before the MMA reads them (async)
+    gl.thread_barrier()  # every warp's rows stored before the warpgroup reads them all
+    m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, gl.SliceLayout(1, MMA))
+    l_i = gl.zeros([BLOCK_H], gl.float32, gl.SliceLayout(1, MMA))
+    acc = gl.zeros([BLOCK_H, HEAD_DIM_PAD], gl.float32, OUT)
+    row_end = seq_len - q_len + 1 + (rows0 + gl.arange(0, BLOCK_H, gl.SliceLayout(1, MMA))) // group_size
+    row_first = gl.maximum(row_end - window, 0)
+    num_tiles = gl.cdiv(end - start, BLOCK_N)
+    for i in range(num_tiles):
+        slot = i % NUM_STAGES
+        mbarrier.wait(ready.index(slot), (i // NUM_STAGES) & 1)
+        k_hi = None
+        v_hi = None
+        if D_HI > 0:
+            k_hi = k_hi_ring.index(slot)
+            v_hi = v_hi_ring.index(slot)
+        m_i, l_i, acc, acc_hi = softmax_step(q, q_hi, k_ring.index(slot), k_hi, v_ring.index(slot),
+                                             v_hi, start + i * BLOCK_N, first, end, row_first,
+                                             row_end, softcap, qk_scale, m_i, l_i, acc, acc_hi,
+                                             SOFTCAP, ROW_SPANS, D_HI, 1)
+        mbarrier.arrive(empty.index(slot))  # both products done reading the slot (synchronous MMA)
+    out, out_hi, lse = normalise(m_i, l_i, acc, acc_hi, 1.0)
+    token0 = pid_b * q_len
+    head0 = pid_kvh * group_size
+    store_rows(out_ptr + token0 * stride_ob + head0 * stride_oh, lse_ptr + token0 * stride_lb + head0,
+               out, out_hi, lse, stride_ob, stride_oh, stride_lb, group_size, q_len, rows0,
+               BLOCK_H, HEAD_DIM, HEAD_DIM_PAD, D_HI, 1)
+
+
+# runtime ints that vary per problem are not specialised (fewer recompiles, same code)
+@gluon.jit(do_not_specialize=["page_size", "group_size", "q_len", "row_blocks"])
+def ws_kernel(
+    q_ptr, k_ptr, v_ptr, seq_lens_ptr, block_table_ptr, out_ptr, lse_ptr,
+    stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
+    stride_lb, page_size, group_size, qk_scale, window, softcap, q_len, row_blocks,
+    HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
+    BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
+    NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
+):
+    # a KV head's row blocks side by side in launch order (the one-pass kernel's SPLIT_HEAD_ROWS)
+    pid_b = gl.program_id(0) // row_blocks
+    row0 = gl.program_id(0) % row_blocks * (2 * CONSUMER_ROWS)
+    pid_kvh = gl.program_id(1)
+    seq_len = gl.load(seq_lens_ptr + pid_b)
+    start, end, first = block_span(0, seq_len, seq_len, window, q_len, group_size, row0,
+                                   2 * CONSUMER_ROWS, BLOCK_N)
+    dtype: gl.constexpr = k_ptr.dtype.element_ty
+    SMEM: gl.constexpr = ring_layout(1, BLOCK_N, HEAD_DIM_PAD, dtype)
+    k_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM_PAD], SMEM)
+    v_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM_PAD], SMEM)
+    q_smem = gl.allocate_shared_memory(dtype, [2, CONSUMER_ROWS, HEAD_DIM_PAD],
+                                       ring_layout(1, CONSUMER_ROWS, HEAD_DIM_PAD, dtype))
+    # the head dim's second tile's buffers; without one (D_HI 0, never read) the first's stand in:
+    # a partition's arguments cannot be None
+    k_hi_ring = k_ring
+    v_hi_ring = v_ring
+    q_hi_smem = q_smem
+    if D_HI > 0:
+        SMEM_HI: gl.constexpr = ring_layout(1, BLOCK_N, D_HI, dtype)
+        k_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, D_HI], SMEM_HI)
+        v_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, D_HI], SMEM_HI)
+        q_hi_smem = gl.allocate_shared_memory(dtype, [2, CONSUMER_ROWS, D_HI],
+                                              ring_layout(1, CONSUMER_ROWS, D_HI, dtype))
+    ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(NUM_STAGES):
+        mbarrier.init(ready.index(s), count=1)  # the loader's one arrive a tile
+        mbarrier.init(empty.index(s), count=2)  # one a consumer
+    # (the same arguments twice but for the consumer's index: Gluon takes no starred tuples here)
+    gl.warp_specialize([
+        (ws_consumer, (q_smem, q_hi_smem, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty,
+                       q_ptr, out_ptr, lse_ptr, pid_b, pid_kvh, start, end, first, seq_len,
+                       group_size, q_len, window, qk_scale, softcap, row0, stride_qb, stride_qh,
+                       stride_ob, stride_oh, stride_lb, 0, HEAD_DIM, HEAD_DIM_PAD, D_HI, BLOCK_N,
+                       NUM_STAGES, SOFTCAP, ROW_SPANS)),
+        (ws_consumer, (q_smem, q_hi_smem, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty,
+                       q_ptr, out_ptr, lse_ptr, pid_b, pid_kvh, start, end, first, seq_len,
+                       group_size, q_len, window, qk_scale, softcap, row0, stride_qb, stride_qh,
+                       stride_ob, stride_oh, stride_lb, 1, HEAD_DIM, HEAD_DIM_PAD, D_HI, BLOCK_N,
+                       NUM_STAGES, SOFTCAP, ROW_SPANS)),
+        (ws_loader, (k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, k_ptr, v_ptr,
+                     block_table_ptr, pid_b, pid_kvh.to(gl.int64) * stride_kh, start, end, first,
+                     stride_kp, stride_kt, stride_btb, page_size, HEAD_DIM, HEAD_DIM_PAD, D_HI,
+                     BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES)),
+    ], [PARTITION_WARPS, PARTITION_WARPS], [CONSUMER_REGS, LOADER_REGS])
+
+
+# ---- launch configuration ----------------------------------------------------------------------
+def fits(problem, l2_bytes: int, sms: int) -> bool:
+    """Where the design pays, by what it is made of: more query rows a KV head than one
+    warpgroup's 64 (a second consumer with work), head dims past 128 (the one-pass kernel's
+    64-row program is then one long chain of big products), 16-bit data (the warpgroup MMA's
+    shared operands), K/V beyond the L2 (a bandwidth-bound read) and sequences x KV heads that
+    fill the SMs (fewer would leave SMs idle: split-K's case)."""
+    return (problem.q_len * problem.group_size > WS_ROWS // 2 and problem.head_dim > 128
+            and problem.itemsize == 2 and problem.kv_itemsize == 2
+            and problem.kv_bytes > l2_bytes and problem.batch * problem.num_kv_heads >= sms)
+
+
+def ws_config(problem, config: dict | None, l2_bytes: int, sms: int) -> dict | None:
+    """The warp-specialized kernel's compile-time shape for ``problem``, or None where the one-pass
+    kernel takes it: ``WARP_SPEC`` 1 in ``config`` asks for it (refused, naming the rule, where it
+    cannot run or ``config`` sets what it sets itself otherwise than ``OWN``), 0 keeps it off;
+    without either the rule decides (``fits``, while ``BY_RULE``) unless ``config`` names
+    anything of ``OWN`` (a launch choice of the one-pass kernel's)."""
+    config = config or {}
+    asked = config.get("WARP_SPEC")
+    if asked not in (None, 0, 1):
+        raise ProblemError(f"config: WARP_SPEC={asked!r}: must be 0 or 1")
+    if asked == 1:
+        if problem.itemsize != 2 or problem.kv_itemsize != 2:
+            raise ProblemError(f"config: WARP_SPEC=1 needs 16-bit queries and K/V (here "
+                               f"{problem.dtype}, {problem.kv_dtype}): the warpgroup MMA reads "
+                               "its shared operands as stored")
+        other = {k: config[k] for k in OWN if k in config and config[k] != OWN[k]}
+        if other:
+            raise ProblemError(f"config: WARP_SPEC=1 with {other}: the warp-specialized kernel "
+                               f"sets these itself ({OWN}): a {WS_BLOCK_N}-token tile, a "
+                               f"{WS_STAGES}-slot ring, three warpgroups, cp.async copies and "
+                               "the warpgroup MMA")
+    elif asked == 0 or any(k in config for k in OWN) or not BY_RULE or \
+            not fits(problem, l2_bytes, sms):
+        return None
+    dim_split = config.get("DIM_SPLIT", dim_split_rule(problem))
+    head_dim_pad, d_hi = head_dim_tiles(problem.head_dim, dim_split)
+    ps = problem.page_size
+    paged = problem.layout == "paged"
+    per_page = paged and (WS_BLOCK_N % ps == 0 or ps % WS_BLOCK_N == 0)
+    return dict(HEAD_DIM=problem.head_dim, HEAD_DIM_PAD=head_dim_pad, D_HI=d_hi,
+                BLOCK_N=WS_BLOCK_N, IS_PAGED=paged, PAGE_SIZE=ps if per_page else 0,
+                NUM_STAGES=WS_STAGES, SOFTCAP=problem.softcap is not None,
+                ROW_SPANS=problem.q_len > 1, num_warps=PARTITION_WARPS.value)
+
+
+def reported(cfg: dict) -> dict:
+    """What Launch.config records: the tile, ring, rows, head-dim tiles and the partitions."""
+    shown = {**cfg, **OWN, "BLOCK_H": WS_ROWS, "WARP_SPEC": 1}
+    return tiles_reported(shown, ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "NUM_STAGES",
+                                  "DENSE_TMA", "WGMMA", "WARP_SPEC", "MIN_BLOCKS", "num_warps"))
+
+
+def grid(problem) -> tuple[int, int]:
+    """(sequences x row blocks of WS_ROWS, KV heads)."""
+    return problem.batch * triton.cdiv(problem.q_len * problem.group_size, WS_ROWS), \
+        problem.num_kv_heads

@@ -1,0 +1,118 @@
+"""Gluon's warp-specialized one-pass kernel (impls.gluon._ws) on the CPU: where its rule would take
+it, how a config asks for it or keeps it off, what it refuses before any build, and the launch it
+makes (its compile for sm_90 is tests/test_triton_sm90.py's). It has not run on a GPU: until the
+registered run has, the rule stays off and only a config reaches it."""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+
+import pytest
+
+import impls  # noqa: F401  (first: CPU modes before any DSL import)
+from specs.inputs import make_inputs
+from specs.problem import DecodeProblem, ProblemError
+
+pytest.importorskip("triton.experimental.gluon")
+from triton.runtime.jit import JITFunction  # noqa: E402
+
+from impls.gluon import _ws, one_pass  # noqa: E402
+from impls.gluon._common import pick_launch_config  # noqa: E402
+from impls.gluon import BACKEND  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+H200 = dict(l2_bytes=60 << 20, sms=132)
+REGISTERED = ROOT / "results/nvidia-h200/2026-11-28-wide-drafts/next/ws.json"
+# 128 rows a KV head (group 16 x 8 draft tokens), head dim 256, 64 sequences x 4 KV heads of 4k
+WIDE = DecodeProblem(64, 4, 256, (4096,) * 64, q_len=8, layout="paged")
+
+
+def test_the_rule_takes_the_registered_drafts_and_leaves_what_the_design_does_not_pay_on():
+    picks = [DecodeProblem.from_dict(d) for d in json.loads(REGISTERED.read_text())]
+    assert len(picks) == 12 and all(_ws.fits(p, **H200) for p in picks)
+    assert _ws.fits(WIDE, **H200)
+    off = [DecodeProblem(64, 8, 256, (4096,) * 64, q_len=8),  # 64 rows: one consumer's
+           DecodeProblem(64, 4, 128, (4096,) * 64, q_len=8),  # head dim 128
+           DecodeProblem(64, 4, 256, (4096,) * 64, q_len=8, kv_dtype="float8_e4m3fn"),  # fp8
+           DecodeProblem(64, 4, 256, (4096,) * 8, q_len=8),  # 32 programs on 132 SMs
+           DecodeProblem(64, 4, 256, (128,) * 64, q_len=8)]  # 33 MB of K/V: within L2
+    assert not any(_ws.fits(p, **H200) for p in off)
+
+
+def test_the_rule_decides_only_where_it_is_on_and_no_config_says_otherwise(monkeypatch):
+    monkeypatch.setattr(_ws, "BY_RULE", False)  # main's, until the registered run's A/B
+    assert _ws.ws_config(WIDE, None, **H200) is None
+    monkeypatch.setattr(_ws, "BY_RULE", True)
+    assert _ws.ws_config(WIDE, None, **H200) == _ws.ws_config(WIDE, {"WARP_SPEC": 1}, **H200)
+    assert _ws.ws_config(WIDE, None, l2_bytes=1 << 30, sms=132) is None  # K/V within L2
+    # a config of the one-pass kernel's own (a tile, warps) or warp_spec 0 keeps it
+    for config in ({"WARP_SPEC": 0}, {"BLOCK_N": 32}, {"num_warps": 4}, {"DENSE_TMA": 0}):
+        assert _ws.ws_config(WIDE, config, **H200) is None, config
+
+
+def test_a_config_asks_for_it_and_a_reported_config_replays():
+    cfg = _ws.ws_config(WIDE, {"WARP_SPEC": 1}, **H200)
+    assert cfg["BLOCK_N"] == _ws.WS_BLOCK_N and cfg["NUM_STAGES"] == _ws.WS_STAGES
+    assert cfg["IS_PAGED"] and cfg["PAGE_SIZE"] == 16 and cfg["ROW_SPANS"]
+    shown = BACKEND.space.from_kernel(_ws.reported(cfg))
+    assert shown["warp_spec"] == 1 and shown["block_h"] == 128 and shown["num_warps"] == 4
+    replay = BACKEND.space.to_kernel({k: v for k, v in shown.items() if k in BACKEND.space.names})
+    assert _ws.ws_config(WIDE, replay, **H200) == cfg
+    # a head dim in two tiles by rule (144 = 128 + 16), and a page size neither dividing nor
+    # divided by the tile (table lookups a row)
+    two = _ws.ws_config(DecodeProblem(32, 2, 144, (900,) * 8, q_len=8), {"WARP_SPEC": 1}, **H200)
+    assert (two["HEAD_DIM_PAD"], two["D_HI"]) == (128, 16)
+    rows = _ws.ws_config(DecodeProblem(32, 2, 256, (900,) * 8, q_len=8, layout="paged",
+                                       page_size=48), {"WARP_SPEC": 1}, **H200)
+    assert rows["PAGE_SIZE"] == 0
+
+
+@pytest.mark.parametrize("config, rule", [
+    ({"WARP_SPEC": 2}, "must be 0 or 1"),
+    ({"WARP_SPEC": 1, "BLOCK_N": 64}, "sets these itself"),
+    ({"WARP_SPEC": 1, "num_warps": 8}, "sets these itself"),
+    ({"WARP_SPEC": 1, "NUM_STAGES": 2}, "sets these itself"),
+    ({"WARP_SPEC": 1, "DENSE_TMA": 1}, "sets these itself"),
+    ({"WARP_SPEC": 1, "WGMMA": 0}, "sets these itself"),
+])
+def test_what_it_cannot_honour_is_refused_naming_the_rule(config, rule):
+    with pytest.raises(ProblemError, match=rule):
+        _ws.ws_config(WIDE, config, **H200)
+
+
+def test_fp8_caches_and_split_k_are_refused_before_any_build():
+    fp8 = DecodeProblem(64, 4, 256, (4096,) * 8, q_len=8, kv_dtype="float8_e4m3fn")
+    with pytest.raises(ProblemError, match="WARP_SPEC=1 needs 16-bit"):
+        _ws.ws_config(fp8, {"WARP_SPEC": 1}, **H200)
+    with pytest.raises(ProblemError, match="one-pass variant's knob alone"):
+        pick_launch_config(WIDE, {"WARP_SPEC": 1}, split=True)
+    assert [k.variants for k in BACKEND.space.knobs if k.name == "warp_spec"] == [("one-pass",)]
+
+
+def test_the_launch_takes_128_rows_a_program_within_the_register_file(monkeypatch):
+    """The grid (sequences x 128-row blocks, KV heads), the kernel's register cap (the three
+    partitions' setmaxnreg within 64K a program), and the config it reports. 160 rows: two blocks."""
+    calls = []
+
+    def record(self, *args, grid, warmup, **kwargs):
+        calls.append((self.__name__, grid, kwargs))
+        # a warmup's binary, for the one-pass launcher's register cap: 255 registers stand in
+        return types.SimpleNamespace(n_regs=255, n_spills=0, _init_handles=lambda: None,
+                                     metadata=types.SimpleNamespace(shared=0))
+    monkeypatch.setattr(JITFunction, "run", record)
+    problem = DecodeProblem(40, 2, 240, (300, 70, 90), q_len=8)  # group 20 x 8: 160 rows
+    inputs = make_inputs(problem, seed=0, device="cpu")
+    out, lse = inputs.new_outputs()
+    launch = one_pass.prepare(inputs, out, lse, config={"WARP_SPEC": 1})
+    launch.run()
+    (name, grid, kwargs), = calls
+    assert name == "ws_kernel" and grid == (3 * 2, 2)
+    assert kwargs["maxnreg"] * 32 * 3 * _ws.PARTITION_WARPS.value <= 65536
+    # the partitions' registers fit in what the cap leaves: the default consumer gets the rest
+    assert 128 * (_ws.CONSUMER_REGS.value * 2 + _ws.LOADER_REGS.value) <= kwargs["maxnreg"] * 384
+    assert launch.config["WARP_SPEC"] == 1 and launch.config["BLOCK_H"] == 128
+    calls.clear()
+    one_pass.prepare(inputs, out, lse).run()  # no config: the one-pass kernel
+    assert {name for name, _, _ in calls} == {"decode_kernel"}
