@@ -2,13 +2,16 @@
 (the problem set of a registered A/B, drawn from seeds no run has used):
 
     PYTHONPATH=. python scripts/pick_problems.py OUT.json IMPL --seeds 560:640 --limit 12 \\
-        --q-len 8 --where WARP_SPEC=1 [--where BLOCK_H=128 ...] [--min-programs 132] [--l2-mb 60]
+        --q-len 8 --where BLOCK_H=128 [--where num_warps=8 ...] [--fits MODULE:FUNCTION] \\
+        [--min-programs 132] [--l2-mb 60] [--sms 132]
 
 IMPL is a backend/variant as ``python -m harness list`` names it; its module's
 ``pick_launch_config(problem, l2_bytes=...)`` is the rule asked (the tile DSLs' launchers have
-one). Problems with an fp8 cache or a sequence under 8 tokens are passed over, and so are those
-the rule refuses; ``--min-programs``: sequences x KV heads at least this many (a grid that fills
-the SMs). Prints each pick (seed.index and label) and the count; writes the picks as a workload
+one); ``--fits``: a predicate ``FUNCTION(problem, l2_bytes, sms)`` that must hold too (a rule of
+its own, such as ``impls.gluon._ws:fits``, the warp-specialized kernel's). Problems with an fp8
+cache or a sequence under 8 tokens are passed over, and so are those the rule refuses;
+``--min-programs``: sequences x KV heads at least this many (a grid that fills the SMs). Prints
+each pick (seed.index and label) and the count; writes the picks as a workload
 file (``--workload-file``)."""
 import argparse
 import importlib
@@ -30,8 +33,14 @@ def main() -> None:
     ap.add_argument("--where", action="append", default=[], help="KEY=VALUE of the rule's config")
     ap.add_argument("--min-programs", type=int, default=0)
     ap.add_argument("--l2-mb", type=int, default=60, help="the GPU's L2 (an H200's: 60)")
+    ap.add_argument("--sms", type=int, default=132, help="the GPU's SMs (an H200's: 132)")
+    ap.add_argument("--fits", default=None, help="MODULE:FUNCTION(problem, l2_bytes, sms)")
     args = ap.parse_args()
     rule = importlib.import_module(registry.get(args.impl).module).pick_launch_config
+    fits = lambda p, l2_bytes, sms: True  # noqa: E731  (no predicate asked: every problem)
+    if args.fits:
+        module, name = args.fits.split(":")
+        fits = getattr(importlib.import_module(module), name)
     wanted = {key: json.loads(value) for key, value in (w.split("=", 1) for w in args.where)}
     first, last = (int(s) for s in args.seeds.split(":"))
     chosen = []
@@ -48,7 +57,8 @@ def main() -> None:
                 config = rule(p, l2_bytes=args.l2_mb << 20)
             except ProblemError:  # a problem the rule refuses
                 continue
-            if all(config.get(key) == value for key, value in wanted.items()):
+            if all(config.get(key) == value for key, value in wanted.items()) and \
+                    fits(p, args.l2_mb << 20, args.sms):
                 print(f"{seed}.{i} {p.label()[:70]}")
                 chosen.append(p.to_dict())
     with open(args.out, "w") as f:

@@ -6,6 +6,9 @@ registered run has, the rule stays off and only a config reaches it."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import types
 from pathlib import Path
 
@@ -39,6 +42,19 @@ def test_the_rule_takes_the_registered_drafts_and_leaves_what_the_design_does_no
            DecodeProblem(64, 4, 256, (4096,) * 8, q_len=8),  # 32 programs on 132 SMs
            DecodeProblem(64, 4, 256, (128,) * 64, q_len=8)]  # 33 MB of K/V: within L2
     assert not any(_ws.fits(p, **H200) for p in off)
+
+
+def test_the_registered_drafts_are_what_the_rule_picks_from_their_seeds(tmp_path):
+    """next/ws.json (picked by session 68's branch) is reproduced on main by
+    scripts/pick_problems.py with the rule's predicate: the same 12 problems in the same order."""
+    out = tmp_path / "ws.json"
+    res = subprocess.run([sys.executable, "scripts/pick_problems.py", str(out), "gluon/one-pass",
+                          "--seeds", "560:640", "--limit", "12", "--q-len", "8",
+                          "--fits", "impls.gluon._ws:fits", "--min-programs", "132"],
+                         cwd=ROOT, text=True, capture_output=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": "."})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert json.loads(out.read_text()) == json.loads(REGISTERED.read_text())
 
 
 def test_the_rule_decides_only_where_it_is_on_and_no_config_says_otherwise(monkeypatch):

@@ -44,7 +44,8 @@ CAPS = Capabilities(
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.gluon.one_pass", CAPS, options=("config",),
          summary="grid (batch x row blocks, kv_heads); a 2-slot cp.async ring (paged: table entries "
-                 "prefetched a tile ahead)"),
+                 "prefetched a tile ahead); warp_spec 1: a loader and two consumer warpgroups, "
+                 "128 rows a program (impls.gluon._ws)"),
     Impl(BACKEND, "split-k", "impls.gluon.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding over the balanced plan (impls.plan); dense tiles by TMA; split "
                  "sequences write (out, lse) partials a Gluon kernel merges"),
