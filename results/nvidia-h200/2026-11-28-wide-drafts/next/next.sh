@@ -9,6 +9,8 @@
 #   mkdir -p gpu-session && cp results/nvidia-h200/2026-11-28-wide-drafts/next/* gpu-session/
 #   DECODE_BENCH_COMMIT=$(git rev-parse HEAD) OUT=$OUT bash scripts/device_run.sh start gpu-session/next.sh 540
 #   OUT=$OUT bash scripts/device_run.sh wait 540     # until it prints 'next done'
+# 0. sanitize.py: the kernel forced on three small drafts under compute-sanitizer's synccheck and
+#    racecheck, each checked against the oracle (its mbarrier ring has not run anywhere)
 # 1. correctness (the branch's code is main's but for the rule): the conformance suite on Gluon,
 #    then the kernel forced wherever it can run (warp_spec 1, one-pass; rows of 64 or fewer
 #    leave the second consumer all padding) on spec-decode's drafts, on seed 566's shapes at
@@ -19,6 +21,11 @@
 # 3. the same drafts, Gluon and FA3, for the ratio to the vendor
 set -u
 cd "$(dirname "$0")/.."
+for tool in synccheck racecheck; do
+  PYTHONPATH=. timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 python3 gpu-session/sanitize.py \
+    > "$W/sanitize-$tool.log" 2>&1
+  echo "sanitize $tool rc $?"; tail -n 4 "$W/sanitize-$tool.log"
+done
 CONFORMANCE="gluon:150" \
 RUNS="forced-spec|150|--workloads spec-decode --backends gluon --variants dense,paged --config {\"warp_spec\":1} --kv-dtype none --no-timing;
       forced-h566|120|--workloads heldout:566 --q-len 8 --backends gluon --variants dense,paged --config {\"warp_spec\":1} --kv-dtype none --no-timing;
