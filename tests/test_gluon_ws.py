@@ -21,7 +21,7 @@ from specs.problem import DecodeProblem, ProblemError
 pytest.importorskip("triton.experimental.gluon")
 from triton.runtime.jit import JITFunction  # noqa: E402
 
-from impls.gluon import _ws, one_pass  # noqa: E402
+from impls.gluon import _ws, one_pass, split_k  # noqa: E402
 from impls.gluon._common import pick_launch_config  # noqa: E402
 from impls.gluon import BACKEND  # noqa: E402
 
@@ -98,13 +98,12 @@ def test_what_it_cannot_honour_is_refused_naming_the_rule(config, rule):
         _ws.ws_config(WIDE, config, **H200)
 
 
-def test_fp8_caches_and_split_k_are_refused_before_any_build():
+def test_fp8_caches_are_refused_before_any_build():
     fp8 = DecodeProblem(64, 4, 256, (4096,) * 8, q_len=8, kv_dtype="float8_e4m3fn")
     with pytest.raises(ProblemError, match="WARP_SPEC=1 needs 16-bit"):
         _ws.ws_config(fp8, {"WARP_SPEC": 1}, **H200)
-    with pytest.raises(ProblemError, match="one-pass variant's knob alone"):
+    with pytest.raises(ProblemError, match="taken by the launcher"):  # never reaches the tile rule
         pick_launch_config(WIDE, {"WARP_SPEC": 1}, split=True)
-    assert [k.variants for k in BACKEND.space.knobs if k.name == "warp_spec"] == [("one-pass",)]
 
 
 def test_the_launch_takes_128_rows_a_program_within_the_register_file(monkeypatch):
@@ -132,3 +131,27 @@ def test_the_launch_takes_128_rows_a_program_within_the_register_file(monkeypatc
     calls.clear()
     one_pass.prepare(inputs, out, lse).run()  # no config: the one-pass kernel
     assert {name for name, _, _ in calls} == {"decode_kernel"}
+
+
+def test_split_k_takes_it_on_few_programs_and_merges_the_pieces(monkeypatch):
+    """Split-K's rule has no SM condition (its plan fills the SMs with items): 8 programs of a
+    long draft take it where one-pass's does not. Forced (three pieces a sequence), the launch
+    plans its items on 32-token tiles, 128 rows a program, and merges the pieces with the
+    combine."""
+    few = DecodeProblem(64, 4, 256, (65536, 40000), q_len=8)  # 8 (sequence, KV head) pairs
+    assert _ws.fits_split(few, **H200) and not _ws.fits(few, **H200)
+    calls = []
+
+    def record(self, *args, grid, warmup, **kwargs):
+        calls.append((self.__name__, grid, kwargs))
+    monkeypatch.setattr(JITFunction, "run", record)
+    problem = DecodeProblem(40, 2, 240, (9000, 70), q_len=8, layout="paged")  # 160 rows
+    inputs = make_inputs(problem, seed=0, device="cpu")
+    out, lse = inputs.new_outputs()
+    launch = split_k.prepare(inputs, out, lse, num_splits=3, config={"WARP_SPEC": 1})
+    launch.run()
+    assert [name for name, _, _ in calls] == ["ws_split_kernel", "combine_kernel"]
+    (_, grid, kwargs) = calls[0]
+    assert grid == (2 * 2, launch.config["num_items"]) and launch.config["num_items"] > 2
+    assert kwargs["maxnreg"] == _ws.KERNEL_MAXNREG and launch.config["merges"] >= 1
+    assert launch.config["WARP_SPEC"] == 1 and launch.config["resident"] == 1

@@ -79,17 +79,21 @@ def test_gluon_warpgroup_mma_kernels_compile_without_spills():
     assert any("'D_HI': 16" in l for l in attention)
 
 
-def test_gluon_warp_specialized_kernel_compiles_without_spills():
-    """``WARP_SPEC=1`` (impls.gluon._ws): three warpgroups with the registers the module gives
-    each (setmaxnreg: the loader's, the consumers'), every copy group fenced before it is marked
-    ready, cp.async copies and both products on the warpgroup MMA, and no register spill at
-    head dims 144 (two tiles) to 256, dense and paged, fp16 and bf16 (ptxas for sm_90a)."""
+def test_gluon_warp_specialized_kernels_compile_without_spills():
+    """``WARP_SPEC=1`` (impls.gluon._ws), one-pass and split-K: three warpgroups with the
+    registers the module gives each (setmaxnreg: the loader's, the consumers'), every copy group
+    fenced before it is marked ready, cp.async copies and both products on the warpgroup MMA, and
+    no register spill at head dims 144 (two tiles) to 256, dense and paged, fp16 and bf16 (ptxas
+    for sm_90a); split-K's partials merged by the combine kernel."""
     from impls.gluon import _ws
     res = subprocess.run([sys.executable, "-m", "tests.triton_sm90", "ws"], cwd=ROOT, text=True,
                          capture_output=True, timeout=900, env={**os.environ, "TRITON_INTERPRET": "0"})
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
-    lines = res.stdout.splitlines()
-    assert len(lines) == 6 and all(l.startswith("ws_kernel") for l in lines), res.stdout
+    every = res.stdout.splitlines()
+    lines = [l for l in every if l.startswith("ws_")]
+    assert {l.split()[0] for l in lines} == {"ws_kernel", "ws_split_kernel"}, res.stdout
+    assert len(lines) == 12 and {l.split()[0] for l in every} - {"ws_kernel", "ws_split_kernel"} \
+        == {"combine_kernel"}, res.stdout
     for line in lines:
         assert "wgmma=True" in line and "cp.async=True" in line and "tma=False" in line, line
         assert "fenced=True" in line and line.endswith(" spills=0"), line

@@ -191,16 +191,17 @@ def wgmma_check() -> None:
 
 
 def ws_check() -> None:
-    """Gluon's warp-specialized one-pass kernel (``impls.gluon._ws``, asked for by config) on drafts
-    of more than 64 rows a KV head: head dims 256 (dense and paged), 144 (two tiles, with a window
+    """Gluon's warp-specialized kernels (``impls.gluon._ws``, asked for by config), one-pass and
+    split-K (long sequences: split on a CPU's nominal 4 SMs, the combine launched), on drafts of
+    more than 64 rows a KV head: head dims 256 (dense and paged), 144 (two tiles, with a window
     and a soft cap), 208 on pages of 48 tokens (table lookups a row) and 240 on 160 rows (two row
     blocks); one line per kernel with its register split, fences and spills."""
-    problems = [DecodeProblem(32, 2, 256, (900, 70), layout=layout, q_len=8) for layout in ("dense", "paged")]
-    problems += [DecodeProblem(32, 2, 144, (900, 70), layout=layout, q_len=4, window=300, softcap=20.0)
+    problems = [DecodeProblem(32, 2, 256, (9000, 70), layout=layout, q_len=8) for layout in ("dense", "paged")]
+    problems += [DecodeProblem(32, 2, 144, (9000, 70), layout=layout, q_len=4, window=3000, softcap=20.0)
                  for layout in ("dense", "paged")]
-    problems += [DecodeProblem(40, 2, 208, (900, 70), layout="paged", page_size=48, q_len=8),
-                 DecodeProblem(40, 2, 240, (900, 70), q_len=8, dtype="float16")]
-    for line in compile_all(problems, "gluon", ({"WARP_SPEC": 1},), algorithms=("one-pass",), spills=True):
+    problems += [DecodeProblem(40, 2, 208, (9000, 70), layout="paged", page_size=48, q_len=8),
+                 DecodeProblem(40, 2, 240, (9000, 70), q_len=8, dtype="float16")]
+    for line in compile_all(problems, "gluon", ({"WARP_SPEC": 1},), spills=True):
         print(line)
 
 

@@ -15,7 +15,8 @@ BACKEND = Backend(
              "on disk (TRITON_CACHE_DIR)",
     packages=("triton",),
     jit_cache_env=("TRITON_CACHE_DIR",),
-    shown_config=("chunk", "num_items", "merges", "block_n", "num_stages", "tma", "wgmma"),
+    shown_config=("chunk", "num_items", "merges", "block_n", "num_stages", "tma", "wgmma",
+                  "warp_spec"),
     read_probe="impls.triton.read_probe",
     # rings beyond a program's shared memory are refused by pick_launch_config before a build
     space=Space(Knob("block_n", (16, 32, 64, 128), param="BLOCK_N"),
@@ -25,8 +26,8 @@ BACKEND = Backend(
                 Knob("dim_split", (0, 1), param="DIM_SPLIT"),
                 Knob("wgmma", (0, 1), param="WGMMA"),
                 Knob("min_blocks", (0, 2, 3, 4), param="MIN_BLOCKS"),
-                # one-pass: impls.gluon._ws, 128 rows a program (two consumers, a loader)
-                Knob("warp_spec", (0, 1), param="WARP_SPEC", variants=("one-pass",))),
+                # impls.gluon._ws: 128 rows a program (two consumers, a loader)
+                Knob("warp_spec", (0, 1), param="WARP_SPEC")),
 )
 
 # Gluon has no interpreter: no CPU mode (the CPU tests compile the kernels for sm_90 instead).
@@ -48,5 +49,6 @@ IMPLS = [
                  "128 rows a program (impls.gluon._ws)"),
     Impl(BACKEND, "split-k", "impls.gluon.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding over the balanced plan (impls.plan); dense tiles by TMA; split "
-                 "sequences write (out, lse) partials a Gluon kernel merges"),
+                 "sequences write (out, lse) partials a Gluon kernel merges; warp_spec 1: the "
+                 "items on impls.gluon._ws's partitions"),
 ]

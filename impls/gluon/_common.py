@@ -596,9 +596,9 @@ def pick_launch_config(problem, config: dict | None = None, sharers: int = MAX_S
     tunable ones (``BLOCK_N``, ``NUM_STAGES``, ``DENSE_TMA``, ``DIM_SPLIT``, ``num_warps``).
     ``HEAD_DIM_PAD``: the head dim's first tile, ``D_HI`` its second (0: none), by
     ``impls.common.head_dim_tiles``."""
-    if "WARP_SPEC" in (config or {}):
-        raise ProblemError("config: WARP_SPEC: the one-pass variant's knob alone (its "
-                           "warp-specialized kernel, impls.gluon._ws)")
+    if "WARP_SPEC" in (config or {}):  # the launchers decide it first (impls.gluon._ws)
+        raise ProblemError("config: WARP_SPEC: taken by the launcher, not by the tile kernels' "
+                           "rule (impls.gluon._ws.ws_config)")
     dim_split = (config or {}).get("DIM_SPLIT", dim_split_rule(problem))
     head_dim_pad, d_hi = head_dim_tiles(problem.head_dim, dim_split)
     dims = head_dim_pad + d_hi  # what a tile's registers and shared memory hold

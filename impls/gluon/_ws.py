@@ -88,14 +88,19 @@ def ws_loader(k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, k_ptr, v_ptr, 
 
 @gluon.jit
 def ws_consumer(q_smem, q_hi_smem, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, q_ptr,
-                out_ptr, lse_ptr, pid_b, pid_kvh, start, end, first, seq_len, group_size, q_len,
-                window, qk_scale, softcap, row0, stride_qb, stride_qh, stride_ob, stride_oh,
-                stride_lb, CONSUMER: gl.constexpr, HEAD_DIM: gl.constexpr,
+                out_ptr, lse_ptr, part_out_ptr, part_lse_ptr, slot, pid_b, pid_kvh, start, end,
+                first, seq_len, group_size, q_len, window, qk_scale, softcap, row0, stride_qb,
+                stride_qh, stride_ot, stride_oh, stride_lt, part_stride_ot, part_stride_oh,
+                part_stride_lt, CONSUMER: gl.constexpr, HEAD_DIM: gl.constexpr,
                 HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr, BLOCK_N: gl.constexpr,
-                NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr):
+                NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
+                SPLIT: gl.constexpr):
     """Consumer ``CONSUMER``'s 64 rows (``row0 + CONSUMER * 64`` on) over every tile the loader
     marks ready: the query into its shared buffer, the online softmax on the warpgroup MMA, each
-    slot released once both its products have read it, then its rows normalised and stored."""
+    slot released once both its products have read it, then its rows normalised and stored
+    (``store_rows``' pointers and strides: the final ``out``/``lse`` at the sequence's first
+    token and the group's first head; ``SPLIT``: a piece of a split sequence, ``slot`` >= 0,
+    stores its partial through the ``part_`` ones instead)."""
     BLOCK_H: gl.constexpr = CONSUMER_ROWS
     dtype: gl.constexpr = q_ptr.dtype.element_ty
     LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, dtype.primitive_bitwidth, gl.num_warps())
@@ -130,42 +135,44 @@ def ws_consumer(q_smem, q_hi_smem, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, 
     row_first = gl.maximum(row_end - window, 0)
     num_tiles = gl.cdiv(end - start, BLOCK_N)
     for i in range(num_tiles):
-        slot = i % NUM_STAGES
-        mbarrier.wait(ready.index(slot), (i // NUM_STAGES) & 1)
+        stage = i % NUM_STAGES
+        mbarrier.wait(ready.index(stage), (i // NUM_STAGES) & 1)
         k_hi = None
         v_hi = None
         if D_HI > 0:
-            k_hi = k_hi_ring.index(slot)
-            v_hi = v_hi_ring.index(slot)
-        m_i, l_i, acc, acc_hi = softmax_step(q, q_hi, k_ring.index(slot), k_hi, v_ring.index(slot),
+            k_hi = k_hi_ring.index(stage)
+            v_hi = v_hi_ring.index(stage)
+        m_i, l_i, acc, acc_hi = softmax_step(q, q_hi, k_ring.index(stage), k_hi, v_ring.index(stage),
                                              v_hi, start + i * BLOCK_N, first, end, row_first,
                                              row_end, softcap, qk_scale, m_i, l_i, acc, acc_hi,
                                              SOFTCAP, ROW_SPANS, D_HI, 1)
-        mbarrier.arrive(empty.index(slot))  # both products done reading the slot (synchronous MMA)
+        mbarrier.arrive(empty.index(stage))  # both products done reading it (synchronous MMA)
     out, out_hi, lse = normalise(m_i, l_i, acc, acc_hi, 1.0)
-    token0 = pid_b * q_len
-    head0 = pid_kvh * group_size
-    store_rows(out_ptr + token0 * stride_ob + head0 * stride_oh, lse_ptr + token0 * stride_lb + head0,
-               out, out_hi, lse, stride_ob, stride_oh, stride_lb, group_size, q_len, rows0,
-               BLOCK_H, HEAD_DIM, HEAD_DIM_PAD, D_HI, 1)
+    is_part = False
+    if SPLIT:
+        is_part = slot >= 0
+    if is_part:
+        store_rows(part_out_ptr, part_lse_ptr, out, out_hi, lse, part_stride_ot, part_stride_oh,
+                   part_stride_lt, group_size, q_len, rows0, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD,
+                   D_HI, 1)
+    else:
+        store_rows(out_ptr, lse_ptr, out, out_hi, lse, stride_ot, stride_oh, stride_lt,
+                   group_size, q_len, rows0, BLOCK_H, HEAD_DIM, HEAD_DIM_PAD, D_HI, 1)
 
 
-# runtime ints that vary per problem are not specialised (fewer recompiles, same code)
-@gluon.jit(do_not_specialize=["page_size", "group_size", "q_len", "row_blocks"])
-def ws_kernel(
-    q_ptr, k_ptr, v_ptr, seq_lens_ptr, block_table_ptr, out_ptr, lse_ptr,
-    stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
-    stride_lb, page_size, group_size, qk_scale, window, softcap, q_len, row_blocks,
-    HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
-    BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
-    NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
-):
-    # a KV head's row blocks side by side in launch order (the one-pass kernel's SPLIT_HEAD_ROWS)
-    pid_b = gl.program_id(0) // row_blocks
-    row0 = gl.program_id(0) % row_blocks * (2 * CONSUMER_ROWS)
-    pid_kvh = gl.program_id(1)
-    seq_len = gl.load(seq_lens_ptr + pid_b)
-    start, end, first = block_span(0, seq_len, seq_len, window, q_len, group_size, row0,
+@gluon.jit
+def ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr,
+               slot, pid_b, pid_kvh, row0, start, end, seq_len, stride_qb, stride_qh, stride_kp,
+               stride_kt, stride_kh, stride_btb, stride_ot, stride_oh, stride_lt, part_stride_ot,
+               part_stride_oh, part_stride_lt, page_size, group_size, qk_scale, window, softcap,
+               q_len, HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
+               BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
+               NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
+               SPLIT: gl.constexpr):
+    """One program: KV head ``pid_kvh``'s query rows ``row0 + [0, 128)`` of sequence ``pid_b``
+    over its tokens [start, end) (cut to the rows' windows and spans), the ring and its barriers
+    allocated, then the three partitions (output pointers as ``ws_consumer`` takes them)."""
+    start, end, first = block_span(start, end, seq_len, window, q_len, group_size, row0,
                                    2 * CONSUMER_ROWS, BLOCK_N)
     dtype: gl.constexpr = k_ptr.dtype.element_ty
     SMEM: gl.constexpr = ring_layout(1, BLOCK_N, HEAD_DIM_PAD, dtype)
@@ -192,15 +199,17 @@ def ws_kernel(
     # (the same arguments twice but for the consumer's index: Gluon takes no starred tuples here)
     gl.warp_specialize([
         (ws_consumer, (q_smem, q_hi_smem, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty,
-                       q_ptr, out_ptr, lse_ptr, pid_b, pid_kvh, start, end, first, seq_len,
-                       group_size, q_len, window, qk_scale, softcap, row0, stride_qb, stride_qh,
-                       stride_ob, stride_oh, stride_lb, 0, HEAD_DIM, HEAD_DIM_PAD, D_HI, BLOCK_N,
-                       NUM_STAGES, SOFTCAP, ROW_SPANS)),
+                       q_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr, slot, pid_b, pid_kvh,
+                       start, end, first, seq_len, group_size, q_len, window, qk_scale, softcap,
+                       row0, stride_qb, stride_qh, stride_ot, stride_oh, stride_lt,
+                       part_stride_ot, part_stride_oh, part_stride_lt, 0, HEAD_DIM,
+                       HEAD_DIM_PAD, D_HI, BLOCK_N, NUM_STAGES, SOFTCAP, ROW_SPANS, SPLIT)),
         (ws_consumer, (q_smem, q_hi_smem, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty,
-                       q_ptr, out_ptr, lse_ptr, pid_b, pid_kvh, start, end, first, seq_len,
-                       group_size, q_len, window, qk_scale, softcap, row0, stride_qb, stride_qh,
-                       stride_ob, stride_oh, stride_lb, 1, HEAD_DIM, HEAD_DIM_PAD, D_HI, BLOCK_N,
-                       NUM_STAGES, SOFTCAP, ROW_SPANS)),
+                       q_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr, slot, pid_b, pid_kvh,
+                       start, end, first, seq_len, group_size, q_len, window, qk_scale, softcap,
+                       row0, stride_qb, stride_qh, stride_ot, stride_oh, stride_lt,
+                       part_stride_ot, part_stride_oh, part_stride_lt, 1, HEAD_DIM,
+                       HEAD_DIM_PAD, D_HI, BLOCK_N, NUM_STAGES, SOFTCAP, ROW_SPANS, SPLIT)),
         (ws_loader, (k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, k_ptr, v_ptr,
                      block_table_ptr, pid_b, pid_kvh.to(gl.int64) * stride_kh, start, end, first,
                      stride_kp, stride_kt, stride_btb, page_size, HEAD_DIM, HEAD_DIM_PAD, D_HI,
@@ -208,24 +217,92 @@ def ws_kernel(
     ], [PARTITION_WARPS, PARTITION_WARPS], [CONSUMER_REGS, LOADER_REGS])
 
 
+# runtime ints that vary per problem are not specialised (fewer recompiles, same code)
+@gluon.jit(do_not_specialize=["page_size", "group_size", "q_len", "row_blocks"])
+def ws_kernel(
+    q_ptr, k_ptr, v_ptr, seq_lens_ptr, block_table_ptr, out_ptr, lse_ptr,
+    stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
+    stride_lb, page_size, group_size, qk_scale, window, softcap, q_len, row_blocks,
+    HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
+    BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
+    NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
+):
+    """One-pass: a program a (sequence, KV head, 128-row block), the whole sequence."""
+    # a KV head's row blocks side by side in launch order (the one-pass kernel's SPLIT_HEAD_ROWS)
+    pid_b = gl.program_id(0) // row_blocks
+    row0 = gl.program_id(0) % row_blocks * (2 * CONSUMER_ROWS)
+    pid_kvh = gl.program_id(1)
+    seq_len = gl.load(seq_lens_ptr + pid_b)
+    out_ptr += pid_b * q_len * stride_ob + pid_kvh * group_size * stride_oh
+    lse_ptr += pid_b * q_len * stride_lb + pid_kvh * group_size
+    # (the partial's pointers stand in: no partials, never stored through)
+    ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr, out_ptr, lse_ptr, out_ptr, lse_ptr, -1,
+               pid_b, pid_kvh, row0, 0, seq_len, seq_len, stride_qb, stride_qh, stride_kp,
+               stride_kt, stride_kh, stride_btb, stride_ob, stride_oh, stride_lb, stride_ob,
+               stride_oh, stride_lb, page_size, group_size, qk_scale, window, softcap, q_len,
+               HEAD_DIM, HEAD_DIM_PAD, D_HI, BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, SOFTCAP,
+               ROW_SPANS, False)
+
+
+@gluon.jit(do_not_specialize=["page_size", "group_size", "num_kv_heads", "q_len", "row_blocks"])
+def ws_split_kernel(
+    q_ptr, k_ptr, v_ptr, items_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr,
+    stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
+    stride_lb, stride_pos, stride_poh, stride_pls, page_size, group_size, qk_scale, window,
+    softcap, q_len, row_blocks, seq_lens_ptr, num_kv_heads,
+    HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
+    BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
+    NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
+):
+    """Split-K's stage 1 over the plan's work items, as ``split_k.split_kernel`` reads them: a
+    program a (KV head, 128-row block) of an item; a whole sequence stores the final result, a
+    piece of a split one its partial in its workspace slot (``split_k.combine_kernel`` merges)."""
+    # KV heads (and their row blocks) vary fastest: an item's programs start together
+    pid_kvh = gl.program_id(0) // row_blocks
+    row0 = gl.program_id(0) % row_blocks * (2 * CONSUMER_ROWS)
+    item = items_ptr + gl.program_id(1) * 4  # (sequence, start, end, partial slot or -1)
+    pid_b = gl.load(item)
+    slot = gl.load(item + 3)
+    head0 = pid_kvh * group_size
+    # a partial's row t x Hq + h: query token t, head h
+    num_q_heads = num_kv_heads * group_size
+    ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr,
+               out_ptr + pid_b * q_len * stride_ob + head0 * stride_oh,
+               lse_ptr + pid_b * q_len * stride_lb + head0,
+               part_out_ptr + slot * stride_pos + head0 * stride_poh,
+               part_lse_ptr + slot * stride_pls + head0, slot, pid_b, pid_kvh, row0,
+               gl.load(item + 1), gl.load(item + 2), gl.load(seq_lens_ptr + pid_b), stride_qb,
+               stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
+               stride_lb, num_q_heads * stride_poh, stride_poh, num_q_heads, page_size,
+               group_size, qk_scale, window, softcap, q_len, HEAD_DIM, HEAD_DIM_PAD, D_HI,
+               BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, SOFTCAP, ROW_SPANS, True)
+
+
 # ---- launch configuration ----------------------------------------------------------------------
-def fits(problem, l2_bytes: int, sms: int) -> bool:
-    """Where the design pays, by what it is made of: more query rows a KV head than one
-    warpgroup's 64 (a second consumer with work), head dims past 128 (the one-pass kernel's
-    64-row program is then one long chain of big products), 16-bit data (the warpgroup MMA's
-    shared operands), K/V beyond the L2 (a bandwidth-bound read) and sequences x KV heads that
-    fill the SMs (fewer would leave SMs idle: split-K's case)."""
+def fits_split(problem, l2_bytes: int, sms: int) -> bool:
+    """Where the design pays in split-K, by what it is made of: more query rows a KV head than
+    one warpgroup's 64 (a second consumer with work), head dims past 128 (the 64-row programs
+    are then one long chain of big products), 16-bit data (the warpgroup MMA's shared operands)
+    and K/V beyond the L2 (a bandwidth-bound read)."""
     return (problem.q_len * problem.group_size > WS_ROWS // 2 and problem.head_dim > 128
             and problem.itemsize == 2 and problem.kv_itemsize == 2
-            and problem.kv_bytes > l2_bytes and problem.batch * problem.num_kv_heads >= sms)
+            and problem.kv_bytes > l2_bytes)
 
 
-def ws_config(problem, config: dict | None, l2_bytes: int, sms: int) -> dict | None:
-    """The warp-specialized kernel's compile-time shape for ``problem``, or None where the one-pass
-    kernel takes it: ``WARP_SPEC`` 1 in ``config`` asks for it (refused, naming the rule, where it
-    cannot run or ``config`` sets what it sets itself otherwise than ``OWN``), 0 keeps it off;
-    without either the rule decides (``fits``, while ``BY_RULE``) unless ``config`` names
-    anything of ``OWN`` (a launch choice of the one-pass kernel's)."""
+def fits(problem, l2_bytes: int, sms: int) -> bool:
+    """Where it pays in one pass: as in split-K, and sequences x KV heads that fill the SMs (fewer
+    would leave SMs idle: split-K's plan fills them with items)."""
+    return fits_split(problem, l2_bytes, sms) and problem.batch * problem.num_kv_heads >= sms
+
+
+def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
+              split: bool = False) -> dict | None:
+    """The warp-specialized kernel's compile-time shape for ``problem``, or None where the tile
+    kernels take it (``split``: split-K's): ``WARP_SPEC`` 1 in ``config`` asks for it (refused,
+    naming the rule, where it cannot run or ``config`` sets what it sets itself otherwise than
+    ``OWN``), 0 keeps it off; without either the rule decides (``fits``, ``fits_split``, while
+    ``BY_RULE``) unless ``config`` names anything of ``OWN`` (a launch choice of the tile
+    kernels')."""
     config = config or {}
     asked = config.get("WARP_SPEC")
     if asked not in (None, 0, 1):
@@ -242,7 +319,7 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int) -> dict | N
                                f"{WS_STAGES}-slot ring, three warpgroups, cp.async copies and "
                                "the warpgroup MMA")
     elif asked == 0 or any(k in config for k in OWN) or not BY_RULE or \
-            not fits(problem, l2_bytes, sms):
+            not (fits_split if split else fits)(problem, l2_bytes, sms):
         return None
     dim_split = config.get("DIM_SPLIT", dim_split_rule(problem))
     head_dim_pad, d_hi = head_dim_tiles(problem.head_dim, dim_split)

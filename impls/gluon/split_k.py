@@ -24,6 +24,7 @@ from triton.runtime.errors import PTXASError
 from impls import plan as planner
 from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_alignment,
                           sm_count, tile_kernel_args)
+from impls.gluon import _ws
 from impls.gluon._common import (COPY_BYTES, MAX_SHARERS, attend, kv_descriptors,
                                  pick_launch_config, reported, resident_programs, store_rows)
 from impls.registry import Launch
@@ -143,12 +144,28 @@ def combine_kernel(
              mask=(rows_o < num_rows)[:, None] & (offs_do < HEAD_DIM)[None, :])
 
 
+def combine_launch(p, split_plan, sms: int) -> tuple[tuple[int, int, int], dict]:
+    """The combine's grid and constants for ``split_plan`` (``planner.combine_blocks``' tiles)."""
+    num_rows = p.q_len * p.num_q_heads
+    row_dims = 1 << (p.head_dim - 1).bit_length()  # a partial's row, padded in one tile
+    tiles = planner.combine_blocks(split_plan.num_merges, num_rows, split_plan.max_items_per_seq,
+                                   row_dims, sms)
+    return tiles.grid(split_plan.num_merges, num_rows, p.head_dim), dict(
+        HEAD_DIM=p.head_dim, BLOCK_D=tiles.dims, BLOCK_S=tiles.slots, BLOCK_R=tiles.rows,
+        WARPS_R=min(tiles.rows, COMBINE_WARPS), VEC=max(1, min(4, tiles.dims // 32)),
+        num_warps=COMBINE_WARPS)
+
+
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None) -> Launch:
     p = inputs.problem
     require_alignment(inputs, COPY_BYTES)
 
     lens = planner.host_lengths(inputs)
     l2 = l2_bytes(inputs.device)
+    ws = _ws.ws_config(p, config, l2, sm_count(inputs.device), split=True)
+    config = {k: v for k, v in (config or {}).items() if k != "WARP_SPEC"}
+    if ws is not None:
+        return _prepare_ws(inputs, out, lse, ws, num_splits, lens)
 
     def plan_for(cfg, programs_per_sm):  # the batch's plan from the host lengths (every step)
         return planner.for_launch(inputs, programs_per_sm, cfg["BLOCK_N"], num_splits,
@@ -191,14 +208,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     split = planner.SplitLaunch.of(split_plan, inputs, lambda: plan_for(cfg, resident))
     split_args, combine_args = kernel_args(cfg, split)
     split_grid = (p.num_kv_heads * query_args(p, cfg["BLOCK_H"])["row_blocks"], split_plan.num_items)
-    num_rows = p.q_len * p.num_q_heads
-    row_dims = 1 << (p.head_dim - 1).bit_length()  # a partial's row, padded in one tile
-    tiles = planner.combine_blocks(split_plan.num_merges, num_rows, split_plan.max_items_per_seq,
-                                   row_dims, sm_count(inputs.device))
-    combine_grid = tiles.grid(split_plan.num_merges, num_rows, p.head_dim)
-    combine_cfg = dict(HEAD_DIM=cfg["HEAD_DIM"], BLOCK_D=tiles.dims, BLOCK_S=tiles.slots,
-                       BLOCK_R=tiles.rows, WARPS_R=min(tiles.rows, COMBINE_WARPS),
-                       VEC=max(1, min(4, tiles.dims // 32)), num_warps=COMBINE_WARPS)
+    combine_grid, combine_cfg = combine_launch(p, split_plan, sm_count(inputs.device))
 
     def run():
         split_kernel[split_grid](*split_args, **cfg, maxnreg=cap)
@@ -206,5 +216,36 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
             combine_kernel[combine_grid](*combine_args, **combine_cfg)
 
     return Launch(run, {**split.reported(), "resident": resident, "MIN_BLOCKS": min_blocks,
-                        **reported(cfg)},
+                        "WARP_SPEC": 0, **reported(cfg)},
+                  plan=split.replan)
+
+
+def _prepare_ws(inputs, out, lse, cfg: dict, num_splits: int | None, lens) -> Launch:
+    """Split-K on the warp-specialized kernel (``impls.gluon._ws.ws_split_kernel``): one program
+    an SM (its 12 warps take the register file, its ring and rows 124-164 KB of shared memory),
+    128 rows a program, the items starting on whole tiles (and pages, where it reads the table a
+    page), then the same combine."""
+    p = inputs.problem
+    row_blocks = query_args(p, _ws.WS_ROWS)["row_blocks"]
+
+    def plan_for():
+        return planner.for_launch(inputs, 1, cfg["BLOCK_N"], num_splits, row_blocks,
+                                  whole_pages=cfg["PAGE_SIZE"] > 0, seq_lens=lens)
+
+    split_plan = plan_for()
+    split = planner.SplitLaunch.of(split_plan, inputs, plan_for)
+    split_args, combine_args = tile_kernel_args(inputs, out, lse, split.tensors, split.part_out,
+                                                split.part_lse)
+    args = (*split_args, *mask_args(p).values(), *query_args(p, _ws.WS_ROWS).values(),
+            inputs.seq_lens, p.num_kv_heads)
+    combine_args = (*combine_args, p.q_len, p.num_q_heads, p.q_len * p.num_q_heads)
+    grid = (p.num_kv_heads * row_blocks, split_plan.num_items)
+    combine_grid, combine_cfg = combine_launch(p, split_plan, sm_count(inputs.device))
+
+    def run():
+        _ws.ws_split_kernel[grid](*args, **cfg, maxnreg=_ws.KERNEL_MAXNREG)
+        if split_plan.num_merges:
+            combine_kernel[combine_grid](*combine_args, **combine_cfg)
+
+    return Launch(run, {**split.reported(), "resident": 1, **_ws.reported(cfg)},
                   plan=split.replan)
