@@ -3,14 +3,15 @@
 
     PYTHONPATH=. python scripts/pick_problems.py OUT.json IMPL --seeds 560:640 --limit 12 \\
         --q-len 8 --where BLOCK_H=128 [--where num_warps=8 ...] [--fits MODULE:FUNCTION] \\
-        [--min-programs 132] [--l2-mb 60] [--sms 132]
+        [--min-programs 132] [--max-programs 131] [--l2-mb 60] [--sms 132]
 
 IMPL is a backend/variant as ``python -m harness list`` names it; its module's
 ``pick_launch_config(problem, l2_bytes=...)`` is the rule asked (the tile DSLs' launchers have
 one); ``--fits``: a predicate ``FUNCTION(problem, l2_bytes, sms)`` that must hold too (a rule of
 its own, such as ``impls.gluon._ws:fits``, the warp-specialized kernel's). Problems with an fp8
 cache or a sequence under 8 tokens are passed over, and so are those the rule refuses;
-``--min-programs``: sequences x KV heads at least this many (a grid that fills the SMs). Prints
+``--min-programs``: sequences x KV heads at least this many (a grid that fills the SMs),
+``--max-programs``: at most this many (split-K's case). Prints
 each pick (seed.index and label) and the count; writes the picks as a workload
 file (``--workload-file``)."""
 import argparse
@@ -32,6 +33,7 @@ def main() -> None:
     ap.add_argument("--q-len", type=int, default=None)
     ap.add_argument("--where", action="append", default=[], help="KEY=VALUE of the rule's config")
     ap.add_argument("--min-programs", type=int, default=0)
+    ap.add_argument("--max-programs", type=int, default=None)
     ap.add_argument("--l2-mb", type=int, default=60, help="the GPU's L2 (an H200's: 60)")
     ap.add_argument("--sms", type=int, default=132, help="the GPU's SMs (an H200's: 132)")
     ap.add_argument("--fits", default=None, help="MODULE:FUNCTION(problem, l2_bytes, sms)")
@@ -51,7 +53,8 @@ def main() -> None:
             if min(problem.seq_lens) < 8 or problem.kv_dtype is not None:
                 continue
             p = workloads.with_q_len([problem], args.q_len)[0]
-            if p.batch * p.num_kv_heads < args.min_programs:
+            programs = p.batch * p.num_kv_heads
+            if programs < args.min_programs or programs > (args.max_programs or programs):
                 continue
             try:
                 config = rule(p, l2_bytes=args.l2_mb << 20)

@@ -44,17 +44,23 @@ def test_the_rule_takes_the_registered_drafts_and_leaves_what_the_design_does_no
     assert not any(_ws.fits(p, **H200) for p in off)
 
 
-def test_the_registered_drafts_are_what_the_rule_picks_from_their_seeds(tmp_path):
-    """next/ws.json (picked by session 68's branch) is reproduced on main by
-    scripts/pick_problems.py with the rule's predicate: the same 12 problems in the same order."""
-    out = tmp_path / "ws.json"
-    res = subprocess.run([sys.executable, "scripts/pick_problems.py", str(out), "gluon/one-pass",
-                          "--seeds", "560:640", "--limit", "12", "--q-len", "8",
-                          "--fits", "impls.gluon._ws:fits", "--min-programs", "132"],
+@pytest.mark.parametrize("name, impl, seeds, picks", [
+    ("ws.json", "gluon/one-pass", "560:640", ["--fits", "impls.gluon._ws:fits", "--min-programs", "132"]),
+    ("ws_split.json", "gluon/split-k", "640:720",
+     ["--fits", "impls.gluon._ws:fits_split", "--max-programs", "131"]),
+])
+def test_the_registered_drafts_are_what_the_rules_pick_from_their_seeds(tmp_path, name, impl, seeds,
+                                                                        picks):
+    """next/ws.json (picked by session 68's branch) and next/ws_split.json are reproduced on main
+    by scripts/pick_problems.py with the rules' predicates: the same 12 problems in the same
+    order."""
+    out = tmp_path / name
+    res = subprocess.run([sys.executable, "scripts/pick_problems.py", str(out), impl, "--seeds",
+                          seeds, "--limit", "12", "--q-len", "8", *picks],
                          cwd=ROOT, text=True, capture_output=True, timeout=300,
                          env={**os.environ, "PYTHONPATH": "."})
     assert res.returncode == 0, res.stderr[-2000:]
-    assert json.loads(out.read_text()) == json.loads(REGISTERED.read_text())
+    assert json.loads(out.read_text()) == json.loads((REGISTERED.parent / name).read_text())
 
 
 def test_the_rule_decides_only_where_it_is_on_and_no_config_says_otherwise(monkeypatch):

@@ -1,6 +1,7 @@
-"""The warp-specialized kernel (impls/gluon/_ws.py) forced on three small drafts (dense with the
-head dim in two tiles, a window and a soft cap; paged on 48-token pages; fp16 with 160 rows in two
-row blocks), each launch checked against the float64 oracle. next.sh runs it under
+"""The warp-specialized kernels (impls/gluon/_ws.py) forced on four small drafts (one-pass: dense
+with the head dim in two tiles, a window and a soft cap; paged on 48-token pages; fp16 with 160
+rows in two row blocks; split-K in three pieces a sequence, merged), each launch checked against
+the float64 oracle. next.sh runs it under
 compute-sanitizer's synccheck and racecheck before anything is timed: the kernel's mbarrier ring
 is new and has not run anywhere. Prints one line a problem and 'sanitize ok' when all pass."""
 import sys
@@ -11,15 +12,18 @@ from impls import registry
 from specs.inputs import default_device, make_inputs
 from specs.problem import DecodeProblem
 
-PROBLEMS = [DecodeProblem(32, 2, 144, (300, 70), q_len=4, window=100, softcap=20.0),
-            DecodeProblem(32, 2, 256, (300, 70), q_len=8, layout="paged", page_size=48),
-            DecodeProblem(40, 2, 240, (300, 9), q_len=8, dtype="float16")]
+ONE_PASS, SPLIT = registry.get("gluon/one-pass"), registry.get("gluon/split-k")
+CASES = [(ONE_PASS, DecodeProblem(32, 2, 144, (300, 70), q_len=4, window=100, softcap=20.0), {}),
+         (ONE_PASS, DecodeProblem(32, 2, 256, (300, 70), q_len=8, layout="paged", page_size=48), {}),
+         (ONE_PASS, DecodeProblem(40, 2, 240, (300, 9), q_len=8, dtype="float16"), {}),
+         # split-K: three pieces a sequence, merged by the combine
+         (SPLIT, DecodeProblem(32, 2, 192, (900, 70), q_len=8, layout="paged"), {"num_splits": 3})]
 failed = 0
-for problem in PROBLEMS:
-    impl = registry.get("gluon/one-pass")
+for impl, problem, options in CASES:
     inputs = make_inputs(problem, 0, default_device())
-    checked = check(impl, inputs, options={"config": {"warp_spec": 1}})
+    checked = check(impl, inputs, options={**options, "config": {"warp_spec": 1}})
     failed += not checked.comparison.passed
-    print(problem.label(), checked.run.launch.config.get("warp_spec"), checked.comparison.summary())
+    print(impl.name, problem.label(), checked.run.launch.config.get("warp_spec"),
+          checked.comparison.summary())
 print("sanitize ok" if not failed else f"sanitize: {failed} FAIL")
 sys.exit(1 if failed else 0)
