@@ -161,3 +161,23 @@ def test_split_k_takes_it_on_few_programs_and_merges_the_pieces(monkeypatch):
     assert grid == (2 * 2, launch.config["num_items"]) and launch.config["num_items"] > 2
     assert kwargs["maxnreg"] == _ws.KERNEL_MAXNREG and launch.config["merges"] >= 1
     assert launch.config["WARP_SPEC"] == 1 and launch.config["resident"] == 1
+
+
+@pytest.mark.parametrize("variant", ["one-pass", "split-k"])
+@pytest.mark.parametrize("layout", ["dense", "paged"])
+def test_the_search_space_reaches_it_where_every_other_knob_agrees(variant, layout):
+    """The tuner and the conformance suite's search-space property draw from Space.configs:
+    warp_spec 1 is taken by exactly the crossed configs whose other knobs are what the kernel
+    sets itself (OWN), one per head-dim split, and refused, naming the rule, by the rest."""
+    taken = []
+    for config in BACKEND.space.configs(variant, layout):
+        if config.get("warp_spec") != 1:
+            continue
+        try:
+            cfg = _ws.ws_config(WIDE, BACKEND.space.to_kernel(config), **H200, split=variant == "split-k")
+        except ProblemError as e:
+            assert "sets these itself" in str(e)
+            continue
+        taken.append(config["dim_split"])
+        assert cfg["BLOCK_N"] == _ws.WS_BLOCK_N
+    assert sorted(taken) == [0, 1]
