@@ -284,10 +284,11 @@ def fits_split(problem, l2_bytes: int, sms: int) -> bool:
     """Where the design pays in split-K, by what it is made of: more query rows a KV head than
     one warpgroup's 64 (a second consumer with work), head dims past 128 (the 64-row programs
     are then one long chain of big products), 16-bit data (the warpgroup MMA's shared operands)
-    and K/V beyond the L2 (a bandwidth-bound read)."""
+    and K/V beyond the L2 (a bandwidth-bound read); and a paged cache: dense tiles come by TMA
+    in the tile kernels, while this loader copies by cp.async (no TMA loader written)."""
     return (problem.q_len * problem.group_size > WS_ROWS // 2 and problem.head_dim > 128
             and problem.itemsize == 2 and problem.kv_itemsize == 2
-            and problem.kv_bytes > l2_bytes)
+            and problem.kv_bytes > l2_bytes and problem.layout == "paged")
 
 
 def fits(problem, l2_bytes: int, sms: int) -> bool:
