@@ -1,7 +1,8 @@
 """Gluon's warp-specialized one-pass kernel (impls.gluon._ws) on the CPU: where its rule would take
 it, how a config asks for it or keeps it off, what it refuses before any build, and the launch it
-makes (its compile for sm_90 is tests/test_triton_sm90.py's). It has not run on a GPU: until the
-registered run has, the rule stays off and only a config reaches it."""
+makes (its compile for sm_90 is tests/test_triton_sm90.py's). Its GPU runs and the A/Bs that put
+the one-pass rule on (paged caches) and left split-K's off are in
+results/nvidia-h200/2026-11-28-wide-drafts."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from impls.gluon import BACKEND  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 H200 = dict(l2_bytes=60 << 20, sms=132)
-REGISTERED = ROOT / "results/nvidia-h200/2026-11-28-wide-drafts/next/ws.json"
+REGISTERED = ROOT / "results/nvidia-h200/2026-11-28-wide-drafts/next/ws_paged.json"
 # 128 rows a KV head (group 16 x 8 draft tokens), head dim 256, 64 sequences x 4 KV heads of 4k
 WIDE = DecodeProblem(64, 4, 256, (4096,) * 64, q_len=8, layout="paged")
 
@@ -36,7 +37,8 @@ def test_the_rule_takes_the_registered_drafts_and_leaves_what_the_design_does_no
     picks = [DecodeProblem.from_dict(d) for d in json.loads(REGISTERED.read_text())]
     assert len(picks) == 12 and all(_ws.fits(p, **H200) for p in picks)
     assert _ws.fits(WIDE, **H200)
-    off = [DecodeProblem(64, 8, 256, (4096,) * 64, q_len=8),  # 64 rows: one consumer's
+    off = [DecodeProblem(64, 4, 256, (4096,) * 64, q_len=8),  # dense: the tile kernels' TMA
+           DecodeProblem(64, 8, 256, (4096,) * 64, q_len=8, layout="paged"),  # 64 rows: one consumer's
            DecodeProblem(64, 4, 128, (4096,) * 64, q_len=8),  # head dim 128
            DecodeProblem(64, 4, 256, (4096,) * 64, q_len=8, kv_dtype="float8_e4m3fn"),  # fp8
            DecodeProblem(64, 4, 256, (4096,) * 8, q_len=8),  # 32 programs on 132 SMs
@@ -45,15 +47,17 @@ def test_the_rule_takes_the_registered_drafts_and_leaves_what_the_design_does_no
 
 
 @pytest.mark.parametrize("name, impl, seeds, picks", [
-    ("ws.json", "gluon/one-pass", "560:640", ["--fits", "impls.gluon._ws:fits", "--min-programs", "132"]),
-    ("ws_split.json", "gluon/split-k", "640:720",
+    ("ws_paged.json", "gluon/one-pass", "720:800",
+     ["--fits", "impls.gluon._ws:fits", "--min-programs", "132"]),
+    ("wss_paged.json", "gluon/split-k", "800:880",
      ["--fits", "impls.gluon._ws:fits_split", "--max-programs", "131"]),
 ])
 def test_the_registered_drafts_are_what_the_rules_pick_from_their_seeds(tmp_path, name, impl, seeds,
                                                                         picks):
-    """next/ws.json (picked by session 68's branch) and next/ws_split.json are reproduced on main
-    by scripts/pick_problems.py with the rules' predicates: the same 12 problems in the same
-    order."""
+    """The paged-only rules' A/B sets (next/ws_paged.json, next/wss_paged.json) are reproduced by
+    scripts/pick_problems.py with the rules' predicates: the same 12 problems in the same order
+    (the first sets, ws.json and ws_split.json, were picked by the rules before they were narrowed
+    to paged caches)."""
     out = tmp_path / name
     res = subprocess.run([sys.executable, "scripts/pick_problems.py", str(out), impl, "--seeds",
                           seeds, "--limit", "12", "--q-len", "8", *picks],
@@ -64,9 +68,10 @@ def test_the_registered_drafts_are_what_the_rules_pick_from_their_seeds(tmp_path
 
 
 def test_the_rule_decides_only_where_it_is_on_and_no_config_says_otherwise(monkeypatch):
-    monkeypatch.setattr(_ws, "BY_RULE", False)  # main's, until the registered run's A/B
+    monkeypatch.setattr(_ws, "BY_RULE", {"one-pass": False, "split-k": False})
     assert _ws.ws_config(WIDE, None, **H200) is None
-    monkeypatch.setattr(_ws, "BY_RULE", True)
+    monkeypatch.setattr(_ws, "BY_RULE", {"one-pass": True, "split-k": False})  # main's
+    assert _ws.ws_config(WIDE, None, **H200, split=True) is None
     assert _ws.ws_config(WIDE, None, **H200) == _ws.ws_config(WIDE, {"WARP_SPEC": 1}, **H200)
     assert _ws.ws_config(WIDE, None, l2_bytes=1 << 30, sms=132) is None  # K/V within L2
     # a config of the one-pass kernel's own (a tile, warps) or warp_spec 0 keeps it
@@ -144,7 +149,7 @@ def test_split_k_takes_it_on_few_programs_and_merges_the_pieces(monkeypatch):
     long draft take it where one-pass's does not. Forced (three pieces a sequence), the launch
     plans its items on 32-token tiles, 128 rows a program, and merges the pieces with the
     combine."""
-    few = DecodeProblem(64, 4, 256, (65536, 40000), q_len=8)  # 8 (sequence, KV head) pairs
+    few = DecodeProblem(64, 4, 256, (65536, 40000), q_len=8, layout="paged")  # 8 pairs
     assert _ws.fits_split(few, **H200) and not _ws.fits(few, **H200)
     calls = []
 

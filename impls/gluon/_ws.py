@@ -47,9 +47,9 @@ KERNEL_MAXNREG = (2 * CONSUMER_REGS.value + LOADER_REGS.value) // 3
 # (num_warps: the launch's, the default partition's; the two workers add as many each)
 OWN = {"BLOCK_N": WS_BLOCK_N, "NUM_STAGES": WS_STAGES, "MIN_BLOCKS": 0,
        "num_warps": PARTITION_WARPS.value, "DENSE_TMA": 0, "WGMMA": 1}
-# Off until the registered run (results/nvidia-h200/2026-11-28-wide-drafts, "Registered next
-# run") has run it on a GPU: until then the kernel runs only where a config asks for it
-BY_RULE = False
+# Which variants the rule decides (results/nvidia-h200/2026-11-28-wide-drafts: each rule went on
+# only where its A/B on unseen drafts held its registered prediction); off, a config reaches it
+BY_RULE = {"one-pass": True, "split-k": False}
 
 
 @gluon.jit
@@ -302,8 +302,8 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
     """The warp-specialized kernel's compile-time shape for ``problem``, or None where the tile
     kernels take it (``split``: split-K's): ``WARP_SPEC`` 1 in ``config`` asks for it (refused,
     naming the rule, where it cannot run or ``config`` sets what it sets itself otherwise than
-    ``OWN``), 0 keeps it off; without either the rule decides (``fits``, ``fits_split``, while
-    ``BY_RULE``) unless ``config`` names anything of ``OWN`` (a launch choice of the tile
+    ``OWN``), 0 keeps it off; without either the rule decides (``fits``, ``fits_split``, where
+    ``BY_RULE`` has it on) unless ``config`` names anything of ``OWN`` (a launch choice of the tile
     kernels')."""
     config = config or {}
     asked = config.get("WARP_SPEC")
@@ -320,7 +320,7 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
                                f"sets these itself ({OWN}): a {WS_BLOCK_N}-token tile, a "
                                f"{WS_STAGES}-slot ring, three warpgroups, cp.async copies and "
                                "the warpgroup MMA")
-    elif asked == 0 or any(k in config for k in OWN) or not BY_RULE or \
+    elif asked == 0 or any(k in config for k in OWN) or not BY_RULE["split-k" if split else "one-pass"] or \
             not (fits_split if split else fits)(problem, l2_bytes, sms):
         return None
     dim_split = config.get("DIM_SPLIT", dim_split_rule(problem))

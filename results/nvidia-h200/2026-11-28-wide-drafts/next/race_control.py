@@ -65,7 +65,7 @@ print("control mbarrier hand-off:", "equal" if ok else "DIFFERENT", flush=True)
 
 problem = DecodeProblem(32, 2, 256, (300, 70), q_len=8, layout="paged", page_size=48)
 checked = check(registry.get("gluon/one-pass"), make_inputs(problem, 0, default_device()),
-                options={"config": {"WGMMA": 1}})
+                options={"config": {"wgmma": 1}})
 failed += not checked.comparison.passed
 print("control wgmma one-pass", problem.label(), checked.run.launch.config,
       checked.comparison.summary(), flush=True)
