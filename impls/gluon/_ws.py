@@ -320,8 +320,9 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
                                f"sets these itself ({OWN}): a {WS_BLOCK_N}-token tile, a "
                                f"{WS_STAGES}-slot ring, three warpgroups, cp.async copies and "
                                "the warpgroup MMA")
-    elif asked == 0 or any(k in config for k in OWN) or not BY_RULE["split-k" if split else "one-pass"] or \
-            not (fits_split if split else fits)(problem, l2_bytes, sms):
+    elif (asked == 0 or any(k in config for k in OWN)
+          or not BY_RULE["split-k" if split else "one-pass"]
+          or not (fits_split if split else fits)(problem, l2_bytes, sms)):
         return None
     dim_split = config.get("DIM_SPLIT", dim_split_rule(problem))
     head_dim_pad, d_hi = head_dim_tiles(problem.head_dim, dim_split)
