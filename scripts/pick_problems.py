@@ -3,7 +3,7 @@
 
     PYTHONPATH=. python scripts/pick_problems.py OUT.json IMPL --seeds 560:640 --limit 12 \\
         --q-len 8 --where BLOCK_H=128 [--where num_warps=8 ...] [--fits MODULE:FUNCTION] \\
-        [--min-programs 132] [--max-programs 131] [--l2-mb 60] [--sms 132]
+        [--min-programs 132] [--max-programs 131] [--layout dense] [--l2-mb 60] [--sms 132]
 
 IMPL is a backend/variant as ``python -m harness list`` names it; its module's
 ``pick_launch_config(problem, l2_bytes=...)`` is the rule asked (the tile DSLs' launchers have
@@ -11,7 +11,8 @@ one); ``--fits``: a predicate ``FUNCTION(problem, l2_bytes, sms)`` that must hol
 its own, such as ``impls.gluon._ws:fits``, the warp-specialized kernel's). Problems with an fp8
 cache or a sequence under 8 tokens are passed over, and so are those the rule refuses;
 ``--min-programs``: sequences x KV heads at least this many (a grid that fills the SMs),
-``--max-programs``: at most this many (split-K's case). Prints
+``--max-programs``: at most this many (split-K's case); ``--layout``: that cache layout only.
+Prints
 each pick (seed.index and label) and the count; writes the picks as a workload
 file (``--workload-file``)."""
 import argparse
@@ -37,6 +38,8 @@ def main() -> None:
     ap.add_argument("--l2-mb", type=int, default=60, help="the GPU's L2 (an H200's: 60)")
     ap.add_argument("--sms", type=int, default=132, help="the GPU's SMs (an H200's: 132)")
     ap.add_argument("--fits", default=None, help="MODULE:FUNCTION(problem, l2_bytes, sms)")
+    ap.add_argument("--layout", choices=("dense", "paged"), default=None,
+                    help="only problems of this cache layout")
     args = ap.parse_args()
     rule = importlib.import_module(registry.get(args.impl).module).pick_launch_config
     fits = lambda p, l2_bytes, sms: True  # noqa: E731  (no predicate asked: every problem)
@@ -50,7 +53,8 @@ def main() -> None:
         for i, problem in enumerate(workloads.heldout_problems(seed)):
             if len(chosen) >= args.limit:
                 break
-            if min(problem.seq_lens) < 8 or problem.kv_dtype is not None:
+            if min(problem.seq_lens) < 8 or problem.kv_dtype is not None or \
+                    args.layout not in (None, problem.layout):
                 continue
             p = workloads.with_q_len([problem], args.q_len)[0]
             programs = p.batch * p.num_kv_heads

@@ -51,10 +51,16 @@ def test_the_rule_takes_the_registered_drafts_and_leaves_what_the_design_does_no
      ["--fits", "impls.gluon._ws:fits", "--min-programs", "132"]),
     ("wss_paged.json", "gluon/split-k", "800:880",
      ["--fits", "impls.gluon._ws:fits_split", "--max-programs", "131"]),
+    # the TMA loader's registered sets: dense drafts where the design pays
+    ("ws_dense.json", "gluon/one-pass", "880:960",
+     ["--fits", "impls.gluon._ws:pays", "--layout", "dense", "--min-programs", "132"]),
+    ("wss_dense.json", "gluon/split-k", "960:1040",
+     ["--fits", "impls.gluon._ws:pays_split", "--layout", "dense", "--max-programs", "131"]),
 ])
 def test_the_registered_drafts_are_what_the_rules_pick_from_their_seeds(tmp_path, name, impl, seeds,
                                                                         picks):
-    """The paged-only rules' A/B sets (next/ws_paged.json, next/wss_paged.json) are reproduced by
+    """The paged-only rules' A/B sets (next/ws_paged.json, next/wss_paged.json) and the TMA
+    loader's (next/ws_dense.json, next/wss_dense.json) are reproduced by
     scripts/pick_problems.py with the rules' predicates: the same 12 problems in the same order
     (the first sets, ws.json and ws_split.json, were picked by the rules before they were narrowed
     to paged caches)."""
@@ -101,12 +107,35 @@ def test_a_config_asks_for_it_and_a_reported_config_replays():
     ({"WARP_SPEC": 1, "BLOCK_N": 64}, "sets these itself"),
     ({"WARP_SPEC": 1, "num_warps": 8}, "sets these itself"),
     ({"WARP_SPEC": 1, "NUM_STAGES": 2}, "sets these itself"),
-    ({"WARP_SPEC": 1, "DENSE_TMA": 1}, "sets these itself"),
+    ({"WARP_SPEC": 1, "DENSE_TMA": 2}, "DENSE_TMA=2: must be 0 or 1"),
     ({"WARP_SPEC": 1, "WGMMA": 0}, "sets these itself"),
 ])
 def test_what_it_cannot_honour_is_refused_naming_the_rule(config, rule):
     with pytest.raises(ProblemError, match=rule):
         _ws.ws_config(WIDE, config, **H200)
+
+
+def test_dense_tiles_by_tma_where_a_config_asks_and_the_launch_passes_their_descriptors(monkeypatch):
+    """DENSE_TMA 1 with WARP_SPEC 1: a dense cache's tiles by TMA (the loader's ``load_tma``), the
+    launch passing the K/V descriptors of the tile kernels' boxes (32 tokens, the head dim's two
+    tiles); cp.async stays the default, paged tiles are always gathered, and DENSE_TMA named
+    without WARP_SPEC is the tile kernels' choice, which keeps the rule off."""
+    dense = DecodeProblem(32, 2, 144, (900, 70), q_len=8)
+    assert _ws.ws_config(dense, {"WARP_SPEC": 1}, **H200)["DENSE_TMA"] == 0
+    assert _ws.ws_config(WIDE, {"WARP_SPEC": 1, "DENSE_TMA": 1}, **H200)["DENSE_TMA"] == 0
+    monkeypatch.setattr(_ws, "BY_RULE", {"one-pass": True, "split-k": True})
+    assert _ws.ws_config(WIDE, {"DENSE_TMA": 0}, **H200) is None
+    calls = []
+    monkeypatch.setattr(JITFunction, "run", lambda self, *args, grid, warmup, **kw:
+                        calls.append((self.__name__, args, kw)))
+    inputs = make_inputs(dense, seed=0, device="cpu")
+    out, lse = inputs.new_outputs()
+    launch = one_pass.prepare(inputs, out, lse, config={"WARP_SPEC": 1, "DENSE_TMA": 1})
+    launch.run()
+    (name, args, kw), = calls
+    descs = [a for a in args if type(a).__name__ == "TensorDescriptor"]
+    assert name == "ws_kernel" and kw["DENSE_TMA"] == 1 and launch.config["DENSE_TMA"] == 1
+    assert [d.block_shape for d in descs] == [[1, 32, 1, 128]] * 2 + [[1, 32, 1, 16]] * 2
 
 
 def test_fp8_caches_are_refused_before_any_build():
@@ -173,16 +202,19 @@ def test_split_k_takes_it_on_few_programs_and_merges_the_pieces(monkeypatch):
 def test_the_search_space_reaches_it_where_every_other_knob_agrees(variant, layout):
     """The tuner and the conformance suite's search-space property draw from Space.configs:
     warp_spec 1 is taken by exactly the crossed configs whose other knobs are what the kernel
-    sets itself (OWN), one per head-dim split, and refused, naming the rule, by the rest."""
+    sets itself (OWN), one per head-dim split and, where the layout offers tma, per loader copy
+    (dense tiles by TMA or cp.async), and refused, naming the rule, by the rest."""
+    problem = WIDE if layout == "paged" else DecodeProblem(64, 4, 256, (4096,) * 64, q_len=8)
     taken = []
     for config in BACKEND.space.configs(variant, layout):
         if config.get("warp_spec") != 1:
             continue
         try:
-            cfg = _ws.ws_config(WIDE, BACKEND.space.to_kernel(config), **H200, split=variant == "split-k")
+            cfg = _ws.ws_config(problem, BACKEND.space.to_kernel(config), **H200,
+                                split=variant == "split-k")
         except ProblemError as e:
             assert "sets these itself" in str(e)
             continue
-        taken.append(config["dim_split"])
-        assert cfg["BLOCK_N"] == _ws.WS_BLOCK_N
-    assert sorted(taken) == [0, 1]
+        taken.append((config["dim_split"], cfg["DENSE_TMA"]))
+        assert cfg["BLOCK_N"] == _ws.WS_BLOCK_N and cfg["DENSE_TMA"] == config.get("tma", 0)
+    assert sorted(taken) == ([(0, 0), (0, 1), (1, 0), (1, 1)] if layout == "dense" else [(0, 0), (1, 0)])

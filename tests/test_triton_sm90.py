@@ -82,8 +82,9 @@ def test_gluon_warpgroup_mma_kernels_compile_without_spills():
 def test_gluon_warp_specialized_kernels_compile_without_spills():
     """``WARP_SPEC=1`` (impls.gluon._ws), one-pass and split-K: three warpgroups with the
     registers the module gives each (setmaxnreg: the loader's, the consumers'), every copy group
-    fenced before it is marked ready, cp.async copies and both products on the warpgroup MMA, and
-    no register spill at head dims 144 (two tiles) to 256, dense and paged, fp16 and bf16 (ptxas
+    fenced before it is marked ready, cp.async copies (or, asked for on dense caches, TMA) and
+    both products on the warpgroup MMA, the loader's code within its registers (SASS), and no
+    register spill at head dims 144 (two tiles) to 256, dense and paged, fp16 and bf16 (ptxas
     for sm_90a); split-K's partials merged by the combine kernel."""
     from impls.gluon import _ws
     res = subprocess.run([sys.executable, "-m", "tests.triton_sm90", "ws"], cwd=ROOT, text=True,
@@ -92,13 +93,18 @@ def test_gluon_warp_specialized_kernels_compile_without_spills():
     every = res.stdout.splitlines()
     lines = [l for l in every if l.startswith("ws_")]
     assert {l.split()[0] for l in lines} == {"ws_kernel", "ws_split_kernel"}, res.stdout
-    assert len(lines) == 12 and {l.split()[0] for l in every} - {"ws_kernel", "ws_split_kernel"} \
+    assert len(lines) == 18 and {l.split()[0] for l in every} - {"ws_kernel", "ws_split_kernel"} \
         == {"combine_kernel"}, res.stdout
+    # the three dense problems' tiles by TMA too, asked for (paged ones are always gathered)
+    assert sum("'DENSE_TMA': 1" in l for l in lines) == 6, res.stdout
     for line in lines:
-        assert "wgmma=True" in line and "cp.async=True" in line and "tma=False" in line, line
+        copies = "cp.async=False tma=True" if "'DENSE_TMA': 1" in line else "cp.async=True tma=False"
+        assert "wgmma=True" in line and copies in line, line
         assert "fenced=True" in line and line.endswith(" spills=0"), line
         regs = {int(n) for n in re.search(r"setmaxnreg=\[([\d, ]+)\]", line)[1].split(",")}
         assert {_ws.LOADER_REGS.value, _ws.CONSUMER_REGS.value} <= regs, line
+        # the loader's code within the registers it keeps (ptxas allocates for the whole kernel)
+        assert int(re.search(r"loader_registers=(\d+)", line)[1]) <= _ws.LOADER_REGS.value, line
     assert any("'D_HI': 16" in l for l in lines) and any("'PAGE_SIZE': 0" in l for l in lines)
     assert any("*fp16" in l for l in lines)
 

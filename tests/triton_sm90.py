@@ -30,6 +30,7 @@ from triton.runtime.jit import JITFunction, create_function_from_signature  # no
 import impls  # noqa: E402,F401
 from impls import registry  # noqa: E402
 from impls.common import SMEM_BYTES  # noqa: E402
+from impls.gluon._ws import LOADER_REGS  # noqa: E402
 from specs.inputs import make_inputs  # noqa: E402
 from specs.problem import DecodeProblem  # noqa: E402
 
@@ -83,6 +84,22 @@ def warp_specialized(ptx: str) -> str:
     return f"setmaxnreg={regs} fenced={fenced}"
 
 
+def loader_registers(cubin: bytes, loader_regs: int) -> int:
+    """Registers the code after a warp-specialized kernel's ``setmaxnreg`` down to
+    ``loader_regs`` touches (its highest R index + 1, from nvdisasm's SASS): ptxas allocates for
+    the whole kernel, so a partition that touches more than it gave back is undefined."""
+    nvdisasm = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "k.cubin")
+        with open(src, "wb") as f:
+            f.write(cubin)
+        sass = subprocess.run([nvdisasm, "-c", src], capture_output=True, text=True,
+                              check=True).stdout.splitlines()
+    start = next(i for i, l in enumerate(sass) if f"DEALLOC.CTAPOOL {loader_regs:#x} " in l + " ")
+    end = next(i for i in range(start, len(sass)) if "TRY_ALLOC" in sass[i])
+    return 1 + max(int(r) for l in sass[start:end] for r in re.findall(r"\bR(\d+)\b", l))
+
+
 def prepared(impl, inputs, config):
     """``impl``'s launch on ``inputs`` with ``config`` (kernel names), from its module's own
     ``prepare``: Gluon has no CPU mode."""
@@ -130,7 +147,9 @@ def compile_all(problems, backend: str = "triton", configs=(None,), algorithms=N
                       f"tma={'cp.async.bulk.tensor' in ptx} wgmma={'wgmma.mma_async' in ptx} "
                       f"acq_rel={'atom.global.gpu.acq_rel' in ptx} "
                       f"f16_to_bf16={'cvt.bf16.f16' in ptx}"
-                      + (f" {warp_specialized(ptx)}" if "setmaxnreg" in ptx else "")
+                      + (f" {warp_specialized(ptx)} loader_registers="
+                         f"{loader_registers(kernel.asm['cubin'], LOADER_REGS.value)}"
+                         if "setmaxnreg" in ptx else "")
                       + (f" spills={ptxas_spills(ptx)}" if spills else ""))
         assert kernel.metadata.shared <= SMEM_BYTES, f"{fn.__name__} needs {kernel.metadata.shared} B"
     return report
@@ -201,7 +220,9 @@ def ws_check() -> None:
                  for layout in ("dense", "paged")]
     problems += [DecodeProblem(40, 2, 208, (9000, 70), layout="paged", page_size=48, q_len=8),
                  DecodeProblem(40, 2, 240, (9000, 70), q_len=8, dtype="float16")]
-    for line in compile_all(problems, "gluon", ({"WARP_SPEC": 1},), spills=True):
+    # dense tiles by cp.async (the default) and by TMA (asked for; paged tiles are always gathered)
+    for line in compile_all(problems, "gluon", ({"WARP_SPEC": 1}, {"WARP_SPEC": 1, "DENSE_TMA": 1}),
+                            spills=True):
         print(line)
 
 

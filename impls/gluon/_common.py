@@ -368,16 +368,10 @@ def stream_tma(q, q_hi, k_desc, v_desc, k_hi_desc, v_hi_desc, pid_b, pid_kvh, st
             v_hi = v_hi_ring.index(stage).reshape([BLOCK_N, D_HI])
         tile_start = start + i * BLOCK_N
         if (tile_start + BLOCK_N > end) | (tile_start < first):  # zero V rows outside the range
-            rows = tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(1, LOAD))
-            v_rows = v_tile.load(LOAD)
-            v_tile.store(gl.where(((rows < end) & (rows >= first))[:, None], v_rows,
-                                  gl.zeros_like(v_rows)))
+            zero_outside(v_tile, tile_start, first, end, LOAD)
             if D_HI > 0:
-                LOAD_HI: gl.constexpr = tile_layout(D_HI, dtype.primitive_bitwidth, gl.num_warps())
-                rows_hi = tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(1, LOAD_HI))
-                v_rows_hi = v_hi.load(LOAD_HI)
-                v_hi.store(gl.where(((rows_hi < end) & (rows_hi >= first))[:, None], v_rows_hi,
-                                    gl.zeros_like(v_rows_hi)))
+                zero_outside(v_hi, tile_start, first, end,
+                             tile_layout(D_HI, dtype.primitive_bitwidth, gl.num_warps()))
             # these stores (the generic proxy) before the slot's next TMA fill (the async one)
             fence_async_shared()
             gl.thread_barrier()
@@ -388,6 +382,16 @@ def stream_tma(q, q_hi, k_desc, v_desc, k_hi_desc, v_hi_desc, pid_b, pid_kvh, st
     for i in gl.static_range(NUM_STAGES):
         mbarrier.invalidate(ready.index(i))
     return m_i, l_i, acc, acc_hi
+
+
+@gluon.jit
+def zero_outside(v_tile, tile_start, first, end, LOAD: gl.constexpr):
+    """Zero the rows of a landed ``[BLOCK_N, dims]`` V tile (in ``LOAD``) outside tokens
+    [first, end): a TMA box brings whole rows, poison past the sequence's end or before a
+    window's start included, and a zero probability does not cancel a NaN in the product."""
+    rows = tile_start + gl.arange(0, v_tile.shape[0], gl.SliceLayout(1, LOAD))
+    v_rows = v_tile.load(LOAD)
+    v_tile.store(gl.where(((rows < end) & (rows >= first))[:, None], v_rows, gl.zeros_like(v_rows)))
 
 
 @gluon.jit

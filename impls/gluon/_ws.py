@@ -27,8 +27,9 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
 
 from impls.common import dim_split_rule, head_dim_tiles, tiles_reported
-from impls.gluon._common import (acc_layout, block_span, issue_tiles, normalise, ring_layout,
-                                 softmax_step, store_rows, tile_layout, tile_rows)
+from impls.gluon._common import (acc_layout, block_span, issue_tiles, issue_tma, normalise,
+                                 ring_layout, softmax_step, store_rows, tile_layout, tile_rows,
+                                 zero_outside)
 from specs.problem import ProblemError
 
 WS_ROWS = 128  # two consumer warpgroups of 64 rows (the warpgroup MMA's m)
@@ -46,20 +47,86 @@ KERNEL_MAXNREG = (2 * CONSUMER_REGS.value + LOADER_REGS.value) // 3
 # What this kernel sets itself, as Launch.config reports it (a reported config replays as is)
 # (num_warps: the launch's, the default partition's; the two workers add as many each)
 OWN = {"BLOCK_N": WS_BLOCK_N, "NUM_STAGES": WS_STAGES, "MIN_BLOCKS": 0,
-       "num_warps": PARTITION_WARPS.value, "DENSE_TMA": 0, "WGMMA": 1}
+       "num_warps": PARTITION_WARPS.value, "WGMMA": 1}
+# What it takes from a config as the tile kernels do: dense tiles by TMA (1) or cp.async (0;
+# the default until the rules take dense caches, LAYOUTS); paged tiles are always gathered.
+# Named in a config without WARP_SPEC, it is the tile kernels' choice and keeps the rule off
+TAKEN = ("DENSE_TMA",)
+# The cache layouts the rules take: paged caches. Dense ones lost to the tile kernels' TMA ring
+# while this loader copied by cp.async; its TMA loader (DENSE_TMA 1, the default for dense tiles
+# where dense is taken) goes in once its registered run holds (2026-11-28-wide-drafts, README)
+LAYOUTS = ("paged",)
 # Which variants the rule decides (results/nvidia-h200/2026-11-28-wide-drafts: each rule went on
 # only where its A/B on unseen drafts held its registered prediction); off, a config reaches it
 BY_RULE = {"one-pass": True, "split-k": False}
 
 
 @gluon.jit
-def ws_loader(k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, k_ptr, v_ptr, block_table_ptr,
-              pid_b, kvh_off, start, end, first, stride_kp, stride_kt, stride_btb, page_size,
+def ws_loader(k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, landed, k_ptr, v_ptr,
+              block_table_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc, pid_b, pid_kvh, kvh_off,
+              start, end, first, stride_kp, stride_kt, stride_btb, page_size,
               HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
               BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
-              NUM_STAGES: gl.constexpr):
-    """Tokens [start, end) into the ring, rows before ``first`` (a window's start) and past
-    ``end`` zero-filled, not read; tile i in slot i % NUM_STAGES, marked on ``ready``."""
+              NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr):
+    """Tokens [start, end) into the ring, tile i in slot i % NUM_STAGES, marked on ``ready``:
+    gathered by cp.async (rows before ``first``, a window's start, and past ``end`` zero-filled,
+    not read), or ``DENSE_TMA`` by TMA (``load_tma``)."""
+    if DENSE_TMA:
+        load_tma(k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, landed, k_desc, v_desc,
+                 k_hi_desc, v_hi_desc, pid_b, pid_kvh, start, end, first, HEAD_DIM_PAD, D_HI,
+                 BLOCK_N, NUM_STAGES)
+    else:
+        gather(k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, k_ptr, v_ptr, block_table_ptr,
+               pid_b, kvh_off, start, end, first, stride_kp, stride_kt, stride_btb, page_size,
+               HEAD_DIM, HEAD_DIM_PAD, D_HI, BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES)
+
+
+@gluon.jit
+def load_tma(k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, landed, k_desc, v_desc,
+             k_hi_desc, v_hi_desc, pid_b, pid_kvh, start, end, first, HEAD_DIM_PAD: gl.constexpr,
+             D_HI: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr):
+    """A dense cache's tiles by TMA (``_common.issue_tma``'s boxes, dims past the head dim
+    zero-filled), a tile's K and V counted in bytes on its slot's ``ready``. A tile reaching
+    past ``end`` or starting before ``first`` brings whole rows, poison included: it lands on
+    ``landed`` instead, this warpgroup zeroes its V rows outside [first, end) (the consumers
+    mask the scores), fences its stores for the MMA's proxy, and marks it ready by one arrive."""
+    TILE_BYTES: gl.constexpr = BLOCK_N * (HEAD_DIM_PAD + D_HI) * k_desc.dtype.primitive_bitwidth // 8
+    LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, k_desc.dtype.primitive_bitwidth, gl.num_warps())
+    num_tiles = gl.cdiv(end - start, BLOCK_N)
+    edges = 0  # edge tiles landed so far: ``landed``'s phase
+    for i in range(num_tiles):
+        slot = i % NUM_STAGES
+        mbarrier.wait(empty.index(slot), ((i // NUM_STAGES) & 1) ^ 1)
+        tile_start = start + i * BLOCK_N
+        if (tile_start + BLOCK_N > end) | (tile_start < first):
+            issue_tma(k_desc, v_desc, k_hi_desc, v_hi_desc, k_ring, v_ring, k_hi_ring, v_hi_ring,
+                      landed.index(0), slot, pid_b, tile_start, pid_kvh, 2 * TILE_BYTES, True,
+                      HEAD_DIM_PAD, D_HI)
+            mbarrier.wait(landed.index(0), edges & 1)
+            edges += 1
+            zero_outside(v_ring.index(slot).reshape([BLOCK_N, HEAD_DIM_PAD]), tile_start, first,
+                         end, LOAD)
+            if D_HI > 0:
+                zero_outside(v_hi_ring.index(slot).reshape([BLOCK_N, D_HI]), tile_start, first,
+                             end, tile_layout(D_HI, k_desc.dtype.primitive_bitwidth,
+                                              gl.num_warps()))
+            fence_async_shared()  # the zeros (generic proxy) before the MMA reads them (async)
+            gl.thread_barrier()  # every loader thread's zeros, and its wait on ``landed``, done
+            mbarrier.arrive(ready.index(slot))
+        else:
+            issue_tma(k_desc, v_desc, k_hi_desc, v_hi_desc, k_ring, v_ring, k_hi_ring, v_hi_ring,
+                      ready.index(slot), slot, pid_b, tile_start, pid_kvh, 2 * TILE_BYTES, True,
+                      HEAD_DIM_PAD, D_HI)
+
+
+@gluon.jit
+def gather(k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, k_ptr, v_ptr, block_table_ptr,
+           pid_b, kvh_off, start, end, first, stride_kp, stride_kt, stride_btb, page_size,
+           HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
+           BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
+           NUM_STAGES: gl.constexpr):
+    """The tiles by cp.async: a copy group a tile, two in flight, each marked ready once landed
+    and fenced in every loader thread."""
     LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, k_ptr.dtype.element_ty.primitive_bitwidth,
                                      gl.num_warps())
     offs_n = gl.arange(0, BLOCK_N, gl.SliceLayout(1, LOAD))
@@ -95,7 +162,7 @@ def ws_consumer(q_smem, q_hi_smem, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, 
                 part_stride_lt, CONSUMER: gl.constexpr, HEAD_DIM: gl.constexpr,
                 HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr, BLOCK_N: gl.constexpr,
                 NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
-                SPLIT: gl.constexpr):
+                SPLIT: gl.constexpr, DENSE_TMA: gl.constexpr):
     """Consumer ``CONSUMER``'s 64 rows (``row0 + CONSUMER * 64`` on) over every tile the loader
     marks ready: the query into its shared buffer, the online softmax on the warpgroup MMA, each
     slot released once both its products have read it, then its rows normalised and stored
@@ -138,15 +205,23 @@ def ws_consumer(q_smem, q_hi_smem, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, 
     for i in range(num_tiles):
         stage = i % NUM_STAGES
         mbarrier.wait(ready.index(stage), (i // NUM_STAGES) & 1)
+        k_tile = k_ring.index(stage)
+        v_tile = v_ring.index(stage)
         k_hi = None
         v_hi = None
         if D_HI > 0:
             k_hi = k_hi_ring.index(stage)
             v_hi = v_hi_ring.index(stage)
-        m_i, l_i, acc, acc_hi = softmax_step(q, q_hi, k_ring.index(stage), k_hi, v_ring.index(stage),
-                                             v_hi, start + i * BLOCK_N, first, end, row_first,
-                                             row_end, softcap, qk_scale, m_i, l_i, acc, acc_hi,
-                                             SOFTCAP, ROW_SPANS, D_HI, 1)
+        if DENSE_TMA:  # the TMA boxes' [1, BLOCK_N, 1, dims] slots as the MMA's operands
+            k_tile = k_tile.reshape([BLOCK_N, HEAD_DIM_PAD])
+            v_tile = v_tile.reshape([BLOCK_N, HEAD_DIM_PAD])
+            if D_HI > 0:
+                k_hi = k_hi.reshape([BLOCK_N, D_HI])
+                v_hi = v_hi.reshape([BLOCK_N, D_HI])
+        m_i, l_i, acc, acc_hi = softmax_step(q, q_hi, k_tile, k_hi, v_tile, v_hi,
+                                             start + i * BLOCK_N, first, end, row_first, row_end,
+                                             softcap, qk_scale, m_i, l_i, acc, acc_hi, SOFTCAP,
+                                             ROW_SPANS, D_HI, 1)
         mbarrier.arrive(empty.index(stage))  # both products done reading it (synchronous MMA)
     out, out_hi, lse = normalise(m_i, l_i, acc, acc_hi, 1.0)
     is_part = False
@@ -162,23 +237,28 @@ def ws_consumer(q_smem, q_hi_smem, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, 
 
 
 @gluon.jit
-def ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr,
-               slot, pid_b, pid_kvh, row0, start, end, seq_len, stride_qb, stride_qh, stride_kp,
-               stride_kt, stride_kh, stride_btb, stride_ot, stride_oh, stride_lt, part_stride_ot,
-               part_stride_oh, part_stride_lt, page_size, group_size, qk_scale, window, softcap,
-               q_len, HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
-               BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
-               NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
-               SPLIT: gl.constexpr):
+def ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc, out_ptr,
+               lse_ptr, part_out_ptr, part_lse_ptr, slot, pid_b, pid_kvh, row0, start, end, seq_len,
+               stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ot,
+               stride_oh, stride_lt, part_stride_ot, part_stride_oh, part_stride_lt, page_size,
+               group_size, qk_scale, window, softcap, q_len, HEAD_DIM: gl.constexpr,
+               HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr, BLOCK_N: gl.constexpr,
+               IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr, NUM_STAGES: gl.constexpr,
+               SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr, SPLIT: gl.constexpr,
+               DENSE_TMA: gl.constexpr):
     """One program: KV head ``pid_kvh``'s query rows ``row0 + [0, 128)`` of sequence ``pid_b``
     over its tokens [start, end) (cut to the rows' windows and spans), the ring and its barriers
     allocated, then the three partitions (output pointers as ``ws_consumer`` takes them)."""
     start, end, first = block_span(start, end, seq_len, window, q_len, group_size, row0,
                                    2 * CONSUMER_ROWS, BLOCK_N)
     dtype: gl.constexpr = k_ptr.dtype.element_ty
-    SMEM: gl.constexpr = ring_layout(1, BLOCK_N, HEAD_DIM_PAD, dtype)
-    k_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM_PAD], SMEM)
-    v_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM_PAD], SMEM)
+    if DENSE_TMA:  # slots shaped as the descriptors' boxes, in their layout
+        k_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + k_desc.block_shape, k_desc.layout)
+        v_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + v_desc.block_shape, v_desc.layout)
+    else:
+        SMEM: gl.constexpr = ring_layout(1, BLOCK_N, HEAD_DIM_PAD, dtype)
+        k_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM_PAD], SMEM)
+        v_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, HEAD_DIM_PAD], SMEM)
     q_smem = gl.allocate_shared_memory(dtype, [2, CONSUMER_ROWS, HEAD_DIM_PAD],
                                        ring_layout(1, CONSUMER_ROWS, HEAD_DIM_PAD, dtype))
     # the head dim's second tile's buffers; without one (D_HI 0, never read) the first's stand in:
@@ -187,9 +267,15 @@ def ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_
     v_hi_ring = v_ring
     q_hi_smem = q_smem
     if D_HI > 0:
-        SMEM_HI: gl.constexpr = ring_layout(1, BLOCK_N, D_HI, dtype)
-        k_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, D_HI], SMEM_HI)
-        v_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, D_HI], SMEM_HI)
+        if DENSE_TMA:
+            k_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + k_hi_desc.block_shape,
+                                                  k_hi_desc.layout)
+            v_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + v_hi_desc.block_shape,
+                                                  v_hi_desc.layout)
+        else:
+            SMEM_HI: gl.constexpr = ring_layout(1, BLOCK_N, D_HI, dtype)
+            k_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, D_HI], SMEM_HI)
+            v_hi_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_N, D_HI], SMEM_HI)
         q_hi_smem = gl.allocate_shared_memory(dtype, [2, CONSUMER_ROWS, D_HI],
                                               ring_layout(1, CONSUMER_ROWS, D_HI, dtype))
     ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
@@ -197,6 +283,17 @@ def ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_
     for s in gl.static_range(NUM_STAGES):
         mbarrier.init(ready.index(s), count=1)  # the loader's one arrive a tile
         mbarrier.init(empty.index(s), count=2)  # one a consumer
+    landed = ready  # (a stand-in, never waited on, where tiles are gathered)
+    if DENSE_TMA:
+        landed = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+        mbarrier.init(landed.index(0), count=1)  # an edge tile's bytes, before its V rows are zeroed
+        fence_async_shared()  # the initialised barriers visible to the TMA unit before its first copy
+    else:  # the descriptors are None: stand-ins, never read
+        k_desc = k_ptr
+        v_desc = v_ptr
+    if D_HI == 0 or not DENSE_TMA:
+        k_hi_desc = k_desc
+        v_hi_desc = v_desc
     # (the same arguments twice but for the consumer's index: Gluon takes no starred tuples here)
     gl.warp_specialize([
         (ws_consumer, (q_smem, q_hi_smem, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty,
@@ -204,17 +301,20 @@ def ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_
                        start, end, first, seq_len, group_size, q_len, window, qk_scale, softcap,
                        row0, stride_qb, stride_qh, stride_ot, stride_oh, stride_lt,
                        part_stride_ot, part_stride_oh, part_stride_lt, 0, HEAD_DIM,
-                       HEAD_DIM_PAD, D_HI, BLOCK_N, NUM_STAGES, SOFTCAP, ROW_SPANS, SPLIT)),
+                       HEAD_DIM_PAD, D_HI, BLOCK_N, NUM_STAGES, SOFTCAP, ROW_SPANS, SPLIT,
+                       DENSE_TMA)),
         (ws_consumer, (q_smem, q_hi_smem, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty,
                        q_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr, slot, pid_b, pid_kvh,
                        start, end, first, seq_len, group_size, q_len, window, qk_scale, softcap,
                        row0, stride_qb, stride_qh, stride_ot, stride_oh, stride_lt,
                        part_stride_ot, part_stride_oh, part_stride_lt, 1, HEAD_DIM,
-                       HEAD_DIM_PAD, D_HI, BLOCK_N, NUM_STAGES, SOFTCAP, ROW_SPANS, SPLIT)),
-        (ws_loader, (k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, k_ptr, v_ptr,
-                     block_table_ptr, pid_b, pid_kvh.to(gl.int64) * stride_kh, start, end, first,
-                     stride_kp, stride_kt, stride_btb, page_size, HEAD_DIM, HEAD_DIM_PAD, D_HI,
-                     BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES)),
+                       HEAD_DIM_PAD, D_HI, BLOCK_N, NUM_STAGES, SOFTCAP, ROW_SPANS, SPLIT,
+                       DENSE_TMA)),
+        (ws_loader, (k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, landed, k_ptr, v_ptr,
+                     block_table_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc, pid_b, pid_kvh,
+                     pid_kvh.to(gl.int64) * stride_kh, start, end, first, stride_kp, stride_kt,
+                     stride_btb, page_size, HEAD_DIM, HEAD_DIM_PAD, D_HI, BLOCK_N, IS_PAGED,
+                     PAGE_SIZE, NUM_STAGES, DENSE_TMA)),
     ], [PARTITION_WARPS, PARTITION_WARPS], [CONSUMER_REGS, LOADER_REGS])
 
 
@@ -223,10 +323,12 @@ def ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_
 def ws_kernel(
     q_ptr, k_ptr, v_ptr, seq_lens_ptr, block_table_ptr, out_ptr, lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
-    stride_lb, page_size, group_size, qk_scale, window, softcap, q_len, row_blocks,
+    stride_lb, page_size, group_size, qk_scale, k_desc, v_desc, k_hi_desc, v_hi_desc, window,
+    softcap, q_len, row_blocks,
     HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
     BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
     NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
+    DENSE_TMA: gl.constexpr,
 ):
     """One-pass: a program a (sequence, KV head, 128-row block), the whole sequence."""
     # a KV head's row blocks side by side in launch order (the one-pass kernel's SPLIT_HEAD_ROWS)
@@ -237,23 +339,25 @@ def ws_kernel(
     out_ptr += pid_b * q_len * stride_ob + pid_kvh * group_size * stride_oh
     lse_ptr += pid_b * q_len * stride_lb + pid_kvh * group_size
     # (the partial's pointers stand in: no partials, never stored through)
-    ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr, out_ptr, lse_ptr, out_ptr, lse_ptr, -1,
+    ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc,
+               out_ptr, lse_ptr, out_ptr, lse_ptr, -1,
                pid_b, pid_kvh, row0, 0, seq_len, seq_len, stride_qb, stride_qh, stride_kp,
                stride_kt, stride_kh, stride_btb, stride_ob, stride_oh, stride_lb, stride_ob,
                stride_oh, stride_lb, page_size, group_size, qk_scale, window, softcap, q_len,
                HEAD_DIM, HEAD_DIM_PAD, D_HI, BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, SOFTCAP,
-               ROW_SPANS, False)
+               ROW_SPANS, False, DENSE_TMA)
 
 
 @gluon.jit(do_not_specialize=["page_size", "group_size", "num_kv_heads", "q_len", "row_blocks"])
 def ws_split_kernel(
     q_ptr, k_ptr, v_ptr, items_ptr, block_table_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
-    stride_lb, stride_pos, stride_poh, stride_pls, page_size, group_size, qk_scale, window,
-    softcap, q_len, row_blocks, seq_lens_ptr, num_kv_heads,
+    stride_lb, stride_pos, stride_poh, stride_pls, page_size, group_size, qk_scale, k_desc, v_desc,
+    k_hi_desc, v_hi_desc, window, softcap, q_len, row_blocks, seq_lens_ptr, num_kv_heads,
     HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
     BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
     NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
+    DENSE_TMA: gl.constexpr,
 ):
     """Split-K's stage 1 over the plan's work items, as ``split_k.split_kernel`` reads them: a
     program a (KV head, 128-row block) of an item; a whole sequence stores the final result, a
@@ -267,7 +371,7 @@ def ws_split_kernel(
     head0 = pid_kvh * group_size
     # a partial's row t x Hq + h: query token t, head h
     num_q_heads = num_kv_heads * group_size
-    ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr,
+    ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc,
                out_ptr + pid_b * q_len * stride_ob + head0 * stride_oh,
                lse_ptr + pid_b * q_len * stride_lb + head0,
                part_out_ptr + slot * stride_pos + head0 * stride_poh,
@@ -276,25 +380,34 @@ def ws_split_kernel(
                stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
                stride_lb, num_q_heads * stride_poh, stride_poh, num_q_heads, page_size,
                group_size, qk_scale, window, softcap, q_len, HEAD_DIM, HEAD_DIM_PAD, D_HI,
-               BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, SOFTCAP, ROW_SPANS, True)
+               BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, SOFTCAP, ROW_SPANS, True, DENSE_TMA)
 
 
 # ---- launch configuration ----------------------------------------------------------------------
-def fits_split(problem, l2_bytes: int, sms: int) -> bool:
+def pays_split(problem, l2_bytes: int, sms: int) -> bool:
     """Where the design pays in split-K, by what it is made of: more query rows a KV head than
     one warpgroup's 64 (a second consumer with work), head dims past 128 (the 64-row programs
     are then one long chain of big products), 16-bit data (the warpgroup MMA's shared operands)
-    and K/V beyond the L2 (a bandwidth-bound read); and a paged cache: dense tiles come by TMA
-    in the tile kernels, while this loader copies by cp.async (no TMA loader written)."""
+    and K/V beyond the L2 (a bandwidth-bound read)."""
     return (problem.q_len * problem.group_size > WS_ROWS // 2 and problem.head_dim > 128
             and problem.itemsize == 2 and problem.kv_itemsize == 2
-            and problem.kv_bytes > l2_bytes and problem.layout == "paged")
+            and problem.kv_bytes > l2_bytes)
+
+
+def pays(problem, l2_bytes: int, sms: int) -> bool:
+    """Where it pays in one pass: as in split-K, and sequences x KV heads that fill the SMs (fewer
+    would leave SMs idle: split-K's plan fills them with items)."""
+    return pays_split(problem, l2_bytes, sms) and problem.batch * problem.num_kv_heads >= sms
+
+
+def fits_split(problem, l2_bytes: int, sms: int) -> bool:
+    """Split-K's rule: where the design pays, on a cache layout the rules take (``LAYOUTS``)."""
+    return pays_split(problem, l2_bytes, sms) and problem.layout in LAYOUTS
 
 
 def fits(problem, l2_bytes: int, sms: int) -> bool:
-    """Where it pays in one pass: as in split-K, and sequences x KV heads that fill the SMs (fewer
-    would leave SMs idle: split-K's plan fills them with items)."""
-    return fits_split(problem, l2_bytes, sms) and problem.batch * problem.num_kv_heads >= sms
+    """One-pass's rule: where the design pays, on a cache layout the rules take (``LAYOUTS``)."""
+    return pays(problem, l2_bytes, sms) and problem.layout in LAYOUTS
 
 
 def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
@@ -320,7 +433,7 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
                                f"sets these itself ({OWN}): a {WS_BLOCK_N}-token tile, a "
                                f"{WS_STAGES}-slot ring, three warpgroups, cp.async copies and "
                                "the warpgroup MMA")
-    elif (asked == 0 or any(k in config for k in OWN)
+    elif (asked == 0 or any(k in config for k in (*OWN, *TAKEN))
           or not BY_RULE["split-k" if split else "one-pass"]
           or not (fits_split if split else fits)(problem, l2_bytes, sms)):
         return None
@@ -328,11 +441,15 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
     head_dim_pad, d_hi = head_dim_tiles(problem.head_dim, dim_split)
     ps = problem.page_size
     paged = problem.layout == "paged"
+    tma = config.get("DENSE_TMA", int("dense" in LAYOUTS))
+    if tma not in (0, 1):
+        raise ProblemError(f"config: DENSE_TMA={tma!r}: must be 0 or 1")
     per_page = paged and (WS_BLOCK_N % ps == 0 or ps % WS_BLOCK_N == 0)
     return dict(HEAD_DIM=problem.head_dim, HEAD_DIM_PAD=head_dim_pad, D_HI=d_hi,
                 BLOCK_N=WS_BLOCK_N, IS_PAGED=paged, PAGE_SIZE=ps if per_page else 0,
                 NUM_STAGES=WS_STAGES, SOFTCAP=problem.softcap is not None,
-                ROW_SPANS=problem.q_len > 1, num_warps=PARTITION_WARPS.value)
+                ROW_SPANS=problem.q_len > 1, DENSE_TMA=int(tma and not paged),
+                num_warps=PARTITION_WARPS.value)
 
 
 def reported(cfg: dict) -> dict:

@@ -116,7 +116,8 @@ def _prepare_ws(inputs, out, lse, cfg: dict) -> Launch:
     p = inputs.problem
     require_alignment(inputs, COPY_BYTES)
     rows = query_args(p, _ws.WS_ROWS)
-    args = (*tile_kernel_args(inputs, out, lse), *mask_args(p).values(), *rows.values())
+    args = (*tile_kernel_args(inputs, out, lse), *kv_descriptors(inputs, cfg),
+            *mask_args(p).values(), *rows.values())
     grid = _ws.grid(p)
 
     def run():

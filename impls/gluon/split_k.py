@@ -236,7 +236,8 @@ def _prepare_ws(inputs, out, lse, cfg: dict, num_splits: int | None, lens) -> La
     split = planner.SplitLaunch.of(split_plan, inputs, plan_for)
     split_args, combine_args = tile_kernel_args(inputs, out, lse, split.tensors, split.part_out,
                                                 split.part_lse)
-    args = (*split_args, *mask_args(p).values(), *query_args(p, _ws.WS_ROWS).values(),
+    args = (*split_args, *kv_descriptors(inputs, cfg), *mask_args(p).values(),
+            *query_args(p, _ws.WS_ROWS).values(),
             inputs.seq_lens, p.num_kv_heads)
     combine_args = (*combine_args, p.q_len, p.num_q_heads, p.q_len * p.num_q_heads)
     grid = (p.num_kv_heads * row_blocks, split_plan.num_items)

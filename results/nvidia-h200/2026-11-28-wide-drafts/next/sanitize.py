@@ -13,17 +13,26 @@ from specs.inputs import default_device, make_inputs
 from specs.problem import DecodeProblem
 
 ONE_PASS, SPLIT = registry.get("gluon/one-pass"), registry.get("gluon/split-k")
+# `sanitize.py tma`: the TMA loader (dense tiles, `tma` 1) on dense drafts whose first and last
+# tiles are edge tiles (a window's start, the sequence's end: V rows zeroed by the loader)
+TMA = sys.argv[1:] == ["tma"]
+CONFIG = {"warp_spec": 1, **({"tma": 1} if TMA else {})}
+TMA_CASES = [(ONE_PASS, DecodeProblem(32, 2, 144, (300, 70), q_len=4, window=100, softcap=20.0), {}),
+             (ONE_PASS, DecodeProblem(32, 2, 256, (301, 77), q_len=8), {}),
+             (ONE_PASS, DecodeProblem(40, 2, 240, (300, 9), q_len=8, dtype="float16"), {}),
+             (SPLIT, DecodeProblem(32, 2, 192, (900, 70), q_len=8, window=500), {"num_splits": 3})]
 CASES = [(ONE_PASS, DecodeProblem(32, 2, 144, (300, 70), q_len=4, window=100, softcap=20.0), {}),
          (ONE_PASS, DecodeProblem(32, 2, 256, (300, 70), q_len=8, layout="paged", page_size=48), {}),
          (ONE_PASS, DecodeProblem(40, 2, 240, (300, 9), q_len=8, dtype="float16"), {}),
          # split-K: three pieces a sequence, merged by the combine
          (SPLIT, DecodeProblem(32, 2, 192, (900, 70), q_len=8, layout="paged"), {"num_splits": 3})]
 failed = 0
-for impl, problem, options in CASES:
+for impl, problem, options in TMA_CASES if TMA else CASES:
     inputs = make_inputs(problem, 0, default_device())
-    checked = check(impl, inputs, options={**options, "config": {"warp_spec": 1}})
+    checked = check(impl, inputs, options={**options, "config": CONFIG})
     failed += not checked.comparison.passed
-    print(impl.name, problem.label(), checked.run.launch.config.get("warp_spec"),
+    shown = checked.run.launch.config
+    print(impl.name, problem.label(), shown.get("warp_spec"), shown.get("tma"),
           checked.comparison.summary())
 print("sanitize ok" if not failed else f"sanitize: {failed} FAIL")
 sys.exit(1 if failed else 0)
