@@ -2,7 +2,7 @@
 # Registered next run (../README.md, "The TMA loader: registered next run"): the warp-specialized
 # kernels' TMA loader for dense caches (DENSE_TMA 1, impls/gluon/_ws.py load_tma; on main reached
 # by config only), then the rules taking dense caches by it against main. FA3's wheels installed
-# first (bash ../shared/gpu/wheels.sh fa3: one folder, `device_run.sh install .gpu-wheels/1`),
+# first (the workplace's wheel packer, fa3: one folder, `device_run.sh install .gpu-wheels/1`),
 # for step 4. One GPU, about 20 minutes, the steps in order of priority. From the repository root:
 #   git checkout -b hyp/ws-dense && sed -i 's/^LAYOUTS = ("paged",)/LAYOUTS = ("paged", "dense")/; s/"split-k": False}/"split-k": True}/' \
 #     impls/gluon/_ws.py && git commit -qam "Gluon: the warp-specialized kernels by rule on dense caches too, by TMA (registered A/B)"
