@@ -87,7 +87,9 @@ def warp_specialized(ptx: str) -> str:
 def loader_registers(cubin: bytes, loader_regs: int) -> int:
     """Registers the code after a warp-specialized kernel's ``setmaxnreg`` down to
     ``loader_regs`` touches (its highest R index + 1, from nvdisasm's SASS): ptxas allocates for
-    the whole kernel, so a partition that touches more than it gave back is undefined."""
+    the whole kernel, so a partition that touches more than it gave back is undefined. The code
+    is followed from there along its branches (ptxas moves retry loops past the EXIT) up to the
+    partition's end (the next allocation, or an EXIT)."""
     nvdisasm = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "k.cubin")
@@ -95,9 +97,23 @@ def loader_registers(cubin: bytes, loader_regs: int) -> int:
             f.write(cubin)
         sass = subprocess.run([nvdisasm, "-c", src], capture_output=True, text=True,
                               check=True).stdout.splitlines()
-    start = next(i for i, l in enumerate(sass) if f"DEALLOC.CTAPOOL {loader_regs:#x} " in l + " ")
-    end = next(i for i in range(start, len(sass)) if "TRY_ALLOC" in sass[i])
-    return 1 + max(int(r) for l in sass[start:end] for r in re.findall(r"\bR(\d+)\b", l))
+    labels = {m[1]: i for i, l in enumerate(sass) if (m := re.match(r"(\.L_x_\d+):", l))}
+    todo = [next(i for i, l in enumerate(sass) if f"DEALLOC.CTAPOOL {loader_regs:#x} " in l + " ")]
+    seen, regs = set(), set()
+    while todo:
+        i = todo.pop()
+        while i < len(sass) and i not in seen:
+            seen.add(i)
+            line = sass[i]
+            if "TRY_ALLOC" in line or re.search(r"\bEXIT\b", line):
+                break
+            regs.update(int(r) for r in re.findall(r"\bR(\d+)\b", line))
+            if target := re.search(r"\bBRA\s+(?:!?U?P\w+,\s*)?`\((\.L_x_\d+)\)", line):
+                todo.append(labels[target[1]])
+                if re.match(r"\s*/\*\w+\*/\s+BRA\b", line):  # unconditional: this path ends
+                    break
+            i += 1
+    return 1 + max(regs)
 
 
 def prepared(impl, inputs, config):

@@ -90,12 +90,20 @@ def load_tma(k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, landed, k_desc,
     past ``end`` or starting before ``first`` brings whole rows, poison included: it lands on
     ``landed`` instead, this warpgroup zeroes its V rows outside [first, end) (the consumers
     mask the scores), fences its stores for the MMA's proxy, and marks it ready by one arrive."""
+    # the boxes' bytes are what the barriers count: a box of another shape would never complete
+    gl.static_assert((k_desc.block_shape[1] == BLOCK_N) & (k_desc.block_shape[3] == HEAD_DIM_PAD),
+                     "the descriptors' box: [1, BLOCK_N, 1, HEAD_DIM_PAD]")
+    if D_HI > 0:
+        gl.static_assert(k_hi_desc.block_shape[3] == D_HI, "the second tile's box: D_HI wide")
     TILE_BYTES: gl.constexpr = BLOCK_N * (HEAD_DIM_PAD + D_HI) * k_desc.dtype.primitive_bitwidth // 8
     LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, k_desc.dtype.primitive_bitwidth, gl.num_warps())
     num_tiles = gl.cdiv(end - start, BLOCK_N)
     edges = 0  # edge tiles landed so far: ``landed``'s phase
     for i in range(num_tiles):
         slot = i % NUM_STAGES
+        # the loader's warps at one tile: a warp a ring's turn behind would read a later phase of
+        # ``empty`` as this one (one thread issues, the others only wait)
+        gl.thread_barrier()
         mbarrier.wait(empty.index(slot), ((i // NUM_STAGES) & 1) ^ 1)
         tile_start = start + i * BLOCK_N
         if (tile_start + BLOCK_N > end) | (tile_start < first):

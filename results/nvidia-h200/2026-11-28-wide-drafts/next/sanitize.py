@@ -14,7 +14,8 @@ from specs.problem import DecodeProblem
 
 ONE_PASS, SPLIT = registry.get("gluon/one-pass"), registry.get("gluon/split-k")
 # `sanitize.py tma`: the TMA loader (dense tiles, `tma` 1) on dense drafts whose first and last
-# tiles are edge tiles (a window's start, the sequence's end: V rows zeroed by the loader)
+# tiles are edge tiles (a window's start, the sequence's end: V rows zeroed by the loader), with
+# NaN in the rows no query may see
 TMA = sys.argv[1:] == ["tma"]
 CONFIG = {"warp_spec": 1, **({"tma": 1} if TMA else {})}
 TMA_CASES = [(ONE_PASS, DecodeProblem(32, 2, 144, (300, 70), q_len=4, window=100, softcap=20.0), {}),
@@ -29,6 +30,13 @@ CASES = [(ONE_PASS, DecodeProblem(32, 2, 144, (300, 70), q_len=4, window=100, so
 failed = 0
 for impl, problem, options in TMA_CASES if TMA else CASES:
     inputs = make_inputs(problem, 0, default_device())
+    if TMA:  # NaN where no row may look (the spec's dense poison is finite, and 0 x finite = 0):
+        # past each sequence's end and before its earliest row's window; the loader must zero V there
+        for b, n in enumerate(problem.seq_lens):
+            lo = max(0, n - problem.q_len + 1 - problem.window) if problem.window else 0
+            for t in (inputs.k, inputs.v):
+                t[b, n:] = float("nan")
+                t[b, :lo] = float("nan")
     checked = check(impl, inputs, options={**options, "config": CONFIG})
     failed += not checked.comparison.passed
     shown = checked.run.launch.config
