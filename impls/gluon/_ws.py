@@ -1,4 +1,4 @@
-"""Gluon's warp-specialized one-pass kernel for wide drafts: FA3's design (a producer and two
+"""Gluon's warp-specialized kernels for wide drafts (one-pass and split-K): FA3's design (a producer and two
 consumer warpgroups) in Gluon, where the one-pass kernel runs one dependent chain a program.
 
 A program takes ``WS_ROWS`` (128) query rows of one (sequence, KV head) on 12 warps in three
@@ -10,7 +10,8 @@ partitions (``gl.warp_specialize``):
   (``empty``, count 2) and marks a tile ``ready`` once its copy group has landed: ``wait_group(1)``
   (two tiles in flight), a proxy fence in every loader thread (cp.async writes through the
   generic proxy, the warpgroup MMA reads through the async one), the loader's warps meet, then
-  one arrive.
+  one arrive. With ``DENSE_TMA`` a dense cache's tiles come by TMA instead (``load_tma``),
+  counted in bytes on ``ready``.
 - **Two consumers** (the default partition and a worker, 4 warps each) take 64 of the rows each
   on the warpgroup MMA (``_common.softmax_step``), and each normalises and stores its own rows.
   They are separate partitions, so neither waits for the other: one's softmax runs while the
