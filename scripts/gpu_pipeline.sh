@@ -10,7 +10,8 @@
 #   NCU="impl:model:batch:seq_len:layout:q_len ..."  Nsight Compute on those cells
 #        (python -m harness profile --ncu); "impl:heldout:SEED:INDEX" names a held-out problem
 #        (specs.workloads.heldout_problems(SEED)[INDEX]), "impl:heldout:SEED:INDEX:CONFIG" with a
-#        launch config as JSON in the vocabulary (no spaces), e.g. '{"block_n":32}'
+#        launch config as JSON in the vocabulary (no spaces), e.g. '{"block_n":32}'; NCU_Q_LEN=N
+#        gives the held-out ones N query tokens a sequence (the drafts of --q-len N)
 #        NCU_SECTIONS="A,B,..." ncu's sections instead of harness profile's default set (e.g. with
 #        ComputeWorkloadAnalysis,InstructionStats,SchedulerStats for a kernel bound by issue)
 # PY: the Python to run (default python3).
@@ -44,10 +45,10 @@ for cell in ${NCU-}; do
   config=()
   if [ "$model" = heldout ]; then  # impl:heldout:SEED:INDEX[:CONFIG]
     problem=$("${PY:-python3}" -c "import json; from specs import workloads as w
-print(json.dumps(w.heldout_problems($batch)[$seq].to_dict()))")
+print(json.dumps(w.with_q_len([w.heldout_problems($batch)[$seq]], ${NCU_Q_LEN:-None})[0].to_dict()))")
     given=${cell#*:heldout:"$batch":"$seq"}; given=${given#:}
     [ -n "$given" ] && config=(--config "$given")
-    name="ncu-${impl//\//-}-heldout$batch.$seq${given:+-$(printf %s "$given" | tr -c 'a-z0-9' _)}.txt"
+    name="ncu-${impl//\//-}-heldout$batch.$seq${NCU_Q_LEN:+-q$NCU_Q_LEN}${given:+-$(printf %s "$given" | tr -c 'a-z0-9' _)}.txt"
   else
     problem=$("${PY:-python3}" -c "import json; from specs import workloads as w
 print(json.dumps(w.model_problem('$model', [$seq] * $batch, '$layout').replace(q_len=${qlen:-1}).to_dict()))")

@@ -20,7 +20,10 @@
 # 3. the split-K A/B, both orders, on wss_dense.json (the first 12 of seeds 960-1039 with fewer
 #    (sequence, KV head) pairs than SMs: wss_dense_pick.txt)
 # 4. both sets, Gluon and FA3, for the ratio to the vendor
-# 5. the conformance suite on Gluon, as long as the call leaves (its draws take warp_spec and tma)
+# 5. ncu on the two worst losses so far, each kernel: one-pass 565.13 (dense, +24.4 % with the
+#    cp.async loader) by the tile kernel and by the TMA loader; split-K 802.17 (pages of 1 token,
+#    +3.7 %, the miss that keeps split-K's rule off) by the tile kernel and warp-specialized
+# 6. the conformance suite on Gluon, as long as the call leaves (its draws take warp_spec and tma)
 set -u
 cd "$(dirname "$0")/.."
 PYTHONPATH=. timeout 150 compute-sanitizer --tool synccheck --error-exitcode 9 python3 gpu-session/sanitize.py tma \
@@ -43,6 +46,10 @@ RUNS="wsdv|200|--workload-file gpu-session/ws_dense.json --backends gluon,flash_
       wssdv|200|--workload-file gpu-session/wss_dense.json --backends gluon,flash_attn3" W=$W/vendor \
   bash scripts/gpu_pipeline.sh > "$W/vendor.log" 2>&1
 for lane in wsdv wssdv; do python3 scripts/vendor_ratios.py "$W/vendor/$lane" 2>&1 | head -4; done
+NCU_Q_LEN=8 NCU="gluon/one-pass:heldout:565:13 gluon/one-pass:heldout:565:13:{\"warp_spec\":1,\"tma\":1}
+     gluon/split-k:heldout:802:17 gluon/split-k:heldout:802:17:{\"warp_spec\":1}" W=$W/ncu \
+  bash scripts/gpu_pipeline.sh > "$W/ncu.log" 2>&1
+cat "$W/ncu.log"
 CONFORMANCE="gluon:240" W=$W/conformance bash scripts/gpu_pipeline.sh > "$W/conformance.log" 2>&1
 tail -n 3 "$W/conformance.log"
 echo "next4 done"
