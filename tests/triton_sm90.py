@@ -59,9 +59,14 @@ def _record(self, *args, grid, warmup, **kwargs):
     return _StandIn() if warmup else None
 
 
+def triton_tool(name: str) -> str:
+    """One of the NVIDIA binaries Triton ships (ptxas, nvdisasm): the versions its compiles use."""
+    return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", name)
+
+
 def ptxas_spills(ptx: str) -> int:
     """Bytes of register spill stores, from Triton's own ptxas for sm_90a (what a launch loads)."""
-    ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    ptxas = triton_tool("ptxas")
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "k.ptx")
         with open(src, "w") as f:
@@ -90,7 +95,7 @@ def loader_registers(cubin: bytes, loader_regs: int) -> int:
     the whole kernel, so a partition that touches more than it gave back is undefined. The code
     is followed from there along its branches (ptxas moves retry loops past the EXIT) up to the
     partition's end (the next allocation, or an EXIT)."""
-    nvdisasm = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
+    nvdisasm = triton_tool("nvdisasm")
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "k.cubin")
         with open(src, "wb") as f:

@@ -328,7 +328,6 @@ def stream_tma(q, q_hi, k_desc, v_desc, k_hi_desc, v_hi_desc, pid_b, pid_kvh, st
     HEAD_DIM_PAD: gl.constexpr = k_desc.block_shape[3]
     # a box's bytes count in full, its zero-filled part included
     TILE_BYTES: gl.constexpr = BLOCK_N * (HEAD_DIM_PAD + D_HI) * dtype.primitive_bitwidth // 8
-    LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, dtype.primitive_bitwidth, gl.num_warps())
     k_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + k_desc.block_shape, k_desc.layout)
     v_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + v_desc.block_shape, v_desc.layout)
     k_hi_ring = None
@@ -368,10 +367,9 @@ def stream_tma(q, q_hi, k_desc, v_desc, k_hi_desc, v_hi_desc, pid_b, pid_kvh, st
             v_hi = v_hi_ring.index(stage).reshape([BLOCK_N, D_HI])
         tile_start = start + i * BLOCK_N
         if (tile_start + BLOCK_N > end) | (tile_start < first):  # zero V rows outside the range
-            zero_outside(v_tile, tile_start, first, end, LOAD)
+            zero_outside(v_tile, tile_start, first, end)
             if D_HI > 0:
-                zero_outside(v_hi, tile_start, first, end,
-                             tile_layout(D_HI, dtype.primitive_bitwidth, gl.num_warps()))
+                zero_outside(v_hi, tile_start, first, end)
             # these stores (the generic proxy) before the slot's next TMA fill (the async one)
             fence_async_shared()
             gl.thread_barrier()
@@ -385,10 +383,12 @@ def stream_tma(q, q_hi, k_desc, v_desc, k_hi_desc, v_hi_desc, pid_b, pid_kvh, st
 
 
 @gluon.jit
-def zero_outside(v_tile, tile_start, first, end, LOAD: gl.constexpr):
-    """Zero the rows of a landed ``[BLOCK_N, dims]`` V tile (in ``LOAD``) outside tokens
-    [first, end): a TMA box brings whole rows, poison past the sequence's end or before a
+def zero_outside(v_tile, tile_start, first, end):
+    """Zero the rows of a landed ``[BLOCK_N, dims]`` V tile outside tokens [first, end) (in the
+    tile's copy layout): a TMA box brings whole rows, poison past the sequence's end or before a
     window's start included, and a zero probability does not cancel a NaN in the product."""
+    LOAD: gl.constexpr = tile_layout(v_tile.shape[1], v_tile.dtype.primitive_bitwidth,
+                                     gl.num_warps())
     rows = tile_start + gl.arange(0, v_tile.shape[0], gl.SliceLayout(1, LOAD))
     v_rows = v_tile.load(LOAD)
     v_tile.store(gl.where(((rows < end) & (rows >= first))[:, None], v_rows, gl.zeros_like(v_rows)))

@@ -1,5 +1,6 @@
-"""Gluon's warp-specialized kernels for wide drafts (one-pass and split-K): FA3's design (a producer and two
-consumer warpgroups) in Gluon, where the one-pass kernel runs one dependent chain a program.
+"""Gluon's warp-specialized kernels for wide drafts (one-pass and split-K): FA3's design (a
+producer and two consumer warpgroups) in Gluon, where the tile kernels run one dependent chain a
+program.
 
 A program takes ``WS_ROWS`` (128) query rows of one (sequence, KV head) on 12 warps in three
 partitions (``gl.warp_specialize``):
@@ -97,7 +98,6 @@ def load_tma(k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, landed, k_desc,
     if D_HI > 0:
         gl.static_assert(k_hi_desc.block_shape[3] == D_HI, "the second tile's box: D_HI wide")
     TILE_BYTES: gl.constexpr = BLOCK_N * (HEAD_DIM_PAD + D_HI) * k_desc.dtype.primitive_bitwidth // 8
-    LOAD: gl.constexpr = tile_layout(HEAD_DIM_PAD, k_desc.dtype.primitive_bitwidth, gl.num_warps())
     num_tiles = gl.cdiv(end - start, BLOCK_N)
     edges = 0  # edge tiles landed so far: ``landed``'s phase
     for i in range(num_tiles):
@@ -114,11 +114,9 @@ def load_tma(k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, landed, k_desc,
             mbarrier.wait(landed.index(0), edges & 1)
             edges += 1
             zero_outside(v_ring.index(slot).reshape([BLOCK_N, HEAD_DIM_PAD]), tile_start, first,
-                         end, LOAD)
+                         end)
             if D_HI > 0:
-                zero_outside(v_hi_ring.index(slot).reshape([BLOCK_N, D_HI]), tile_start, first,
-                             end, tile_layout(D_HI, k_desc.dtype.primitive_bitwidth,
-                                              gl.num_warps()))
+                zero_outside(v_hi_ring.index(slot).reshape([BLOCK_N, D_HI]), tile_start, first, end)
             fence_async_shared()  # the zeros (generic proxy) before the MMA reads them (async)
             gl.thread_barrier()  # every loader thread's zeros, and its wait on ``landed``, done
             mbarrier.arrive(ready.index(slot))
