@@ -50,12 +50,17 @@ def test_the_rule_takes_the_registered_drafts_and_leaves_what_the_design_does_no
     ("ws_paged.json", "gluon/one-pass", "720:800",
      ["--fits", "impls.gluon._ws:fits", "--min-programs", "132"]),
     ("wss_paged.json", "gluon/split-k", "800:880",
-     ["--fits", "impls.gluon._ws:fits_split", "--max-programs", "131"]),
+     ["--fits", "impls.gluon._ws:pays_split", "--layout", "paged", "--max-programs", "131"]),
     # the TMA loader's registered sets: dense drafts where the design pays
     ("ws_dense.json", "gluon/one-pass", "880:960",
      ["--fits", "impls.gluon._ws:pays", "--layout", "dense", "--min-programs", "132"]),
     ("wss_dense.json", "gluon/split-k", "960:1040",
      ["--fits", "impls.gluon._ws:pays_split", "--layout", "dense", "--max-programs", "131"]),
+    # split-K's rule narrowed to wide head-dim tiles, both layouts
+    ("wsw_dense.json", "gluon/split-k", "1040:1120",
+     ["--fits", "impls.gluon._ws:pays_split_wide", "--layout", "dense", "--max-programs", "131"]),
+    ("wsw_paged.json", "gluon/split-k", "1120:1200",
+     ["--fits", "impls.gluon._ws:pays_split_wide", "--layout", "paged", "--max-programs", "131"]),
 ])
 def test_the_registered_drafts_are_what_the_rules_pick_from_their_seeds(tmp_path, name, impl, seeds,
                                                                         picks):
@@ -63,7 +68,7 @@ def test_the_registered_drafts_are_what_the_rules_pick_from_their_seeds(tmp_path
     loader's (next/ws_dense.json, next/wss_dense.json) are reproduced by
     scripts/pick_problems.py with the rules' predicates: the same 12 problems in the same order
     (the first sets, ws.json and ws_split.json, were picked by the rules before they were narrowed
-    to paged caches)."""
+    to paged caches), and the sets of split-K's rule narrowed to wide head-dim tiles (wsw_*)."""
     out = tmp_path / name
     res = subprocess.run([sys.executable, "scripts/pick_problems.py", str(out), impl, "--seeds",
                           seeds, "--limit", "12", "--q-len", "8", *picks],
@@ -118,7 +123,7 @@ def test_what_it_cannot_honour_is_refused_naming_the_rule(config, rule):
 def test_dense_tiles_by_tma_where_a_config_asks_and_the_launch_passes_their_descriptors(monkeypatch):
     """DENSE_TMA 1 with WARP_SPEC 1: a dense cache's tiles by TMA (the loader's ``load_tma``), the
     launch passing the K/V descriptors of the tile kernels' boxes (32 tokens, the head dim's two
-    tiles); cp.async stays the default, paged tiles are always gathered, and DENSE_TMA named
+    tiles); cp.async stays one pass's default, paged tiles are always gathered, and DENSE_TMA named
     without WARP_SPEC is the tile kernels' choice, which keeps the rule off."""
     dense = DecodeProblem(32, 2, 144, (900, 70), q_len=8)
     assert _ws.ws_config(dense, {"WARP_SPEC": 1}, **H200)["DENSE_TMA"] == 0
@@ -171,6 +176,20 @@ def test_the_launch_takes_128_rows_a_program_within_the_register_file(monkeypatc
     calls.clear()
     one_pass.prepare(inputs, out, lse).run()  # no config: the one-pass kernel
     assert {name for name, _, _ in calls} == {"decode_kernel"}
+
+
+def test_split_k_takes_both_layouts_where_the_head_dims_tiles_are_wide():
+    """Split-K's rule takes dense caches (by the TMA loader) and paged ones, but not a head dim
+    whose second tile is narrower than MIN_SPLIT_DIM_TILE: 144 = 128 + 16, 160 = 128 + 32 are
+    left to the tile kernels; 176 = 128 + 64 and 240 in one tile of 256 are taken."""
+    def draft(head_dim, layout):
+        return DecodeProblem(32, 2, head_dim, (65536, 40000), q_len=8, layout=layout)
+    for layout in ("dense", "paged"):
+        assert not any(_ws.fits_split(draft(d, layout), **H200) for d in (144, 160))
+        assert all(_ws.fits_split(draft(d, layout), **H200) for d in (176, 192, 240, 256))
+        assert all(_ws.pays_split(draft(d, layout), **H200) for d in (144, 160, 176))
+    assert _ws.ws_config(draft(176, "dense"), {"WARP_SPEC": 1}, **H200, split=True)["DENSE_TMA"] == 1
+    assert _ws.ws_config(draft(176, "dense"), {"WARP_SPEC": 1}, **H200)["DENSE_TMA"] == 0
 
 
 def test_split_k_takes_it_on_few_programs_and_merges_the_pieces(monkeypatch):

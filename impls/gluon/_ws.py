@@ -51,13 +51,17 @@ KERNEL_MAXNREG = (2 * CONSUMER_REGS.value + LOADER_REGS.value) // 3
 OWN = {"BLOCK_N": WS_BLOCK_N, "NUM_STAGES": WS_STAGES, "MIN_BLOCKS": 0,
        "num_warps": PARTITION_WARPS.value, "WGMMA": 1}
 # What it takes from a config as the tile kernels do: dense tiles by TMA (1) or cp.async (0;
-# the default until the rules take dense caches, LAYOUTS); paged tiles are always gathered.
-# Named in a config without WARP_SPEC, it is the tile kernels' choice and keeps the rule off
+# the default where the variant's rule does not take dense caches, LAYOUTS); paged tiles are
+# always gathered. Named in a config without WARP_SPEC, it is the tile kernels' choice and keeps
+# the rule off
 TAKEN = ("DENSE_TMA",)
-# The cache layouts the rules take: paged caches. Dense ones lost to the tile kernels' TMA ring
-# while this loader copied by cp.async; its TMA loader (DENSE_TMA 1, the default for dense tiles
-# where dense is taken) goes in once its registered run holds (2026-11-28-wide-drafts, README)
-LAYOUTS = ("paged",)
+# The cache layouts each variant's rule takes (2026-11-28-wide-drafts, README). One pass: paged
+# only; on dense caches it lost to the tile kernels' TMA ring with either loader. Split-K: both,
+# by the TMA loader on dense tiles, where the head dim's tiles are wide (wide_dim_tiles)
+LAYOUTS = {"one-pass": ("paged",), "split-k": ("paged", "dense")}
+# The narrowest second head-dim tile split-K's rule takes: one of 16 or 32 dims (head dims 129-160)
+# adds a full step to each consumer's chain of products for a sliver of the bytes, and lost
+MIN_SPLIT_DIM_TILE = 64
 # Which variants the rule decides (results/nvidia-h200/2026-11-28-wide-drafts: each rule went on
 # only where its A/B on unseen drafts held its registered prediction); off, a config reaches it
 BY_RULE = {"one-pass": True, "split-k": False}
@@ -407,14 +411,25 @@ def pays(problem, l2_bytes: int, sms: int) -> bool:
     return pays_split(problem, l2_bytes, sms) and problem.batch * problem.num_kv_heads >= sms
 
 
+def wide_dim_tiles(problem) -> bool:
+    """The head dim in one tile, or in two of which the second is ``MIN_SPLIT_DIM_TILE`` wide."""
+    d_hi = head_dim_tiles(problem.head_dim, dim_split_rule(problem))[1]
+    return d_hi == 0 or d_hi >= MIN_SPLIT_DIM_TILE
+
+
+def pays_split_wide(problem, l2_bytes: int, sms: int) -> bool:
+    """Split-K's design conditions (``pays_split``) with head-dim tiles it takes (``wide_dim_tiles``)."""
+    return pays_split(problem, l2_bytes, sms) and wide_dim_tiles(problem)
+
+
 def fits_split(problem, l2_bytes: int, sms: int) -> bool:
-    """Split-K's rule: where the design pays, on a cache layout the rules take (``LAYOUTS``)."""
-    return pays_split(problem, l2_bytes, sms) and problem.layout in LAYOUTS
+    """Split-K's rule: ``pays_split_wide``, on a cache layout it takes (``LAYOUTS``)."""
+    return pays_split_wide(problem, l2_bytes, sms) and problem.layout in LAYOUTS["split-k"]
 
 
 def fits(problem, l2_bytes: int, sms: int) -> bool:
-    """One-pass's rule: where the design pays, on a cache layout the rules take (``LAYOUTS``)."""
-    return pays(problem, l2_bytes, sms) and problem.layout in LAYOUTS
+    """One-pass's rule: where the design pays, on a cache layout it takes (``LAYOUTS``)."""
+    return pays(problem, l2_bytes, sms) and problem.layout in LAYOUTS["one-pass"]
 
 
 def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
@@ -448,7 +463,7 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
     head_dim_pad, d_hi = head_dim_tiles(problem.head_dim, dim_split)
     ps = problem.page_size
     paged = problem.layout == "paged"
-    tma = config.get("DENSE_TMA", int("dense" in LAYOUTS))
+    tma = config.get("DENSE_TMA", int("dense" in LAYOUTS["split-k" if split else "one-pass"]))
     if tma not in (0, 1):
         raise ProblemError(f"config: DENSE_TMA={tma!r}: must be 0 or 1")
     per_page = paged and (WS_BLOCK_N % ps == 0 or ps % WS_BLOCK_N == 0)
