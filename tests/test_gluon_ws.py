@@ -81,7 +81,7 @@ def test_the_registered_drafts_are_what_the_rules_pick_from_their_seeds(tmp_path
 def test_the_rule_decides_only_where_it_is_on_and_no_config_says_otherwise(monkeypatch):
     monkeypatch.setattr(_ws, "BY_RULE", {"one-pass": False, "split-k": False})
     assert _ws.ws_config(WIDE, None, **H200) is None
-    monkeypatch.setattr(_ws, "BY_RULE", {"one-pass": True, "split-k": False})  # main's
+    monkeypatch.setattr(_ws, "BY_RULE", {"one-pass": True, "split-k": False})
     assert _ws.ws_config(WIDE, None, **H200, split=True) is None
     assert _ws.ws_config(WIDE, None, **H200) == _ws.ws_config(WIDE, {"WARP_SPEC": 1}, **H200)
     assert _ws.ws_config(WIDE, None, l2_bytes=1 << 30, sms=132) is None  # K/V within L2
@@ -178,18 +178,20 @@ def test_the_launch_takes_128_rows_a_program_within_the_register_file(monkeypatc
     assert {name for name, _, _ in calls} == {"decode_kernel"}
 
 
-def test_split_k_takes_both_layouts_where_the_head_dims_tiles_are_wide():
-    """Split-K's rule takes dense caches (by the TMA loader) and paged ones, but not a head dim
-    whose second tile is narrower than MIN_SPLIT_DIM_TILE: 144 = 128 + 16, 160 = 128 + 32 are
-    left to the tile kernels; 176 = 128 + 64 and 240 in one tile of 256 are taken."""
+def test_split_k_takes_paged_caches_where_the_head_dims_tiles_are_wide():
+    """Split-K's rule takes paged caches but not a head dim whose second tile is narrower than
+    MIN_SPLIT_DIM_TILE (144 = 128 + 16, 160 = 128 + 32 are left to the tile kernels; 176 = 128 +
+    64 and 240 in one tile of 256 are taken), and no dense cache, where the design pays
+    (pays_split_wide) but the tile kernels' TMA ring stays."""
     def draft(head_dim, layout):
         return DecodeProblem(32, 2, head_dim, (65536, 40000), q_len=8, layout=layout)
-    for layout in ("dense", "paged"):
-        assert not any(_ws.fits_split(draft(d, layout), **H200) for d in (144, 160))
-        assert all(_ws.fits_split(draft(d, layout), **H200) for d in (176, 192, 240, 256))
-        assert all(_ws.pays_split(draft(d, layout), **H200) for d in (144, 160, 176))
-    assert _ws.ws_config(draft(176, "dense"), {"WARP_SPEC": 1}, **H200, split=True)["DENSE_TMA"] == 1
-    assert _ws.ws_config(draft(176, "dense"), {"WARP_SPEC": 1}, **H200)["DENSE_TMA"] == 0
+    assert not any(_ws.fits_split(draft(d, "paged"), **H200) for d in (144, 160))
+    assert all(_ws.fits_split(draft(d, "paged"), **H200) for d in (176, 192, 240, 256))
+    assert all(_ws.pays_split(draft(d, "paged"), **H200) for d in (144, 160, 176))
+    assert _ws.pays_split_wide(draft(176, "dense"), **H200)
+    assert not _ws.fits_split(draft(176, "dense"), **H200)
+    assert _ws.ws_config(draft(176, "dense"), None, **H200, split=True) is None
+    assert _ws.ws_config(draft(176, "paged"), None, **H200, split=True)["BLOCK_N"] == _ws.WS_BLOCK_N
 
 
 def test_split_k_takes_it_on_few_programs_and_merges_the_pieces(monkeypatch):

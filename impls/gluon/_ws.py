@@ -55,16 +55,16 @@ OWN = {"BLOCK_N": WS_BLOCK_N, "NUM_STAGES": WS_STAGES, "MIN_BLOCKS": 0,
 # always gathered. Named in a config without WARP_SPEC, it is the tile kernels' choice and keeps
 # the rule off
 TAKEN = ("DENSE_TMA",)
-# The cache layouts each variant's rule takes (2026-11-28-wide-drafts, README). One pass: paged
-# only; on dense caches it lost to the tile kernels' TMA ring with either loader. Split-K: both,
-# by the TMA loader on dense tiles, where the head dim's tiles are wide (wide_dim_tiles)
-LAYOUTS = {"one-pass": ("paged",), "split-k": ("paged", "dense")}
+# The cache layouts each variant's rule takes (2026-11-28-wide-drafts, README): paged only. On
+# dense caches each lost drafts to the tile kernels' TMA ring with either loader (split-K even with
+# wide head-dim tiles, wide_dim_tiles)
+LAYOUTS = {"one-pass": ("paged",), "split-k": ("paged",)}
 # The narrowest second head-dim tile split-K's rule takes: one of 16 or 32 dims (head dims 129-160)
 # adds a full step to each consumer's chain of products for a sliver of the bytes, and lost
 MIN_SPLIT_DIM_TILE = 64
 # Which variants the rule decides (results/nvidia-h200/2026-11-28-wide-drafts: each rule went on
 # only where its A/B on unseen drafts held its registered prediction); off, a config reaches it
-BY_RULE = {"one-pass": True, "split-k": False}
+BY_RULE = {"one-pass": True, "split-k": True}
 
 
 @gluon.jit
