@@ -61,6 +61,9 @@ def test_the_rule_takes_the_registered_drafts_and_leaves_what_the_design_does_no
      ["--fits", "impls.gluon._ws:pays_split_wide", "--layout", "dense", "--max-programs", "131"]),
     ("wsw_paged.json", "gluon/split-k", "1120:1200",
      ["--fits", "impls.gluon._ws:pays_split_wide", "--layout", "paged", "--max-programs", "131"]),
+    # split-K on dense caches with 64-token tiles where they fit (the tile rule's set)
+    ("wst_dense.json", "gluon/split-k", "1200:1280",
+     ["--fits", "impls.gluon._ws:pays_split_wide_tile", "--max-programs", "131"]),
 ])
 def test_the_registered_drafts_are_what_the_rules_pick_from_their_seeds(tmp_path, name, impl, seeds,
                                                                         picks):
@@ -105,13 +108,20 @@ def test_a_config_asks_for_it_and_a_reported_config_replays():
     rows = _ws.ws_config(DecodeProblem(32, 2, 256, (900,) * 8, q_len=8, layout="paged",
                                        page_size=48), {"WARP_SPEC": 1}, **H200)
     assert rows["PAGE_SIZE"] == 0
+    # a 64-token tile in a 2-slot ring, asked for, is what it launches and reports
+    wide_tile = _ws.ws_config(WIDE, {"WARP_SPEC": 1, "BLOCK_N": 64, "NUM_STAGES": 2}, **H200)
+    assert (wide_tile["BLOCK_N"], wide_tile["NUM_STAGES"]) == (64, 2)
+    shown = BACKEND.space.from_kernel(_ws.reported(wide_tile))
+    assert (shown["block_n"], shown["num_stages"]) == (64, 2)
 
 
 @pytest.mark.parametrize("config, rule", [
     ({"WARP_SPEC": 2}, "must be 0 or 1"),
-    ({"WARP_SPEC": 1, "BLOCK_N": 64}, "sets these itself"),
+    ({"WARP_SPEC": 1, "BLOCK_N": 16}, r"takes BLOCK_N in \(32, 64\)"),
+    ({"WARP_SPEC": 1, "NUM_STAGES": 5}, r"NUM_STAGES in \(2, 3, 4\)"),
+    # head dim 256: three slots of 64-token K and V tiles and 128 query rows, 256 KB
+    ({"WARP_SPEC": 1, "BLOCK_N": 64}, "262144 B of shared memory, more than a program has"),
     ({"WARP_SPEC": 1, "num_warps": 8}, "sets these itself"),
-    ({"WARP_SPEC": 1, "NUM_STAGES": 2}, "sets these itself"),
     ({"WARP_SPEC": 1, "DENSE_TMA": 2}, "DENSE_TMA=2: must be 0 or 1"),
     ({"WARP_SPEC": 1, "WGMMA": 0}, "sets these itself"),
 ])
@@ -194,6 +204,27 @@ def test_split_k_takes_paged_caches_where_the_head_dims_tiles_are_wide():
     assert _ws.ws_config(draft(176, "paged"), None, **H200, split=True)["BLOCK_N"] == _ws.WS_BLOCK_N
 
 
+def test_64_token_tiles_by_rule_where_they_fit_and_by_config_elsewhere(monkeypatch):
+    """Off (main), the consumers take 32-token tiles unless a config asks for 64. With the tile
+    rule on, dense caches whose head-dim tiles come to 192 dims or fewer take 64 (and split-K's
+    rule takes their narrow second tiles, 144 = 128 + 16, and on dense caches only those), wider
+    ones and paged caches keep 32, and a config's tile wins."""
+    def draft(head_dim, layout="dense"):
+        return DecodeProblem(32, 2, head_dim, (65536, 40000), q_len=8, layout=layout)
+    assert _ws.ws_config(draft(144), {"WARP_SPEC": 1}, **H200)["BLOCK_N"] == 32
+    assert _ws.ws_config(draft(144), {"WARP_SPEC": 1, "BLOCK_N": 64}, **H200)["BLOCK_N"] == 64
+    monkeypatch.setattr(_ws, "WS_TILE_RULE", True)
+    monkeypatch.setattr(_ws, "LAYOUTS", {"one-pass": ("paged",), "split-k": ("paged", "dense")})
+    tiles = {d: _ws.ws_config(draft(d), {"WARP_SPEC": 1}, **H200)["BLOCK_N"] for d in (144, 192, 208)}
+    assert tiles == {144: 64, 192: 64, 208: 32}
+    assert _ws.ws_config(draft(144, "paged"), {"WARP_SPEC": 1}, **H200)["BLOCK_N"] == 32
+    assert _ws.ws_config(draft(144), {"WARP_SPEC": 1, "BLOCK_N": 32}, **H200)["BLOCK_N"] == 32
+    assert _ws.fits_split(draft(144), **H200) and not _ws.fits_split(draft(144, "paged"), **H200)
+    assert not _ws.fits_split(draft(208), **H200) and _ws.fits_split(draft(208, "paged"), **H200)
+    assert _ws.pays_split_wide_tile(draft(160), **H200)
+    assert not any(_ws.pays_split_wide_tile(p, **H200) for p in (draft(208), draft(160, "paged")))
+
+
 def test_split_k_takes_it_on_few_programs_and_merges_the_pieces(monkeypatch):
     """Split-K's rule has no SM condition (its plan fills the SMs with items): 8 programs of a
     long draft take it where one-pass's does not. Forced (three pieces a sequence), the launch
@@ -223,8 +254,10 @@ def test_split_k_takes_it_on_few_programs_and_merges_the_pieces(monkeypatch):
 def test_the_search_space_reaches_it_where_every_other_knob_agrees(variant, layout):
     """The tuner and the conformance suite's search-space property draw from Space.configs:
     warp_spec 1 is taken by exactly the crossed configs whose other knobs are what the kernel
-    sets itself (OWN), one per head-dim split and, where the layout offers tma, per loader copy
-    (dense tiles by TMA or cp.async), and refused, naming the rule, by the rest."""
+    sets itself (OWN) and whose tile and ring it takes within a program's shared memory (head dim
+    256: 32-token tiles in 2-4 slots, 64-token ones in 2), one per head-dim split and, where the
+    layout offers tma, per loader copy (dense tiles by TMA or cp.async), and refused, naming the
+    rule, by the rest."""
     problem = WIDE if layout == "paged" else DecodeProblem(64, 4, 256, (4096,) * 64, q_len=8)
     taken = []
     for config in BACKEND.space.configs(variant, layout):
@@ -234,8 +267,11 @@ def test_the_search_space_reaches_it_where_every_other_knob_agrees(variant, layo
             cfg = _ws.ws_config(problem, BACKEND.space.to_kernel(config), **H200,
                                 split=variant == "split-k")
         except ProblemError as e:
-            assert "sets these itself" in str(e)
+            assert any(rule in str(e) for rule in ("sets these itself", "takes BLOCK_N in",
+                                                   "more than a program has")), e
             continue
-        taken.append((config["dim_split"], cfg["DENSE_TMA"]))
-        assert cfg["BLOCK_N"] == _ws.WS_BLOCK_N and cfg["DENSE_TMA"] == config.get("tma", 0)
-    assert sorted(taken) == ([(0, 0), (0, 1), (1, 0), (1, 1)] if layout == "dense" else [(0, 0), (1, 0)])
+        taken.append((config["dim_split"], cfg["DENSE_TMA"], cfg["BLOCK_N"], cfg["NUM_STAGES"]))
+        assert cfg["DENSE_TMA"] == config.get("tma", 0)
+    copies = [(0, 0), (0, 1), (1, 0), (1, 1)] if layout == "dense" else [(0, 0), (1, 0)]
+    rings = [(32, 2), (32, 3), (32, 4), (64, 2)]
+    assert sorted(taken) == sorted(c + r for c in copies for r in rings)

@@ -84,8 +84,8 @@ def test_gluon_warp_specialized_kernels_compile_without_spills():
     registers the module gives each (setmaxnreg: the loader's, the consumers'), every copy group
     fenced before it is marked ready, cp.async copies (or, asked for on dense caches, TMA) and
     both products on the warpgroup MMA, the loader's code within its registers (SASS), and no
-    register spill at head dims 144 (two tiles) to 256, dense and paged, fp16 and bf16 (ptxas
-    for sm_90a); split-K's partials merged by the combine kernel."""
+    register spill at head dims 144 (two tiles) to 256, dense and paged, fp16 and bf16, and with
+    64-token tiles at 144 (ptxas for sm_90a); split-K's partials merged by the combine kernel."""
     from impls.gluon import _ws
     res = subprocess.run([sys.executable, "-m", "tests.triton_sm90", "ws"], cwd=ROOT, text=True,
                          capture_output=True, timeout=900, env={**os.environ, "TRITON_INTERPRET": "0"})
@@ -93,10 +93,12 @@ def test_gluon_warp_specialized_kernels_compile_without_spills():
     every = res.stdout.splitlines()
     lines = [l for l in every if l.startswith("ws_")]
     assert {l.split()[0] for l in lines} == {"ws_kernel", "ws_split_kernel"}, res.stdout
-    assert len(lines) == 18 and {l.split()[0] for l in every} - {"ws_kernel", "ws_split_kernel"} \
+    assert len(lines) == 22 and {l.split()[0] for l in every} - {"ws_kernel", "ws_split_kernel"} \
         == {"combine_kernel"}, res.stdout
     # the three dense problems' tiles by TMA too, asked for (paged ones are always gathered)
-    assert sum("'DENSE_TMA': 1" in l for l in lines) == 6, res.stdout
+    assert sum("'DENSE_TMA': 1" in l for l in lines) == 8, res.stdout
+    # 64-token tiles at head dim 144, both loaders, one-pass and split-K
+    assert sum("'BLOCK_N': 64, " in l and "'NUM_STAGES': 3" in l for l in lines) == 4, res.stdout
     for line in lines:
         copies = "cp.async=False tma=True" if "'DENSE_TMA': 1" in line else "cp.async=True tma=False"
         assert "wgmma=True" in line and copies in line, line

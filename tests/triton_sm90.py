@@ -235,7 +235,8 @@ def ws_check() -> None:
     split-K (long sequences: split on a CPU's nominal 4 SMs, the combine launched), on drafts of
     more than 64 rows a KV head: head dims 256 (dense and paged), 144 (two tiles, with a window
     and a soft cap), 208 on pages of 48 tokens (table lookups a row) and 240 on 160 rows (two row
-    blocks); one line per kernel with its register split, fences and spills."""
+    blocks), and 64-token tiles at head dim 144; one line per kernel with its register split,
+    fences and spills."""
     problems = [DecodeProblem(32, 2, 256, (9000, 70), layout=layout, q_len=8) for layout in ("dense", "paged")]
     problems += [DecodeProblem(32, 2, 144, (9000, 70), layout=layout, q_len=4, window=3000, softcap=20.0)
                  for layout in ("dense", "paged")]
@@ -244,6 +245,10 @@ def ws_check() -> None:
     # dense tiles by cp.async (the default) and by TMA (asked for; paged tiles are always gathered)
     for line in compile_all(problems, "gluon", ({"WARP_SPEC": 1}, {"WARP_SPEC": 1, "DENSE_TMA": 1}),
                             spills=True):
+        print(line)
+    # 64-token tiles (asked for; _ws.wide_tile_fits) in the 3-slot ring: head dim 144
+    wide = {"WARP_SPEC": 1, "BLOCK_N": 64}
+    for line in compile_all(problems[2:3], "gluon", (wide, {**wide, "DENSE_TMA": 1}), spills=True):
         print(line)
 
 

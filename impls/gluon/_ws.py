@@ -28,7 +28,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
 
-from impls.common import dim_split_rule, head_dim_tiles, tiles_reported
+from impls.common import SMEM_BYTES, dim_split_rule, head_dim_tiles, tiles_reported
 from impls.gluon._common import (acc_layout, block_span, issue_tiles, issue_tma, normalise,
                                  ring_layout, softmax_step, store_rows, tile_layout, tile_rows,
                                  zero_outside)
@@ -36,9 +36,16 @@ from specs.problem import ProblemError
 
 WS_ROWS = 128  # two consumer warpgroups of 64 rows (the warpgroup MMA's m)
 CONSUMER_ROWS = gl.constexpr(WS_ROWS // 2)
-# A consumer's tile: 64 tokens with the head dim in two tiles spilled (ptxas for sm_90a), 32 not
+# A consumer's tile: 32 tokens (no spill at any head dim, ptxas for sm_90a); 64 halves the steps a
+# token where the accumulators leave room for its scores: dense tiles of head-dim tiles summing to
+# WIDE_TILE_DIMS or fewer (no spill at 144-192; at 256 and in the paged gather of 64 rows, spills)
 WS_BLOCK_N = 32
+WS_TILES = (32, 64)
+WIDE_TILE_DIMS = 192
+# Whether the rule takes 64-token tiles where they fit (wide_tile_fits); off, a config asks for them
+WS_TILE_RULE = False
 WS_STAGES = 3  # two tiles in flight while one is consumed
+WS_STAGE_RANGE = (2, 3, 4)
 PARTITION_WARPS = gl.constexpr(4)  # each partition a warpgroup (setmaxnreg works on whole warpgroups)
 # Registers a thread per partition (setmaxnreg): the consumers' accumulators (64 rows x up to 256
 # dims, 128 floats a thread) and scores; the loader's addresses. The launch's cap is their mean
@@ -48,13 +55,13 @@ LOADER_REGS = gl.constexpr(56)
 KERNEL_MAXNREG = (2 * CONSUMER_REGS.value + LOADER_REGS.value) // 3
 # What this kernel sets itself, as Launch.config reports it (a reported config replays as is)
 # (num_warps: the launch's, the default partition's; the two workers add as many each)
-OWN = {"BLOCK_N": WS_BLOCK_N, "NUM_STAGES": WS_STAGES, "MIN_BLOCKS": 0,
-       "num_warps": PARTITION_WARPS.value, "WGMMA": 1}
-# What it takes from a config as the tile kernels do: dense tiles by TMA (1) or cp.async (0;
-# the default where the variant's rule does not take dense caches, LAYOUTS); paged tiles are
-# always gathered. Named in a config without WARP_SPEC, it is the tile kernels' choice and keeps
-# the rule off
-TAKEN = ("DENSE_TMA",)
+OWN = {"MIN_BLOCKS": 0, "num_warps": PARTITION_WARPS.value, "WGMMA": 1}
+# What it takes from a config as the tile kernels do: the tile (WS_TILES) and the ring's slots
+# (WS_STAGE_RANGE, within a program's shared memory); dense tiles by TMA (1) or cp.async (0; the
+# default where the variant's rule does not take dense caches, LAYOUTS); paged tiles are always
+# gathered. Named in a config without WARP_SPEC, each is the tile kernels' choice and keeps the
+# rule off
+TAKEN = ("BLOCK_N", "NUM_STAGES", "DENSE_TMA")
 # The cache layouts each variant's rule takes (2026-11-28-wide-drafts, README): paged only. On
 # dense caches each lost drafts to the tile kernels' TMA ring with either loader (split-K even with
 # wide head-dim tiles, wide_dim_tiles)
@@ -411,6 +418,19 @@ def pays(problem, l2_bytes: int, sms: int) -> bool:
     return pays_split(problem, l2_bytes, sms) and problem.batch * problem.num_kv_heads >= sms
 
 
+def wide_tile_fits(layout: str, dims: int) -> bool:
+    """64-token tiles fit the consumers' registers: a dense cache whose head-dim tiles come to
+    ``dims`` <= ``WIDE_TILE_DIMS``."""
+    return layout == "dense" and dims <= WIDE_TILE_DIMS
+
+
+def pays_split_wide_tile(problem, l2_bytes: int, sms: int) -> bool:
+    """Split-K's design conditions (``pays_split``) where 64-token tiles fit (``wide_tile_fits``,
+    the head dim's tiles by rule)."""
+    dims = sum(head_dim_tiles(problem.head_dim, dim_split_rule(problem)))
+    return pays_split(problem, l2_bytes, sms) and wide_tile_fits(problem.layout, dims)
+
+
 def wide_dim_tiles(problem) -> bool:
     """The head dim in one tile, or in two of which the second is ``MIN_SPLIT_DIM_TILE`` wide."""
     d_hi = head_dim_tiles(problem.head_dim, dim_split_rule(problem))[1]
@@ -422,9 +442,20 @@ def pays_split_wide(problem, l2_bytes: int, sms: int) -> bool:
     return pays_split(problem, l2_bytes, sms) and wide_dim_tiles(problem)
 
 
+def tiles_pay(problem) -> bool:
+    """The tiles pay for a step's fixed costs: on dense caches, with the tile rule on
+    (``WS_TILE_RULE``), where 64-token tiles fit (``wide_tile_fits``, its registered A/B's set);
+    elsewhere, 32-token tiles with wide head-dim tiles (``wide_dim_tiles``)."""
+    if WS_TILE_RULE and problem.layout == "dense":
+        return wide_tile_fits("dense", sum(head_dim_tiles(problem.head_dim, dim_split_rule(problem))))
+    return wide_dim_tiles(problem)
+
+
 def fits_split(problem, l2_bytes: int, sms: int) -> bool:
-    """Split-K's rule: ``pays_split_wide``, on a cache layout it takes (``LAYOUTS``)."""
-    return pays_split_wide(problem, l2_bytes, sms) and problem.layout in LAYOUTS["split-k"]
+    """Split-K's rule: ``pays_split`` where the head dim's tiles pay (``tiles_pay``), on a cache
+    layout it takes (``LAYOUTS``)."""
+    return (pays_split(problem, l2_bytes, sms) and tiles_pay(problem)
+            and problem.layout in LAYOUTS["split-k"])
 
 
 def fits(problem, l2_bytes: int, sms: int) -> bool:
@@ -438,8 +469,8 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
     kernels take it (``split``: split-K's): ``WARP_SPEC`` 1 in ``config`` asks for it (refused,
     naming the rule, where it cannot run or ``config`` sets what it sets itself otherwise than
     ``OWN``), 0 keeps it off; without either the rule decides (``fits``, ``fits_split``, where
-    ``BY_RULE`` has it on) unless ``config`` names anything of ``OWN`` (a launch choice of the tile
-    kernels')."""
+    ``BY_RULE`` has it on) unless ``config`` names anything of ``OWN`` or ``TAKEN`` (a launch
+    choice of the tile kernels')."""
     config = config or {}
     asked = config.get("WARP_SPEC")
     if asked not in (None, 0, 1):
@@ -452,9 +483,8 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
         other = {k: config[k] for k in OWN if k in config and config[k] != OWN[k]}
         if other:
             raise ProblemError(f"config: WARP_SPEC=1 with {other}: the warp-specialized kernel "
-                               f"sets these itself ({OWN}): a {WS_BLOCK_N}-token tile, a "
-                               f"{WS_STAGES}-slot ring, three warpgroups, cp.async copies and "
-                               "the warpgroup MMA")
+                               f"sets these itself ({OWN}): three warpgroups, one program a "
+                               "SM, and the warpgroup MMA")
     elif (asked == 0 or any(k in config for k in (*OWN, *TAKEN))
           or not BY_RULE["split-k" if split else "one-pass"]
           or not (fits_split if split else fits)(problem, l2_bytes, sms)):
@@ -466,10 +496,22 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
     tma = config.get("DENSE_TMA", int("dense" in LAYOUTS["split-k" if split else "one-pass"]))
     if tma not in (0, 1):
         raise ProblemError(f"config: DENSE_TMA={tma!r}: must be 0 or 1")
-    per_page = paged and (WS_BLOCK_N % ps == 0 or ps % WS_BLOCK_N == 0)
+    rule_tile = 64 if WS_TILE_RULE and wide_tile_fits(problem.layout, head_dim_pad + d_hi) \
+        else WS_BLOCK_N
+    block_n, stages = config.get("BLOCK_N", rule_tile), config.get("NUM_STAGES", WS_STAGES)
+    if block_n not in WS_TILES or stages not in WS_STAGE_RANGE:
+        raise ProblemError(f"config: WARP_SPEC=1 with BLOCK_N={block_n}, NUM_STAGES={stages}: the "
+                           f"warp-specialized kernel takes BLOCK_N in {WS_TILES} (its consumers' "
+                           f"accumulators) and NUM_STAGES in {WS_STAGE_RANGE}")
+    smem = (stages * block_n * 2 + WS_ROWS) * (head_dim_pad + d_hi) * problem.itemsize
+    if smem > SMEM_BYTES:  # the ring's K and V slots, and the 128 query rows
+        raise ProblemError(f"config: WARP_SPEC=1 with BLOCK_N={block_n}, NUM_STAGES={stages} at "
+                           f"{head_dim_pad + d_hi} dims: {smem} B of shared memory, more than a "
+                           f"program has on sm_90 ({SMEM_BYTES} B)")
+    per_page = paged and (block_n % ps == 0 or ps % block_n == 0)
     return dict(HEAD_DIM=problem.head_dim, HEAD_DIM_PAD=head_dim_pad, D_HI=d_hi,
-                BLOCK_N=WS_BLOCK_N, IS_PAGED=paged, PAGE_SIZE=ps if per_page else 0,
-                NUM_STAGES=WS_STAGES, SOFTCAP=problem.softcap is not None,
+                BLOCK_N=block_n, IS_PAGED=paged, PAGE_SIZE=ps if per_page else 0,
+                NUM_STAGES=stages, SOFTCAP=problem.softcap is not None,
                 ROW_SPANS=problem.q_len > 1, DENSE_TMA=int(tma and not paged),
                 num_warps=PARTITION_WARPS.value)
 
