@@ -17,7 +17,8 @@
 #    wst_dense_pick.txt), and, seen (not the test), wss_dense.json, whose 4 drafts of head dims
 #    144 and 160 were 16-28 % slower with 32-token tiles
 # 3. ncu on 971.21 (split-K, head dim 144) by the branch's default: 64-token tiles
-# 4. wst_dense.json, Gluon and FA3
+# 4. Gluon and FA3 on wst_dense.json, and on wsw_paged.json (split-K's paged rule, on main since
+#    session 71, never beside FA3: that call's machine went back first)
 # 5. the conformance suite on Gluon, for the time left
 set -u
 cd "$(dirname "$0")/.."
@@ -35,9 +36,10 @@ for lane in wstd wssd; do
 done
 NCU_Q_LEN=8 NCU="gluon/split-k:heldout:971:21" W=$W/ncu bash scripts/gpu_pipeline.sh > "$W/ncu.log" 2>&1
 cat "$W/ncu.log"
-RUNS="wstdv|200|--workload-file gpu-session/wst_dense.json --backends gluon,flash_attn3" W=$W/vendor \
+RUNS="wstdv|200|--workload-file gpu-session/wst_dense.json --backends gluon,flash_attn3;
+      wswpv|200|--workload-file gpu-session/wsw_paged.json --backends gluon,flash_attn3" W=$W/vendor \
   bash scripts/gpu_pipeline.sh > "$W/vendor.log" 2>&1
-python3 scripts/vendor_ratios.py "$W/vendor/wstdv" 2>&1 | head -4
+for lane in wstdv wswpv; do python3 scripts/vendor_ratios.py "$W/vendor/$lane" 2>&1 | head -4; done
 CONFORMANCE="gluon:240" W=$W/conformance bash scripts/gpu_pipeline.sh > "$W/conformance.log" 2>&1
 tail -n 3 "$W/conformance.log"
 echo "next6 done"
