@@ -61,9 +61,12 @@ def test_the_rule_takes_the_registered_drafts_and_leaves_what_the_design_does_no
      ["--fits", "impls.gluon._ws:pays_split_wide", "--layout", "dense", "--max-programs", "131"]),
     ("wsw_paged.json", "gluon/split-k", "1120:1200",
      ["--fits", "impls.gluon._ws:pays_split_wide", "--layout", "paged", "--max-programs", "131"]),
-    # split-K on dense caches with 64-token tiles where they fit (the tile rule's set)
+    # split-K on dense caches with 64-token tiles where they fit (the tile rule's set), and one
+    # pass on dense caches it runs balanced
     ("wst_dense.json", "gluon/split-k", "1200:1280",
      ["--fits", "impls.gluon._ws:pays_split_wide_tile", "--max-programs", "131"]),
+    ("wsb_dense.json", "gluon/one-pass", "1280:1360",
+     ["--fits", "impls.gluon._ws:pays_dense_balanced", "--min-programs", "132"]),
 ])
 def test_the_registered_drafts_are_what_the_rules_pick_from_their_seeds(tmp_path, name, impl, seeds,
                                                                         picks):
@@ -223,6 +226,22 @@ def test_64_token_tiles_by_rule_where_they_fit_and_by_config_elsewhere(monkeypat
     assert not _ws.fits_split(draft(208), **H200) and _ws.fits_split(draft(208, "paged"), **H200)
     assert _ws.pays_split_wide_tile(draft(160), **H200)
     assert not any(_ws.pays_split_wide_tile(p, **H200) for p in (draft(208), draft(160, "paged")))
+
+
+def test_one_pass_takes_a_dense_batch_only_where_it_runs_it_balanced(monkeypatch):
+    """With dense caches in its layouts, one pass's rule takes a dense batch whose rings fill and
+    whose longest sequence is no tail (at most all programs' tokens over the SMs), and leaves a
+    batch of 49-token sequences (two tiles, the ring never fills) and one long sequence among
+    short ones; paged batches are taken as before."""
+    monkeypatch.setattr(_ws, "LAYOUTS", {"one-pass": ("paged", "dense"), "split-k": ("paged",)})
+    even = DecodeProblem(64, 4, 256, (4096,) * 64, q_len=8)  # 256 programs of 4096 tokens
+    short = even.replace(seq_lens=(49,) * 1024)  # still 200 MB of K/V, beyond the L2
+    tail = even.replace(seq_lens=(60000,) + (1000,) * 63)  # 60k > 4 x 123k / 132
+    assert _ws.balanced(even, 132) and _ws.fits(even, **H200)
+    assert all(_ws.pays(p, **H200) for p in (short, tail))
+    assert not _ws.balanced(short, 132) and not _ws.fits(short, **H200)
+    assert not _ws.balanced(tail, 132) and not _ws.fits(tail, **H200)
+    assert _ws.fits(tail.replace(layout="paged"), **H200)
 
 
 def test_split_k_takes_it_on_few_programs_and_merges_the_pieces(monkeypatch):

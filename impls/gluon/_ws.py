@@ -28,7 +28,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
 
-from impls.common import SMEM_BYTES, dim_split_rule, head_dim_tiles, tiles_reported
+from impls.common import SMEM_BYTES, dim_split_rule, head_dim_tiles, program_tokens, tiles_reported
 from impls.gluon._common import (acc_layout, block_span, issue_tiles, issue_tma, normalise,
                                  ring_layout, softmax_step, store_rows, tile_layout, tile_rows,
                                  zero_outside)
@@ -458,9 +458,33 @@ def fits_split(problem, l2_bytes: int, sms: int) -> bool:
             and problem.layout in LAYOUTS["split-k"])
 
 
+def rule_tile(layout: str, dims: int) -> int:
+    """The consumers' tile by rule: 64 tokens where the tile rule is on and they fit, else 32."""
+    return 64 if WS_TILE_RULE and wide_tile_fits(layout, dims) else WS_BLOCK_N
+
+
+def balanced(problem, sms: int) -> bool:
+    """One 128-row program a SM runs a dense batch as well as the tile kernels' 64-row programs
+    (a KV head's rows on two SMs, each tile by TMA): its ring fills (``program_tokens``, as the
+    tile kernels' rules measure it, at least ``WS_STAGES`` tiles) and no sequence is a tail (its
+    tokens at most all programs' tokens over the SMs: the longest runs on one SM, not two)."""
+    spans = problem.attended_lens
+    dims = sum(head_dim_tiles(problem.head_dim, dim_split_rule(problem)))
+    programs = triton.cdiv(problem.q_len * problem.group_size, WS_ROWS) * problem.num_kv_heads
+    return (program_tokens(problem) >= WS_STAGES * rule_tile(problem.layout, dims)
+            and max(spans) * sms <= sum(spans) * programs)
+
+
+def pays_dense_balanced(problem, l2_bytes: int, sms: int) -> bool:
+    """One pass's design conditions (``pays``) on a dense cache it runs ``balanced``."""
+    return pays(problem, l2_bytes, sms) and problem.layout == "dense" and balanced(problem, sms)
+
+
 def fits(problem, l2_bytes: int, sms: int) -> bool:
-    """One-pass's rule: where the design pays, on a cache layout it takes (``LAYOUTS``)."""
-    return pays(problem, l2_bytes, sms) and problem.layout in LAYOUTS["one-pass"]
+    """One-pass's rule: where the design pays, on a cache layout it takes (``LAYOUTS``), dense
+    ones where it runs them ``balanced``."""
+    return (pays(problem, l2_bytes, sms) and problem.layout in LAYOUTS["one-pass"]
+            and (problem.layout == "paged" or balanced(problem, sms)))
 
 
 def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
@@ -496,9 +520,8 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
     tma = config.get("DENSE_TMA", int("dense" in LAYOUTS["split-k" if split else "one-pass"]))
     if tma not in (0, 1):
         raise ProblemError(f"config: DENSE_TMA={tma!r}: must be 0 or 1")
-    rule_tile = 64 if WS_TILE_RULE and wide_tile_fits(problem.layout, head_dim_pad + d_hi) \
-        else WS_BLOCK_N
-    block_n, stages = config.get("BLOCK_N", rule_tile), config.get("NUM_STAGES", WS_STAGES)
+    block_n = config.get("BLOCK_N", rule_tile(problem.layout, head_dim_pad + d_hi))
+    stages = config.get("NUM_STAGES", WS_STAGES)
     if block_n not in WS_TILES or stages not in WS_STAGE_RANGE:
         raise ProblemError(f"config: WARP_SPEC=1 with BLOCK_N={block_n}, NUM_STAGES={stages}: the "
                            f"warp-specialized kernel takes BLOCK_N in {WS_TILES} (its consumers' "
