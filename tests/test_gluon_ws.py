@@ -1,8 +1,8 @@
 """Gluon's warp-specialized one-pass kernel (impls.gluon._ws) on the CPU: where its rule would take
 it, how a config asks for it or keeps it off, what it refuses before any build, and the launch it
 makes (its compile for sm_90 is tests/test_triton_sm90.py's). Its GPU runs and the A/Bs that put
-the one-pass rule on (paged caches) and left split-K's off are in
-results/nvidia-h200/2026-11-28-wide-drafts."""
+both rules on for paged caches (split-K's where the head dim's tiles are wide) and left dense
+caches to the tile kernels are in results/nvidia-h200/2026-11-28-wide-drafts."""
 
 from __future__ import annotations
 
@@ -92,7 +92,8 @@ def test_the_rule_decides_only_where_it_is_on_and_no_config_says_otherwise(monke
     assert _ws.ws_config(WIDE, None, **H200) == _ws.ws_config(WIDE, {"WARP_SPEC": 1}, **H200)
     assert _ws.ws_config(WIDE, None, l2_bytes=1 << 30, sms=132) is None  # K/V within L2
     # a config of the one-pass kernel's own (a tile, warps) or warp_spec 0 keeps it
-    for config in ({"WARP_SPEC": 0}, {"BLOCK_N": 32}, {"num_warps": 4}, {"DENSE_TMA": 0}):
+    for config in ({"WARP_SPEC": 0}, {"BLOCK_N": 32}, {"num_warps": 4}, {"DENSE_TMA": 0},
+                   {"DIM_SPLIT": 0}):
         assert _ws.ws_config(WIDE, config, **H200) is None, config
 
 
@@ -122,8 +123,8 @@ def test_a_config_asks_for_it_and_a_reported_config_replays():
     ({"WARP_SPEC": 2}, "must be 0 or 1"),
     ({"WARP_SPEC": 1, "BLOCK_N": 16}, r"takes BLOCK_N in \(32, 64\)"),
     ({"WARP_SPEC": 1, "NUM_STAGES": 5}, r"NUM_STAGES in \(2, 3, 4\)"),
-    # head dim 256: three slots of 64-token K and V tiles and 128 query rows, 256 KB
-    ({"WARP_SPEC": 1, "BLOCK_N": 64}, "262144 B of shared memory, more than a program has"),
+    # head dim 256: three slots of 64-token K and V tiles and 128 query rows, 256 KB and barriers
+    ({"WARP_SPEC": 1, "BLOCK_N": 64}, "264192 B of shared memory, more than a program has"),
     ({"WARP_SPEC": 1, "num_warps": 8}, "sets these itself"),
     ({"WARP_SPEC": 1, "DENSE_TMA": 2}, "DENSE_TMA=2: must be 0 or 1"),
     ({"WARP_SPEC": 1, "WGMMA": 0}, "sets these itself"),
@@ -242,6 +243,24 @@ def test_one_pass_takes_a_dense_batch_only_where_it_runs_it_balanced(monkeypatch
     assert not _ws.balanced(short, 132) and not _ws.fits(short, **H200)
     assert not _ws.balanced(tail, 132) and not _ws.fits(tail, **H200)
     assert _ws.fits(tail.replace(layout="paged"), **H200)
+
+
+def test_the_registered_branch_takes_every_draft_of_its_sets(monkeypatch):
+    """next6.sh's branch (the tile rule on, dense caches in both variants' layouts) takes every
+    draft of its two sets with the tiles the registration says: split-K's wst_dense.json on
+    64-token tiles by TMA, one pass's wsb_dense.json by TMA, 5 of them on 64-token tiles (its
+    rings filled at 192 tokens there)."""
+    monkeypatch.setattr(_ws, "WS_TILE_RULE", True)
+    monkeypatch.setattr(_ws, "LAYOUTS", {"one-pass": ("paged", "dense"), "split-k": ("paged", "dense")})
+    monkeypatch.setattr(_ws, "BY_RULE", {"one-pass": True, "split-k": True})
+
+    def taken(name, split):
+        drafts = json.loads((REGISTERED.parent / name).read_text())
+        return [_ws.ws_config(DecodeProblem.from_dict(d), None, **H200, split=split) for d in drafts]
+    split_k, one_pass = taken("wst_dense.json", True), taken("wsb_dense.json", False)
+    assert all(c is not None and c["DENSE_TMA"] == 1 for c in split_k + one_pass)
+    assert all(c["BLOCK_N"] == 64 for c in split_k)
+    assert sorted(c["BLOCK_N"] for c in one_pass) == [32] * 7 + [64] * 5
 
 
 def test_split_k_takes_it_on_few_programs_and_merges_the_pieces(monkeypatch):

@@ -7,11 +7,11 @@ partitions (``gl.warp_specialize``):
 
 - **The loader** (4 warps, ``LOADER_REGS`` registers a thread) gathers each K/V tile by cp.async
   (through the block table when paged, a tile's entries looked up before it waits for a slot)
-  into a ``WS_STAGES``-slot ring. It fills a slot once both consumers have released it
-  (``empty``, count 2) and marks a tile ``ready`` once its copy group has landed: ``wait_group(1)``
-  (two tiles in flight), a proxy fence in every loader thread (cp.async writes through the
-  generic proxy, the warpgroup MMA reads through the async one), the loader's warps meet, then
-  one arrive. With ``DENSE_TMA`` a dense cache's tiles come by TMA instead (``load_tma``),
+  into a ring of ``NUM_STAGES`` slots (``WS_STAGES`` by default). It fills a slot once both
+  consumers have released it (``empty``, count 2) and marks a tile ``ready`` once its copy group
+  has landed: ``wait_group(1)`` (two tiles in flight), a proxy fence in every loader thread
+  (cp.async writes through the generic proxy, the warpgroup MMA reads through the async one),
+  the loader's warps meet, then one arrive. With ``DENSE_TMA`` a dense cache's tiles come by TMA instead (``load_tma``),
   counted in bytes on ``ready``.
 - **Two consumers** (the default partition and a worker, 4 warps each) take 64 of the rows each
   on the warpgroup MMA (``_common.softmax_step``), and each normalises and stores its own rows.
@@ -56,12 +56,12 @@ KERNEL_MAXNREG = (2 * CONSUMER_REGS.value + LOADER_REGS.value) // 3
 # What this kernel sets itself, as Launch.config reports it (a reported config replays as is)
 # (num_warps: the launch's, the default partition's; the two workers add as many each)
 OWN = {"MIN_BLOCKS": 0, "num_warps": PARTITION_WARPS.value, "WGMMA": 1}
-# What it takes from a config as the tile kernels do: the tile (WS_TILES) and the ring's slots
-# (WS_STAGE_RANGE, within a program's shared memory); dense tiles by TMA (1) or cp.async (0; the
+# What it takes from a config as the tile kernels do: the tile (WS_TILES), the ring's slots
+# (WS_STAGE_RANGE, within a program's shared memory), the head dim's split; dense tiles by TMA (1) or cp.async (0; the
 # default where the variant's rule does not take dense caches, LAYOUTS); paged tiles are always
 # gathered. Named in a config without WARP_SPEC, each is the tile kernels' choice and keeps the
 # rule off
-TAKEN = ("BLOCK_N", "NUM_STAGES", "DENSE_TMA")
+TAKEN = ("BLOCK_N", "NUM_STAGES", "DENSE_TMA", "DIM_SPLIT")
 # The cache layouts each variant's rule takes (2026-11-28-wide-drafts, README): paged only. On
 # dense caches each lost drafts to the tile kernels' TMA ring with either loader (split-K even with
 # wide head-dim tiles, wide_dim_tiles)
@@ -526,8 +526,9 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
         raise ProblemError(f"config: WARP_SPEC=1 with BLOCK_N={block_n}, NUM_STAGES={stages}: the "
                            f"warp-specialized kernel takes BLOCK_N in {WS_TILES} (its consumers' "
                            f"accumulators) and NUM_STAGES in {WS_STAGE_RANGE}")
-    smem = (stages * block_n * 2 + WS_ROWS) * (head_dim_pad + d_hi) * problem.itemsize
-    if smem > SMEM_BYTES:  # the ring's K and V slots, and the 128 query rows
+    # the ring's K and V slots and the 128 query rows; the barriers and alignment add ~0.3-1.2 KB
+    smem = (stages * block_n * 2 + WS_ROWS) * (head_dim_pad + d_hi) * problem.itemsize + 2048
+    if smem > SMEM_BYTES:
         raise ProblemError(f"config: WARP_SPEC=1 with BLOCK_N={block_n}, NUM_STAGES={stages} at "
                            f"{head_dim_pad + d_hi} dims: {smem} B of shared memory, more than a "
                            f"program has on sm_90 ({SMEM_BYTES} B)")

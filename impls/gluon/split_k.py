@@ -222,7 +222,7 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
 
 def _prepare_ws(inputs, out, lse, cfg: dict, num_splits: int | None, lens) -> Launch:
     """Split-K on the warp-specialized kernel (``impls.gluon._ws.ws_split_kernel``): one program
-    an SM (its 12 warps take the register file, its ring and rows 124-164 KB of shared memory),
+    an SM (its 12 warps take the register file, its ring and rows up to 227 KB of shared memory),
     128 rows a program, the items starting on whole tiles (and pages, where it reads the table a
     page), then the same combine."""
     p = inputs.problem

@@ -12,7 +12,7 @@
 #   DECODE_BENCH_COMMIT=$(git rev-parse HEAD) OUT=$OUT bash scripts/device_run.sh start gpu-session/next6.sh 520
 #   OUT=$OUT bash scripts/device_run.sh wait 540
 # 1. correctness, no timing: the branch's default on wst_dense.json and wsb_dense.json and
-#    the 64-token tiles forced on spec-decode (one-pass and split-K; dense ones by TMA too)
+#    the 64-token tiles forced on spec-decode (one-pass and split-K by cp.async; dense by TMA)
 # 2. the A/Bs, both orders: split-K on wst_dense.json (the first 12 dense drafts of seeds
 #    1200-1279 at q_len 8 that pays_split_wide_tile takes with fewer (sequence, KV head) pairs
 #    than SMs: wst_dense_pick.txt); one pass on wsb_dense.json (the first 12 of seeds 1280-1359
@@ -25,7 +25,7 @@
 # 5. the conformance suite on Gluon, for the time left
 set -u
 cd "$(dirname "$0")/.."
-W64='{"warp_spec":1,"block_n":64}'
+W64='{"warp_spec":1,"block_n":64,"tma":0}'  # dense tiles by cp.async (the branch's default: TMA)
 RUNS="tile-wstd|120|--workload-file gpu-session/wst_dense.json --backends gluon --variants split-k --no-timing;
       tile-wsbd|120|--workload-file gpu-session/wsb_dense.json --backends gluon --variants dense --no-timing;
       tile-spec|150|--workloads spec-decode --backends gluon --variants dense,split-k --config $W64 --kv-dtype none --no-timing;
