@@ -11,8 +11,8 @@ partitions (``gl.warp_specialize``):
   consumers have released it (``empty``, count 2) and marks a tile ``ready`` once its copy group
   has landed: ``wait_group(1)`` (two tiles in flight), a proxy fence in every loader thread
   (cp.async writes through the generic proxy, the warpgroup MMA reads through the async one),
-  the loader's warps meet, then one arrive. With ``DENSE_TMA`` a dense cache's tiles come by TMA instead (``load_tma``),
-  counted in bytes on ``ready``.
+  the loader's warps meet, then one arrive. With ``DENSE_TMA`` a dense cache's tiles come by TMA
+  instead (``load_tma``), counted in bytes on ``ready``.
 - **Two consumers** (the default partition and a worker, 4 warps each) take 64 of the rows each
   on the warpgroup MMA (``_common.softmax_step``), and each normalises and stores its own rows.
   They are separate partitions, so neither waits for the other: one's softmax runs while the
@@ -57,10 +57,10 @@ KERNEL_MAXNREG = (2 * CONSUMER_REGS.value + LOADER_REGS.value) // 3
 # (num_warps: the launch's, the default partition's; the two workers add as many each)
 OWN = {"MIN_BLOCKS": 0, "num_warps": PARTITION_WARPS.value, "WGMMA": 1}
 # What it takes from a config as the tile kernels do: the tile (WS_TILES), the ring's slots
-# (WS_STAGE_RANGE, within a program's shared memory), the head dim's split; dense tiles by TMA (1) or cp.async (0; the
-# default where the variant's rule does not take dense caches, LAYOUTS); paged tiles are always
-# gathered. Named in a config without WARP_SPEC, each is the tile kernels' choice and keeps the
-# rule off
+# (WS_STAGE_RANGE, within a program's shared memory), the head dim's split; dense tiles by TMA (1)
+# or cp.async (0; the default where the variant's rule does not take dense caches, LAYOUTS); paged
+# tiles are always gathered. Named in a config without WARP_SPEC, each is the tile kernels' choice
+# and keeps the rule off
 TAKEN = ("BLOCK_N", "NUM_STAGES", "DENSE_TMA", "DIM_SPLIT")
 # The cache layouts each variant's rule takes (2026-11-28-wide-drafts, README): paged only. On
 # dense caches each lost drafts to the tile kernels' TMA ring with either loader (split-K even with
@@ -418,6 +418,11 @@ def pays(problem, l2_bytes: int, sms: int) -> bool:
     return pays_split(problem, l2_bytes, sms) and problem.batch * problem.num_kv_heads >= sms
 
 
+def rule_dims(problem) -> tuple[int, int]:
+    """The head dim's tiles (``head_dim_tiles``) by the split rule, as the rules judge them."""
+    return head_dim_tiles(problem.head_dim, dim_split_rule(problem))
+
+
 def wide_tile_fits(layout: str, dims: int) -> bool:
     """64-token tiles fit the consumers' registers: a dense cache whose head-dim tiles come to
     ``dims`` <= ``WIDE_TILE_DIMS``."""
@@ -427,18 +432,19 @@ def wide_tile_fits(layout: str, dims: int) -> bool:
 def pays_split_wide_tile(problem, l2_bytes: int, sms: int) -> bool:
     """Split-K's design conditions (``pays_split``) where 64-token tiles fit (``wide_tile_fits``,
     the head dim's tiles by rule)."""
-    dims = sum(head_dim_tiles(problem.head_dim, dim_split_rule(problem)))
+    dims = sum(rule_dims(problem))
     return pays_split(problem, l2_bytes, sms) and wide_tile_fits(problem.layout, dims)
 
 
 def wide_dim_tiles(problem) -> bool:
     """The head dim in one tile, or in two of which the second is ``MIN_SPLIT_DIM_TILE`` wide."""
-    d_hi = head_dim_tiles(problem.head_dim, dim_split_rule(problem))[1]
+    d_hi = rule_dims(problem)[1]
     return d_hi == 0 or d_hi >= MIN_SPLIT_DIM_TILE
 
 
 def pays_split_wide(problem, l2_bytes: int, sms: int) -> bool:
-    """Split-K's design conditions (``pays_split``) with head-dim tiles it takes (``wide_dim_tiles``)."""
+    """Split-K's design conditions (``pays_split``) with head-dim tiles it takes
+    (``wide_dim_tiles``)."""
     return pays_split(problem, l2_bytes, sms) and wide_dim_tiles(problem)
 
 
@@ -447,7 +453,7 @@ def tiles_pay(problem) -> bool:
     (``WS_TILE_RULE``), where 64-token tiles fit (``wide_tile_fits``, its registered A/B's set);
     elsewhere, 32-token tiles with wide head-dim tiles (``wide_dim_tiles``)."""
     if WS_TILE_RULE and problem.layout == "dense":
-        return wide_tile_fits("dense", sum(head_dim_tiles(problem.head_dim, dim_split_rule(problem))))
+        return wide_tile_fits("dense", sum(rule_dims(problem)))
     return wide_dim_tiles(problem)
 
 
@@ -469,9 +475,9 @@ def balanced(problem, sms: int) -> bool:
     tile kernels' rules measure it, at least ``WS_STAGES`` tiles) and no sequence is a tail (its
     tokens at most all programs' tokens over the SMs: the longest runs on one SM, not two)."""
     spans = problem.attended_lens
-    dims = sum(head_dim_tiles(problem.head_dim, dim_split_rule(problem)))
     programs = triton.cdiv(problem.q_len * problem.group_size, WS_ROWS) * problem.num_kv_heads
-    return (program_tokens(problem) >= WS_STAGES * rule_tile(problem.layout, dims)
+    ring = WS_STAGES * rule_tile(problem.layout, sum(rule_dims(problem)))
+    return (program_tokens(problem) >= ring
             and max(spans) * sms <= sum(spans) * programs)
 
 
