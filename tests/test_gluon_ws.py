@@ -208,6 +208,13 @@ def test_split_k_takes_paged_caches_where_the_head_dims_tiles_are_wide():
     assert _ws.ws_config(draft(176, "paged"), None, **H200, split=True)["BLOCK_N"] == _ws.WS_BLOCK_N
 
 
+def next6_branch(monkeypatch):
+    """What next6.sh's branch changes in _ws (its header's sed): the tile rule on, dense caches in
+    both variants' layouts."""
+    monkeypatch.setattr(_ws, "WS_TILE_RULE", True)
+    monkeypatch.setattr(_ws, "LAYOUTS", {"one-pass": ("paged", "dense"), "split-k": ("paged", "dense")})
+
+
 def test_64_token_tiles_by_rule_where_they_fit_and_by_config_elsewhere(monkeypatch):
     """Off (main), the consumers take 32-token tiles unless a config asks for 64. With the tile
     rule on, dense caches whose head-dim tiles come to 192 dims or fewer take 64 (and split-K's
@@ -217,8 +224,7 @@ def test_64_token_tiles_by_rule_where_they_fit_and_by_config_elsewhere(monkeypat
         return DecodeProblem(32, 2, head_dim, (65536, 40000), q_len=8, layout=layout)
     assert _ws.ws_config(draft(144), {"WARP_SPEC": 1}, **H200)["BLOCK_N"] == 32
     assert _ws.ws_config(draft(144), {"WARP_SPEC": 1, "BLOCK_N": 64}, **H200)["BLOCK_N"] == 64
-    monkeypatch.setattr(_ws, "WS_TILE_RULE", True)
-    monkeypatch.setattr(_ws, "LAYOUTS", {"one-pass": ("paged",), "split-k": ("paged", "dense")})
+    next6_branch(monkeypatch)
     tiles = {d: _ws.ws_config(draft(d), {"WARP_SPEC": 1}, **H200)["BLOCK_N"] for d in (144, 192, 208)}
     assert tiles == {144: 64, 192: 64, 208: 32}
     assert _ws.ws_config(draft(144, "paged"), {"WARP_SPEC": 1}, **H200)["BLOCK_N"] == 32
@@ -250,9 +256,7 @@ def test_the_registered_branch_takes_every_draft_of_its_sets(monkeypatch):
     draft of its two sets with the tiles the registration says: split-K's wst_dense.json on
     64-token tiles by TMA, one pass's wsb_dense.json by TMA, 5 of them on 64-token tiles (its
     rings filled at 192 tokens there)."""
-    monkeypatch.setattr(_ws, "WS_TILE_RULE", True)
-    monkeypatch.setattr(_ws, "LAYOUTS", {"one-pass": ("paged", "dense"), "split-k": ("paged", "dense")})
-    monkeypatch.setattr(_ws, "BY_RULE", {"one-pass": True, "split-k": True})
+    next6_branch(monkeypatch)
 
     def taken(name, split):
         drafts = json.loads((REGISTERED.parent / name).read_text())

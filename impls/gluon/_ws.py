@@ -502,6 +502,7 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
     ``BY_RULE`` has it on) unless ``config`` names anything of ``OWN`` or ``TAKEN`` (a launch
     choice of the tile kernels')."""
     config = config or {}
+    variant = "split-k" if split else "one-pass"
     asked = config.get("WARP_SPEC")
     if asked not in (None, 0, 1):
         raise ProblemError(f"config: WARP_SPEC={asked!r}: must be 0 or 1")
@@ -516,14 +517,14 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
                                f"sets these itself ({OWN}): three warpgroups, one program a "
                                "SM, and the warpgroup MMA")
     elif (asked == 0 or any(k in config for k in (*OWN, *TAKEN))
-          or not BY_RULE["split-k" if split else "one-pass"]
+          or not BY_RULE[variant]
           or not (fits_split if split else fits)(problem, l2_bytes, sms)):
         return None
     dim_split = config.get("DIM_SPLIT", dim_split_rule(problem))
     head_dim_pad, d_hi = head_dim_tiles(problem.head_dim, dim_split)
     ps = problem.page_size
     paged = problem.layout == "paged"
-    tma = config.get("DENSE_TMA", int("dense" in LAYOUTS["split-k" if split else "one-pass"]))
+    tma = config.get("DENSE_TMA", int("dense" in LAYOUTS[variant]))
     if tma not in (0, 1):
         raise ProblemError(f"config: DENSE_TMA={tma!r}: must be 0 or 1")
     block_n = config.get("BLOCK_N", rule_tile(problem.layout, head_dim_pad + d_hi))
