@@ -42,8 +42,9 @@ CONSUMER_ROWS = gl.constexpr(WS_ROWS // 2)
 WS_BLOCK_N = 32
 WS_TILES = (32, 64)
 WIDE_TILE_DIMS = 192
-# Whether the rule takes 64-token tiles where they fit (wide_tile_fits); off, a config asks for them
-WS_TILE_RULE = False
+# Whether the rule takes 64-token tiles where they fit (wide_tile_fits); off, a config asks for them.
+# On since its registered A/B (2026-11-28-wide-drafts, README, session 72)
+WS_TILE_RULE = True
 WS_STAGES = 3  # two tiles in flight while one is consumed
 WS_STAGE_RANGE = (2, 3, 4)
 PARTITION_WARPS = gl.constexpr(4)  # each partition a warpgroup (setmaxnreg works on whole warpgroups)
@@ -62,10 +63,10 @@ OWN = {"MIN_BLOCKS": 0, "num_warps": PARTITION_WARPS.value, "WGMMA": 1}
 # tiles are always gathered. Named in a config without WARP_SPEC, each is the tile kernels' choice
 # and keeps the rule off
 TAKEN = ("BLOCK_N", "NUM_STAGES", "DENSE_TMA", "DIM_SPLIT")
-# The cache layouts each variant's rule takes (2026-11-28-wide-drafts, README): paged only. On
-# dense caches each lost drafts to the tile kernels' TMA ring with either loader (split-K even with
-# wide head-dim tiles, wide_dim_tiles)
-LAYOUTS = {"one-pass": ("paged",), "split-k": ("paged",)}
+# The cache layouts each variant's rule takes (2026-11-28-wide-drafts, README): one pass takes dense
+# batches it runs balanced (its registered A/B held); split-K only paged ones: on dense caches it
+# lost drafts to the tile kernels' TMA ring with either loader and either tile
+LAYOUTS = {"one-pass": ("paged", "dense"), "split-k": ("paged",)}
 # The narrowest second head-dim tile split-K's rule takes: one of 16 or 32 dims (head dims 129-160)
 # adds a full step to each consumer's chain of products for a sliver of the bytes, and lost
 MIN_SPLIT_DIM_TILE = 64
@@ -449,19 +450,24 @@ def pays_split_wide(problem, l2_bytes: int, sms: int) -> bool:
 
 
 def tiles_pay(problem) -> bool:
-    """The tiles pay for a step's fixed costs: on dense caches, with the tile rule on
-    (``WS_TILE_RULE``), where 64-token tiles fit (``wide_tile_fits``, its registered A/B's set);
-    elsewhere, 32-token tiles with wide head-dim tiles (``wide_dim_tiles``)."""
+    """The tiles pay for a step's fixed costs: wide head-dim tiles (``wide_dim_tiles``) and, on
+    dense caches with the tile rule on (``WS_TILE_RULE``), 64-token tiles that fit
+    (``wide_tile_fits``): a narrow second head-dim tile lost on dense caches with either tile."""
     if WS_TILE_RULE and problem.layout == "dense":
-        return wide_tile_fits("dense", sum(rule_dims(problem)))
+        return wide_dim_tiles(problem) and wide_tile_fits("dense", sum(rule_dims(problem)))
     return wide_dim_tiles(problem)
+
+
+def pays_split_tiles(problem, l2_bytes: int, sms: int) -> bool:
+    """Split-K's rule whatever the layouts it takes: ``pays_split`` where the tiles pay
+    (``tiles_pay``)."""
+    return pays_split(problem, l2_bytes, sms) and tiles_pay(problem)
 
 
 def fits_split(problem, l2_bytes: int, sms: int) -> bool:
     """Split-K's rule: ``pays_split`` where the head dim's tiles pay (``tiles_pay``), on a cache
     layout it takes (``LAYOUTS``)."""
-    return (pays_split(problem, l2_bytes, sms) and tiles_pay(problem)
-            and problem.layout in LAYOUTS["split-k"])
+    return pays_split_tiles(problem, l2_bytes, sms) and problem.layout in LAYOUTS["split-k"]
 
 
 def rule_tile(layout: str, dims: int) -> int:
