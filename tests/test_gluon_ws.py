@@ -37,7 +37,7 @@ def test_the_rule_takes_the_registered_drafts_and_leaves_what_the_design_does_no
     picks = [DecodeProblem.from_dict(d) for d in json.loads(REGISTERED.read_text())]
     assert len(picks) == 12 and all(_ws.fits(p, **H200) for p in picks)
     assert _ws.fits(WIDE, **H200)
-    off = [DecodeProblem(64, 4, 256, (4096,) * 64, q_len=8),  # dense: the tile kernels' TMA
+    off = [DecodeProblem(64, 4, 256, (60000,) + (1000,) * 63, q_len=8),  # dense, one long tail
            DecodeProblem(64, 8, 256, (4096,) * 64, q_len=8, layout="paged"),  # 64 rows: one consumer's
            DecodeProblem(64, 4, 128, (4096,) * 64, q_len=8),  # head dim 128
            DecodeProblem(64, 4, 256, (4096,) * 64, q_len=8, kv_dtype="float8_e4m3fn"),  # fp8
@@ -48,7 +48,7 @@ def test_the_rule_takes_the_registered_drafts_and_leaves_what_the_design_does_no
 
 @pytest.mark.parametrize("name, impl, seeds, picks", [
     ("ws_paged.json", "gluon/one-pass", "720:800",
-     ["--fits", "impls.gluon._ws:fits", "--min-programs", "132"]),
+     ["--fits", "impls.gluon._ws:fits", "--layout", "paged", "--min-programs", "132"]),
     ("wss_paged.json", "gluon/split-k", "800:880",
      ["--fits", "impls.gluon._ws:pays_split", "--layout", "paged", "--max-programs", "131"]),
     # the TMA loader's registered sets: dense drafts where the design pays
@@ -67,6 +67,9 @@ def test_the_rule_takes_the_registered_drafts_and_leaves_what_the_design_does_no
      ["--fits", "impls.gluon._ws:pays_split_wide_tile", "--max-programs", "131"]),
     ("wsb_dense.json", "gluon/one-pass", "1280:1360",
      ["--fits", "impls.gluon._ws:pays_dense_balanced", "--min-programs", "132"]),
+    # split-K on dense caches where both tile conditions hold (tiles_pay)
+    ("wsd_dense.json", "gluon/split-k", "1360:1440",
+     ["--fits", "impls.gluon._ws:pays_split_tiles", "--layout", "dense", "--max-programs", "131"]),
 ])
 def test_the_registered_drafts_are_what_the_rules_pick_from_their_seeds(tmp_path, name, impl, seeds,
                                                                         picks):
@@ -134,13 +137,15 @@ def test_what_it_cannot_honour_is_refused_naming_the_rule(config, rule):
         _ws.ws_config(WIDE, config, **H200)
 
 
-def test_dense_tiles_by_tma_where_a_config_asks_and_the_launch_passes_their_descriptors(monkeypatch):
-    """DENSE_TMA 1 with WARP_SPEC 1: a dense cache's tiles by TMA (the loader's ``load_tma``), the
-    launch passing the K/V descriptors of the tile kernels' boxes (32 tokens, the head dim's two
-    tiles); cp.async stays one pass's default, paged tiles are always gathered, and DENSE_TMA named
-    without WARP_SPEC is the tile kernels' choice, which keeps the rule off."""
+def test_dense_tiles_by_tma_by_default_and_the_launch_passes_their_descriptors(monkeypatch):
+    """A dense cache's tiles come by TMA (the loader's ``load_tma``: dense caches are in both
+    variants' LAYOUTS), the launch passing the K/V descriptors of the rule's boxes (64 tokens at
+    head dim 144, the head dim's two tiles); DENSE_TMA 0 asks for cp.async, paged tiles are always
+    gathered, and DENSE_TMA named without WARP_SPEC is the tile kernels' choice, which keeps the
+    rule off."""
     dense = DecodeProblem(32, 2, 144, (900, 70), q_len=8)
-    assert _ws.ws_config(dense, {"WARP_SPEC": 1}, **H200)["DENSE_TMA"] == 0
+    assert _ws.ws_config(dense, {"WARP_SPEC": 1}, **H200)["DENSE_TMA"] == 1
+    assert _ws.ws_config(dense, {"WARP_SPEC": 1, "DENSE_TMA": 0}, **H200)["DENSE_TMA"] == 0
     assert _ws.ws_config(WIDE, {"WARP_SPEC": 1, "DENSE_TMA": 1}, **H200)["DENSE_TMA"] == 0
     monkeypatch.setattr(_ws, "BY_RULE", {"one-pass": True, "split-k": True})
     assert _ws.ws_config(WIDE, {"DENSE_TMA": 0}, **H200) is None
@@ -149,12 +154,12 @@ def test_dense_tiles_by_tma_where_a_config_asks_and_the_launch_passes_their_desc
                         calls.append((self.__name__, args, kw)))
     inputs = make_inputs(dense, seed=0, device="cpu")
     out, lse = inputs.new_outputs()
-    launch = one_pass.prepare(inputs, out, lse, config={"WARP_SPEC": 1, "DENSE_TMA": 1})
+    launch = one_pass.prepare(inputs, out, lse, config={"WARP_SPEC": 1})
     launch.run()
     (name, args, kw), = calls
     descs = [a for a in args if type(a).__name__ == "TensorDescriptor"]
     assert name == "ws_kernel" and kw["DENSE_TMA"] == 1 and launch.config["DENSE_TMA"] == 1
-    assert [d.block_shape for d in descs] == [[1, 32, 1, 128]] * 2 + [[1, 32, 1, 16]] * 2
+    assert [d.block_shape for d in descs] == [[1, 64, 1, 128]] * 2 + [[1, 64, 1, 16]] * 2
 
 
 def test_fp8_caches_are_refused_before_any_build():
@@ -192,55 +197,47 @@ def test_the_launch_takes_128_rows_a_program_within_the_register_file(monkeypatc
     assert {name for name, _, _ in calls} == {"decode_kernel"}
 
 
-def test_split_k_takes_paged_caches_where_the_head_dims_tiles_are_wide():
-    """Split-K's rule takes paged caches but not a head dim whose second tile is narrower than
-    MIN_SPLIT_DIM_TILE (144 = 128 + 16, 160 = 128 + 32 are left to the tile kernels; 176 = 128 +
-    64 and 240 in one tile of 256 are taken), and no dense cache, where the design pays
-    (pays_split_wide) but the tile kernels' TMA ring stays."""
+def test_split_k_takes_head_dim_tiles_that_pay_on_either_layout():
+    """Split-K's rule leaves a head dim whose second tile is narrower than MIN_SPLIT_DIM_TILE
+    (144 = 128 + 16, 160 = 128 + 32) to the tile kernels on both layouts; on paged caches it takes
+    176 = 128 + 64 up to 256 (32-token tiles), on dense ones only where 64-token tiles fit too
+    (176, 192: by TMA), not 208-256."""
     def draft(head_dim, layout):
         return DecodeProblem(32, 2, head_dim, (65536, 40000), q_len=8, layout=layout)
-    assert not any(_ws.fits_split(draft(d, "paged"), **H200) for d in (144, 160))
+    assert all(_ws.pays_split(draft(d, "dense"), **H200) for d in (144, 160, 176, 208, 256))
+    assert not any(_ws.fits_split(draft(d, layout), **H200)
+                   for d in (144, 160) for layout in ("paged", "dense"))
     assert all(_ws.fits_split(draft(d, "paged"), **H200) for d in (176, 192, 240, 256))
-    assert all(_ws.pays_split(draft(d, "paged"), **H200) for d in (144, 160, 176))
-    assert _ws.pays_split_wide(draft(176, "dense"), **H200)
-    assert not _ws.fits_split(draft(176, "dense"), **H200)
-    assert _ws.ws_config(draft(176, "dense"), None, **H200, split=True) is None
+    assert [d for d in (176, 192, 208, 240, 256) if _ws.fits_split(draft(d, "dense"), **H200)] \
+        == [176, 192]
+    dense = _ws.ws_config(draft(176, "dense"), None, **H200, split=True)
+    assert (dense["BLOCK_N"], dense["DENSE_TMA"]) == (64, 1)
     assert _ws.ws_config(draft(176, "paged"), None, **H200, split=True)["BLOCK_N"] == _ws.WS_BLOCK_N
 
 
-def next6_branch(monkeypatch):
-    """What next6.sh's branch changes in _ws (its header's sed): the tile rule on, dense caches in
-    both variants' layouts."""
-    monkeypatch.setattr(_ws, "WS_TILE_RULE", True)
-    monkeypatch.setattr(_ws, "LAYOUTS", {"one-pass": ("paged", "dense"), "split-k": ("paged", "dense")})
-
-
 def test_64_token_tiles_by_rule_where_they_fit_and_by_config_elsewhere(monkeypatch):
-    """Off (main), the consumers take 32-token tiles unless a config asks for 64. With the tile
-    rule on, dense caches whose head-dim tiles come to 192 dims or fewer take 64 (and split-K's
-    rule takes their narrow second tiles, 144 = 128 + 16, and on dense caches only those), wider
-    ones and paged caches keep 32, and a config's tile wins."""
+    """With the tile rule on (main), dense caches whose head-dim tiles come to 192 dims or fewer
+    take 64-token tiles, wider ones and paged caches keep 32, and a config's tile wins; off, 32
+    unless a config asks for 64. The predicate wst_dense.json was picked by takes narrow second
+    tiles too, and no paged cache."""
     def draft(head_dim, layout="dense"):
         return DecodeProblem(32, 2, head_dim, (65536, 40000), q_len=8, layout=layout)
-    assert _ws.ws_config(draft(144), {"WARP_SPEC": 1}, **H200)["BLOCK_N"] == 32
-    assert _ws.ws_config(draft(144), {"WARP_SPEC": 1, "BLOCK_N": 64}, **H200)["BLOCK_N"] == 64
-    next6_branch(monkeypatch)
     tiles = {d: _ws.ws_config(draft(d), {"WARP_SPEC": 1}, **H200)["BLOCK_N"] for d in (144, 192, 208)}
     assert tiles == {144: 64, 192: 64, 208: 32}
     assert _ws.ws_config(draft(144, "paged"), {"WARP_SPEC": 1}, **H200)["BLOCK_N"] == 32
     assert _ws.ws_config(draft(144), {"WARP_SPEC": 1, "BLOCK_N": 32}, **H200)["BLOCK_N"] == 32
-    assert _ws.fits_split(draft(144), **H200) and not _ws.fits_split(draft(144, "paged"), **H200)
-    assert not _ws.fits_split(draft(208), **H200) and _ws.fits_split(draft(208, "paged"), **H200)
     assert _ws.pays_split_wide_tile(draft(160), **H200)
     assert not any(_ws.pays_split_wide_tile(p, **H200) for p in (draft(208), draft(160, "paged")))
+    monkeypatch.setattr(_ws, "WS_TILE_RULE", False)
+    assert _ws.ws_config(draft(144), {"WARP_SPEC": 1}, **H200)["BLOCK_N"] == 32
+    assert _ws.ws_config(draft(144), {"WARP_SPEC": 1, "BLOCK_N": 64}, **H200)["BLOCK_N"] == 64
 
 
-def test_one_pass_takes_a_dense_batch_only_where_it_runs_it_balanced(monkeypatch):
-    """With dense caches in its layouts, one pass's rule takes a dense batch whose rings fill and
-    whose longest sequence is no tail (at most all programs' tokens over the SMs), and leaves a
-    batch of 49-token sequences (two tiles, the ring never fills) and one long sequence among
-    short ones; paged batches are taken as before."""
-    monkeypatch.setattr(_ws, "LAYOUTS", {"one-pass": ("paged", "dense"), "split-k": ("paged",)})
+def test_one_pass_takes_a_dense_batch_only_where_it_runs_it_balanced():
+    """One pass's rule takes a dense batch whose rings fill and whose longest sequence is no tail
+    (at most all programs' tokens over the SMs), and leaves a batch of 49-token sequences (two
+    tiles, the ring never fills) and one long sequence among short ones; paged batches are taken
+    as before."""
     even = DecodeProblem(64, 4, 256, (4096,) * 64, q_len=8)  # 256 programs of 4096 tokens
     short = even.replace(seq_lens=(49,) * 1024)  # still 200 MB of K/V, beyond the L2
     tail = even.replace(seq_lens=(60000,) + (1000,) * 63)  # 60k > 4 x 123k / 132
@@ -251,20 +248,22 @@ def test_one_pass_takes_a_dense_batch_only_where_it_runs_it_balanced(monkeypatch
     assert _ws.fits(tail.replace(layout="paged"), **H200)
 
 
-def test_the_registered_branch_takes_every_draft_of_its_sets(monkeypatch):
-    """next6.sh's branch (the tile rule on, dense caches in both variants' layouts) takes every
-    draft of its two sets with the tiles the registration says: split-K's wst_dense.json on
-    64-token tiles by TMA, one pass's wsb_dense.json by TMA, 5 of them on 64-token tiles (its
-    rings filled at 192 tokens there)."""
-    next6_branch(monkeypatch)
-
+def test_main_takes_the_drafts_whose_registered_a_b_held(monkeypatch):
+    """The rules on main take what their A/Bs measured faster: every draft of wsd_dense.json
+    (split-K, 64-token tiles by TMA) and of wsb_dense.json (one pass by TMA, 5 of them on 64-token
+    tiles: their rings filled at 192 tokens); of wst_dense.json, the 7 drafts of head dims 176 and
+    192, not the 5 of 144 and 160 (slower there)."""
     def taken(name, split):
         drafts = json.loads((REGISTERED.parent / name).read_text())
-        return [_ws.ws_config(DecodeProblem.from_dict(d), None, **H200, split=split) for d in drafts]
-    split_k, one_pass = taken("wst_dense.json", True), taken("wsb_dense.json", False)
-    assert all(c is not None and c["DENSE_TMA"] == 1 for c in split_k + one_pass)
-    assert all(c["BLOCK_N"] == 64 for c in split_k)
-    assert sorted(c["BLOCK_N"] for c in one_pass) == [32] * 7 + [64] * 5
+        return [(d["head_dim"], _ws.ws_config(DecodeProblem.from_dict(d), None, **H200, split=split))
+                for d in drafts]
+    split_k, one_pass = taken("wsd_dense.json", True), taken("wsb_dense.json", False)
+    assert all(c is not None and c["DENSE_TMA"] == 1 for _, c in split_k + one_pass)
+    assert all(c["BLOCK_N"] == 64 for _, c in split_k)
+    assert sorted(c["BLOCK_N"] for _, c in one_pass) == [32] * 7 + [64] * 5
+    seen = taken("wst_dense.json", True)
+    assert sorted(d for d, c in seen if c) == [176, 176, 176, 176, 192, 192, 192]
+    assert all(d in (144, 160) for d, c in seen if c is None)
 
 
 def test_split_k_takes_it_on_few_programs_and_merges_the_pieces(monkeypatch):

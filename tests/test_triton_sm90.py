@@ -82,7 +82,7 @@ def test_gluon_warpgroup_mma_kernels_compile_without_spills():
 def test_gluon_warp_specialized_kernels_compile_without_spills():
     """``WARP_SPEC=1`` (impls.gluon._ws), one-pass and split-K: three warpgroups with the
     registers the module gives each (setmaxnreg: the loader's, the consumers'), every copy group
-    fenced before it is marked ready, cp.async copies (or, asked for on dense caches, TMA) and
+    fenced before it is marked ready, cp.async copies (or TMA, the default on dense caches) and
     both products on the warpgroup MMA, the loader's code within its registers (SASS), and no
     register spill at head dims 144 (two tiles) to 256, dense and paged, fp16 and bf16, and with
     64-token tiles at 144 (ptxas for sm_90a); split-K's partials merged by the combine kernel."""
@@ -95,9 +95,9 @@ def test_gluon_warp_specialized_kernels_compile_without_spills():
     assert {l.split()[0] for l in lines} == {"ws_kernel", "ws_split_kernel"}, res.stdout
     assert len(lines) == 22 and {l.split()[0] for l in every} - {"ws_kernel", "ws_split_kernel"} \
         == {"combine_kernel"}, res.stdout
-    # the three dense problems' tiles by TMA too, asked for (paged ones are always gathered)
+    # the three dense problems' tiles by TMA too, the default (paged ones are always gathered)
     assert sum("'DENSE_TMA': 1" in l for l in lines) == 8, res.stdout
-    # 64-token tiles at head dim 144, both loaders, one-pass and split-K
+    # 64-token tiles at head dim 144 by rule, both loaders, one-pass and split-K
     assert sum("'BLOCK_N': 64, " in l and "'NUM_STAGES': 3" in l for l in lines) == 4, res.stdout
     for line in lines:
         copies = "cp.async=False tma=True" if "'DENSE_TMA': 1" in line else "cp.async=True tma=False"

@@ -237,20 +237,21 @@ def ws_check() -> None:
     split-K (long sequences: split on a CPU's nominal 4 SMs, the combine launched), on drafts of
     more than 64 rows a KV head: head dims 256 (dense and paged), 144 (two tiles, with a window
     and a soft cap), 208 on pages of 48 tokens (table lookups a row) and 240 on 160 rows (two row
-    blocks), and 64-token tiles at head dim 144; one line per kernel with its register split,
-    fences and spills."""
+    blocks), and 32-token tiles at head dim 144 (64 by rule); one line per kernel with its
+    register split, fences and spills."""
     problems = [DecodeProblem(32, 2, 256, (9000, 70), layout=layout, q_len=8) for layout in ("dense", "paged")]
     problems += [DecodeProblem(32, 2, 144, (9000, 70), layout=layout, q_len=4, window=3000, softcap=20.0)
                  for layout in ("dense", "paged")]
     problems += [DecodeProblem(40, 2, 208, (9000, 70), layout="paged", page_size=48, q_len=8),
                  DecodeProblem(40, 2, 240, (9000, 70), q_len=8, dtype="float16")]
-    # dense tiles by cp.async (the default) and by TMA (asked for; paged tiles are always gathered)
-    for line in compile_all(problems, "gluon", ({"WARP_SPEC": 1}, {"WARP_SPEC": 1, "DENSE_TMA": 1}),
+    # dense tiles by cp.async and by TMA (the default; paged tiles are always gathered), 64 tokens
+    # where they fit by the tile rule (_ws.wide_tile_fits: head dim 144 dense)
+    for line in compile_all(problems, "gluon", ({"WARP_SPEC": 1, "DENSE_TMA": 0}, {"WARP_SPEC": 1}),
                             spills=True):
         print(line)
-    # 64-token tiles (asked for; _ws.wide_tile_fits) in the 3-slot ring: head dim 144
-    wide = {"WARP_SPEC": 1, "BLOCK_N": 64}
-    for line in compile_all(problems[2:3], "gluon", (wide, {**wide, "DENSE_TMA": 1}), spills=True):
+    # 32-token tiles (asked for) at head dim 144 dense, in the 3-slot ring
+    narrow = {"WARP_SPEC": 1, "BLOCK_N": 32}
+    for line in compile_all(problems[2:3], "gluon", ({**narrow, "DENSE_TMA": 0}, narrow), spills=True):
         print(line)
 
 

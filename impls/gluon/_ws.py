@@ -63,10 +63,10 @@ OWN = {"MIN_BLOCKS": 0, "num_warps": PARTITION_WARPS.value, "WGMMA": 1}
 # tiles are always gathered. Named in a config without WARP_SPEC, each is the tile kernels' choice
 # and keeps the rule off
 TAKEN = ("BLOCK_N", "NUM_STAGES", "DENSE_TMA", "DIM_SPLIT")
-# The cache layouts each variant's rule takes (2026-11-28-wide-drafts, README): one pass takes dense
-# batches it runs balanced (its registered A/B held); split-K only paged ones: on dense caches it
-# lost drafts to the tile kernels' TMA ring with either loader and either tile
-LAYOUTS = {"one-pass": ("paged", "dense"), "split-k": ("paged",)}
+# The cache layouts each variant's rule takes (2026-11-28-wide-drafts, README): both, each where
+# its registered A/B on unseen dense drafts held (one pass on batches it runs balanced, split-K on
+# head-dim tiles that pay, tiles_pay); dense tiles then by TMA
+LAYOUTS = {"one-pass": ("paged", "dense"), "split-k": ("paged", "dense")}
 # The narrowest second head-dim tile split-K's rule takes: one of 16 or 32 dims (head dims 129-160)
 # adds a full step to each consumer's chain of products for a sliver of the bytes, and lost
 MIN_SPLIT_DIM_TILE = 64
