@@ -70,6 +70,11 @@ def test_the_rule_takes_the_registered_drafts_and_leaves_what_the_design_does_no
     # split-K on dense caches where both tile conditions hold (tiles_pay)
     ("wsd_dense.json", "gluon/split-k", "1360:1440",
      ["--fits", "impls.gluon._ws:pays_split_tiles", "--layout", "dense", "--max-programs", "131"]),
+    # the consumers' overlap: what main's rules take, both layouts
+    ("wso.json", "gluon/one-pass", "1440:1520",
+     ["--fits", "impls.gluon._ws:fits", "--min-programs", "132"]),
+    ("wsos.json", "gluon/split-k", "1520:1600",
+     ["--fits", "impls.gluon._ws:fits_split", "--max-programs", "131"]),
 ])
 def test_the_registered_drafts_are_what_the_rules_pick_from_their_seeds(tmp_path, name, impl, seeds,
                                                                         picks):
@@ -316,3 +321,18 @@ def test_the_search_space_reaches_it_where_every_other_knob_agrees(variant, layo
     copies = [(0, 0), (0, 1), (1, 0), (1, 1)] if layout == "dense" else [(0, 0), (1, 0)]
     rings = [(32, 2), (32, 3), (32, 4), (64, 2)]
     assert sorted(taken) == sorted(c + r for c in copies for r in rings)
+
+
+def test_the_overlap_is_a_compile_time_switch_off_on_main_and_taken_by_both_variants(monkeypatch):
+    """WS_OVERLAP (the consumers' overlap, next8.sh's A/B) reaches both kernels as a constexpr:
+    off on main, so main launches what it launched; on, every draft of the registered sets is
+    still taken by its rule, with the overlap, the same tiles otherwise."""
+    assert _ws.WS_OVERLAP is False
+    def taken(name, split):
+        drafts = json.loads((REGISTERED.parent / name).read_text())
+        return [_ws.ws_config(DecodeProblem.from_dict(d), None, **H200, split=split) for d in drafts]
+    off = taken("wso.json", False) + taken("wsos.json", True)
+    assert all(c is not None and c["OVERLAP"] is False for c in off)
+    monkeypatch.setattr(_ws, "WS_OVERLAP", True)
+    on = taken("wso.json", False) + taken("wsos.json", True)
+    assert [{**c, "OVERLAP": False} for c in on] == off and all(c["OVERLAP"] for c in on)

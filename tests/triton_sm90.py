@@ -80,13 +80,15 @@ def warp_specialized(ptx: str) -> str:
     """A warp-specialized kernel's register split (the setmaxnreg counts, a partition's each) and
     whether each copy group marked ready is fenced: between every ``cp.async.wait_group`` and the
     next ``mbarrier.arrive``, a ``fence.proxy.async`` (cp.async writes through the generic proxy,
-    the warpgroup MMA reads through the async one)."""
+    the warpgroup MMA reads through the async one); and the warpgroup MMAs' waits (how many
+    products each leaves in flight: above 0, a product overlaps what follows it)."""
     regs = sorted({int(n) for n in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)})
+    waits = sorted({int(n) for n in re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", ptx)})
     fenced = True
     for waited in re.split(r"cp\.async\.wait_group", ptx)[1:]:
         before_arrive = waited.split("mbarrier.arrive", 1)[0]
         fenced &= "fence.proxy.async" in before_arrive
-    return f"setmaxnreg={regs} fenced={fenced}"
+    return f"setmaxnreg={regs} fenced={fenced} mma_waits={waits}"
 
 
 def loader_registers(cubin: bytes, loader_regs: int) -> int:
@@ -253,6 +255,13 @@ def ws_check() -> None:
     narrow = {"WARP_SPEC": 1, "BLOCK_N": 32}
     for line in compile_all(problems[2:3], "gluon", ({**narrow, "DENSE_TMA": 0}, narrow), spills=True):
         print(line)
+    # the consumers' overlap (_ws.WS_OVERLAP, off by default): head dims 256 (one tile, paged),
+    # 144 (two, soft cap, window) and 192 on 64-token tiles (two, dense by TMA)
+    from impls.gluon import _ws
+    _ws.WS_OVERLAP = True
+    overlapped = [problems[1], problems[2], DecodeProblem(24, 2, 192, (9000, 70), q_len=8)]
+    for line in compile_all(overlapped, "gluon", ({"WARP_SPEC": 1},), spills=True):
+        print("overlap", line)
 
 
 def cap_check() -> None:

@@ -207,24 +207,8 @@ def softmax_step(q, q_hi, k_tile, k_hi, v_tile, v_hi, tile_start, first, end, ro
         s = mma_v2(q, k, gl.zeros([BLOCK_H, BLOCK_N], gl.float32, MMA))
         if D_HI > 0:
             s = mma_v2(q_hi, widen(k_hi.permute([1, 0]).load(B_OP), dtype), s)
-    tokens = tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(0, MMA))
-    valid = (tokens < end) & (tokens >= first)
-    s = s * qk_scale
-    if SOFTCAP:
-        s = softcap * tanh(s / softcap)
-    if ROW_SPANS:  # each query token's own causal span, and a row that has seen nothing
-        seen = (tokens[None, :] >= row_first[:, None]) & (tokens[None, :] < row_end[:, None])
-        s = gl.where(seen & valid[None, :], s, float("-inf"))
-    else:
-        s = gl.where(valid[None, :], s, float("-inf"))
-    m_new = gl.maximum(m_i, gl.max(s, 1))
-    m_ref = m_new
-    if ROW_SPANS:  # a row that has seen nothing: exponentials against 0 (no NaN), its max kept
-        # -inf (a 0 kept as its max would underflow its later p's in the 16-bit pack)
-        m_ref = gl.where(m_new == float("-inf"), 0.0, m_new)
-    alpha = gl.exp2(m_i - m_ref)
-    p = gl.exp2(s - m_ref[:, None])
-    l_i = l_i * alpha + gl.sum(p, 1)
+    m_new, l_i, p, alpha = online_update(s, tile_start, first, end, row_first, row_end, softcap,
+                                         qk_scale, m_i, l_i, SOFTCAP, ROW_SPANS)
     # P V in the input dtype on the tensor cores, float32 accumulation
     if WGMMA:
         p = p.to(dtype)
@@ -242,6 +226,33 @@ def softmax_step(q, q_hi, k_tile, k_hi, v_tile, v_hi, tile_start, first, end, ro
         if D_HI > 0:
             acc_hi = mma_v2(p, widen(v_hi.load(B_OP), dtype), acc_hi * alpha[:, None])
     return m_new, l_i, acc, acc_hi
+
+
+@gluon.jit
+def online_update(s, tile_start, first, end, row_first, row_end, softcap, qk_scale, m_i, l_i,
+                  SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr):
+    """``softmax_step``'s online softmax over a tile's unscaled scores ``s`` (masked and capped as
+    it says): (m_new, l_i, p, alpha), p still float32, alpha the accumulators' rescale."""
+    BLOCK_N: gl.constexpr = s.shape[1]
+    tokens = tile_start + gl.arange(0, BLOCK_N, gl.SliceLayout(0, s.type.layout))
+    valid = (tokens < end) & (tokens >= first)
+    s = s * qk_scale
+    if SOFTCAP:
+        s = softcap * tanh(s / softcap)
+    if ROW_SPANS:  # each query token's own causal span, and a row that has seen nothing
+        seen = (tokens[None, :] >= row_first[:, None]) & (tokens[None, :] < row_end[:, None])
+        s = gl.where(seen & valid[None, :], s, float("-inf"))
+    else:
+        s = gl.where(valid[None, :], s, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(s, 1))
+    m_ref = m_new
+    if ROW_SPANS:  # a row that has seen nothing: exponentials against 0 (no NaN), its max kept
+        # -inf (a 0 kept as its max would underflow its later p's in the 16-bit pack)
+        m_ref = gl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = gl.exp2(m_i - m_ref)
+    p = gl.exp2(s - m_ref[:, None])
+    l_i = l_i * alpha + gl.sum(p, 1)
+    return m_new, l_i, p, alpha
 
 
 @gluon.jit
