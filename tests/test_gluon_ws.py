@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import impls  # noqa: F401  (first: CPU modes before any DSL import)
+from impls.common import SMEM_BYTES
 from specs.inputs import make_inputs
 from specs.problem import DecodeProblem, ProblemError
 
@@ -236,6 +237,9 @@ def test_64_token_tiles_by_rule_where_they_fit_and_by_config_elsewhere(monkeypat
     monkeypatch.setattr(_ws, "WS_TILE_RULE", False)
     assert _ws.ws_config(draft(144), {"WARP_SPEC": 1}, **H200)["BLOCK_N"] == 32
     assert _ws.ws_config(draft(144), {"WARP_SPEC": 1, "BLOCK_N": 64}, **H200)["BLOCK_N"] == 64
+    # split-K's dense drafts were measured on 64-token tiles only: without them, none
+    assert not any(_ws.fits_split(draft(d), **H200) for d in (176, 192, 208, 256))
+    assert _ws.fits_split(draft(176, "paged"), **H200)
 
 
 def test_one_pass_takes_a_dense_batch_only_where_it_runs_it_balanced():
@@ -335,4 +339,21 @@ def test_the_overlap_is_a_compile_time_switch_off_on_main_and_taken_by_both_vari
     assert all(c is not None and c["OVERLAP"] is False for c in off)
     monkeypatch.setattr(_ws, "WS_OVERLAP", True)
     on = taken("wso.json", False) + taken("wsos.json", True)
-    assert [{**c, "OVERLAP": False} for c in on] == off and all(c["OVERLAP"] for c in on)
+    assert [{**c, "OVERLAP": False, "NUM_STAGES": 3} for c in on] == off and all(c["OVERLAP"] for c in on)
+    # a ring one slot deeper where it fits (the consumer holds two): 4 at head dim 256 on 32-token
+    # tiles, 3 at 192 dims on 64-token ones (4 would need 247808 B)
+    for c in on:
+        dims = c["HEAD_DIM_PAD"] + c["D_HI"]
+        assert c["NUM_STAGES"] == (4 if _ws.smem_bytes(4, c["BLOCK_N"], dims, 2) <= SMEM_BYTES else 3)
+    assert {c["NUM_STAGES"] for c in on} == {3, 4}
+
+
+def test_the_overlap_refuses_a_two_slot_ring(monkeypatch):
+    """With the overlap a consumer holds the previous tile's slot and the current one's: a 2-slot
+    ring leaves the loader none (a gathered ring, which marks a tile ready after issuing the next,
+    would wait on itself), so NUM_STAGES 2 is refused by name, and 3 is taken; off, 2 is taken."""
+    assert _ws.ws_config(WIDE, {"WARP_SPEC": 1, "NUM_STAGES": 2}, **H200)["NUM_STAGES"] == 2
+    monkeypatch.setattr(_ws, "WS_OVERLAP", True)
+    with pytest.raises(ProblemError, match="NUM_STAGES=2 and the consumers' overlap"):
+        _ws.ws_config(WIDE, {"WARP_SPEC": 1, "NUM_STAGES": 2}, **H200)
+    assert _ws.ws_config(WIDE, {"WARP_SPEC": 1, "NUM_STAGES": 3}, **H200)["NUM_STAGES"] == 3

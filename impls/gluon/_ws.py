@@ -50,7 +50,7 @@ WS_TILE_RULE = True
 # Whether the consumers overlap a tile's softmax with the previous tile's P V (overlapped_tiles,
 # FA3's intra-warpgroup pipelining); off, each step's products are waited for in turn
 WS_OVERLAP = False
-WS_STAGES = 3  # two tiles in flight while one is consumed
+WS_STAGES = 3  # two tiles in flight while one is consumed (with WS_OVERLAP, ring_slots)
 WS_STAGE_RANGE = (2, 3, 4)
 PARTITION_WARPS = gl.constexpr(4)  # each partition a warpgroup (setmaxnreg works on whole warpgroups)
 # Registers a thread per partition (setmaxnreg): the consumers' accumulators (64 rows x up to 256
@@ -536,10 +536,12 @@ def pays_split_wide(problem, l2_bytes: int, sms: int) -> bool:
 
 def tiles_pay(problem) -> bool:
     """The tiles pay for a step's fixed costs: wide head-dim tiles (``wide_dim_tiles``) and, on
-    dense caches with the tile rule on (``WS_TILE_RULE``), 64-token tiles that fit
-    (``wide_tile_fits``): a narrow second head-dim tile lost on dense caches with either tile."""
-    if WS_TILE_RULE and problem.layout == "dense":
-        return wide_dim_tiles(problem) and wide_tile_fits("dense", sum(rule_dims(problem)))
+    dense caches, the tile rule's 64-token tiles (``WS_TILE_RULE``, where ``wide_tile_fits``): a
+    narrow second head-dim tile lost on dense caches with either tile, 32-token ones lost or tied
+    there."""
+    if problem.layout == "dense":
+        return (WS_TILE_RULE and wide_dim_tiles(problem)
+                and wide_tile_fits("dense", sum(rule_dims(problem))))
     return wide_dim_tiles(problem)
 
 
@@ -584,6 +586,21 @@ def fits(problem, l2_bytes: int, sms: int) -> bool:
             and (problem.layout == "paged" or balanced(problem, sms)))
 
 
+def smem_bytes(stages: int, block_n: int, dims: int, itemsize: int) -> int:
+    """A program's shared memory: the ring's K and V slots and the 128 query rows, plus 2 KB for
+    the barriers and alignment (~0.3-1.2 KB measured)."""
+    return (stages * block_n * 2 + WS_ROWS) * dims * itemsize + 2048
+
+
+def ring_slots(block_n: int, dims: int, itemsize: int) -> int:
+    """The ring's slots by default: ``WS_STAGES``, and with the consumers' overlap one more where
+    it fits (an overlapping consumer holds two slots, the previous tile's and the current one's:
+    the extra slot keeps two tiles in flight)."""
+    if WS_OVERLAP and smem_bytes(WS_STAGES + 1, block_n, dims, itemsize) <= SMEM_BYTES:
+        return WS_STAGES + 1
+    return WS_STAGES
+
+
 def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
               split: bool = False) -> dict | None:
     """The warp-specialized kernel's compile-time shape for ``problem``, or None where the tile
@@ -619,16 +636,20 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
     if tma not in (0, 1):
         raise ProblemError(f"config: DENSE_TMA={tma!r}: must be 0 or 1")
     block_n = config.get("BLOCK_N", rule_tile(problem.layout, head_dim_pad + d_hi))
-    stages = config.get("NUM_STAGES", WS_STAGES)
+    dims = head_dim_pad + d_hi
+    stages = config.get("NUM_STAGES", ring_slots(block_n, dims, problem.itemsize))
     if block_n not in WS_TILES or stages not in WS_STAGE_RANGE:
         raise ProblemError(f"config: WARP_SPEC=1 with BLOCK_N={block_n}, NUM_STAGES={stages}: the "
                            f"warp-specialized kernel takes BLOCK_N in {WS_TILES} (its consumers' "
                            f"accumulators) and NUM_STAGES in {WS_STAGE_RANGE}")
-    # the ring's K and V slots and the 128 query rows; the barriers and alignment add ~0.3-1.2 KB
-    smem = (stages * block_n * 2 + WS_ROWS) * (head_dim_pad + d_hi) * problem.itemsize + 2048
+    if WS_OVERLAP and stages < 3:
+        raise ProblemError(f"config: WARP_SPEC=1 with NUM_STAGES={stages} and the consumers' "
+                           "overlap (WS_OVERLAP): a consumer holds two slots, so a 2-slot ring "
+                           "leaves the loader none (a gathered one waits on itself): 3 or more")
+    smem = smem_bytes(stages, block_n, dims, problem.itemsize)
     if smem > SMEM_BYTES:
         raise ProblemError(f"config: WARP_SPEC=1 with BLOCK_N={block_n}, NUM_STAGES={stages} at "
-                           f"{head_dim_pad + d_hi} dims: {smem} B of shared memory, more than a "
+                           f"{dims} dims: {smem} B of shared memory, more than a "
                            f"program has on sm_90 ({SMEM_BYTES} B)")
     per_page = paged and (block_n % ps == 0 or ps % block_n == 0)
     return dict(HEAD_DIM=problem.head_dim, HEAD_DIM_PAD=head_dim_pad, D_HI=d_hi,

@@ -15,7 +15,7 @@
 #    on spec-decode (both variants, both layouts: the overlap at q_len 2-8, one and two row
 #    blocks; dense tiles by TMA, the default) and dense ones by cp.async
 # 2. the A/Bs, both orders: one pass on wso.json (the first 12 drafts of unseen seeds 1440-1519
-#    at q_len 8 that _ws.fits takes with the SMs filled: wso_pick.txt, 8 paged, 4 dense) and
+#    at q_len 8 that _ws.fits takes with the SMs filled: wso_pick.txt, 7 paged, 5 dense) and
 #    split-K on wsos.json (the first 12 of seeds 1520-1599 that _ws.fits_split takes with fewer
 #    (sequence, KV head) pairs than SMs: wsos_pick.txt, 8 paged, 4 dense)
 # 3. Gluon and FA3 on both sets
