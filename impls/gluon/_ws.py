@@ -303,10 +303,10 @@ def overlapped_tiles(q, q_hi, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty
         stage = i % NUM_STAGES
         prev = gl.maximum(i - 1, 0) % NUM_STAGES  # step 0: tile 0's slot, its P zeros
         mbarrier.wait(ready.index(stage), (i // NUM_STAGES) & 1)
-        k_tile, v_now, k_hi, v_hi_now = slot_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, stage,
-                                                   HEAD_DIM_PAD, D_HI, BLOCK_N, DENSE_TMA)
-        k_prev, v_tile, k_hi_prev, v_hi = slot_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, prev,
-                                                     HEAD_DIM_PAD, D_HI, BLOCK_N, DENSE_TMA)
+        k_tile, _, k_hi, _ = slot_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, stage, HEAD_DIM_PAD,
+                                        D_HI, BLOCK_N, DENSE_TMA)
+        _, v_tile, _, v_hi = slot_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, prev, HEAD_DIM_PAD,
+                                        D_HI, BLOCK_N, DENSE_TMA)
         s = warpgroup_mma(q, k_tile.permute([1, 0]), gl.zeros([BLOCK_H, BLOCK_N], gl.float32, MMA),
                           use_acc=False, is_async=True)
         if D_HI > 0:
@@ -330,8 +330,8 @@ def overlapped_tiles(q, q_hi, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty
         p = gl.convert_layout(p_new.to(dtype), A_OP)
     if num_tiles > 0:
         last = (num_tiles - 1) % NUM_STAGES
-        k_last, v_tile, k_hi_last, v_hi = slot_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, last,
-                                                     HEAD_DIM_PAD, D_HI, BLOCK_N, DENSE_TMA)
+        _, v_tile, _, v_hi = slot_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, last, HEAD_DIM_PAD,
+                                        D_HI, BLOCK_N, DENSE_TMA)
         acc = warpgroup_mma(p, v_tile, acc)
         if D_HI > 0:
             acc_hi = warpgroup_mma(p_hi, v_hi, acc_hi)
