@@ -34,6 +34,17 @@ REGISTERED = ROOT / "results/nvidia-h200/2026-11-28-wide-drafts/next/ws_paged.js
 WIDE = DecodeProblem(64, 4, 256, (4096,) * 64, q_len=8, layout="paged")
 
 
+def draft(head_dim, layout="dense"):
+    """A long two-sequence draft of 128 rows a KV head (group 16 x 8 tokens), K/V beyond L2."""
+    return DecodeProblem(32, 2, head_dim, (65536, 40000), q_len=8, layout=layout)
+
+
+def registered_configs(name, split):
+    """(problem, the rule's config or None) for each draft of a registered set."""
+    problems = [DecodeProblem.from_dict(d) for d in json.loads((REGISTERED.parent / name).read_text())]
+    return [(p, _ws.ws_config(p, None, **H200, split=split)) for p in problems]
+
+
 def test_the_rule_takes_the_registered_drafts_and_leaves_what_the_design_does_not_pay_on():
     picks = [DecodeProblem.from_dict(d) for d in json.loads(REGISTERED.read_text())]
     assert len(picks) == 12 and all(_ws.fits(p, **H200) for p in picks)
@@ -208,8 +219,6 @@ def test_split_k_takes_head_dim_tiles_that_pay_on_either_layout():
     (144 = 128 + 16, 160 = 128 + 32) to the tile kernels on both layouts; on paged caches it takes
     176 = 128 + 64 up to 256 (32-token tiles), on dense ones only where 64-token tiles fit too
     (176, 192: by TMA), not 208-256."""
-    def draft(head_dim, layout):
-        return DecodeProblem(32, 2, head_dim, (65536, 40000), q_len=8, layout=layout)
     assert all(_ws.pays_split(draft(d, "dense"), **H200) for d in (144, 160, 176, 208, 256))
     assert not any(_ws.fits_split(draft(d, layout), **H200)
                    for d in (144, 160) for layout in ("paged", "dense"))
@@ -226,8 +235,6 @@ def test_64_token_tiles_by_rule_where_they_fit_and_by_config_elsewhere(monkeypat
     take 64-token tiles, wider ones and paged caches keep 32, and a config's tile wins; off, 32
     unless a config asks for 64. The predicate wst_dense.json was picked by takes narrow second
     tiles too, and no paged cache."""
-    def draft(head_dim, layout="dense"):
-        return DecodeProblem(32, 2, head_dim, (65536, 40000), q_len=8, layout=layout)
     tiles = {d: _ws.ws_config(draft(d), {"WARP_SPEC": 1}, **H200)["BLOCK_N"] for d in (144, 192, 208)}
     assert tiles == {144: 64, 192: 64, 208: 32}
     assert _ws.ws_config(draft(144, "paged"), {"WARP_SPEC": 1}, **H200)["BLOCK_N"] == 32
@@ -262,17 +269,14 @@ def test_main_takes_the_drafts_whose_registered_a_b_held(monkeypatch):
     (split-K, 64-token tiles by TMA) and of wsb_dense.json (one pass by TMA, 5 of them on 64-token
     tiles: their rings filled at 192 tokens); of wst_dense.json, the 7 drafts of head dims 176 and
     192, not the 5 of 144 and 160 (slower there)."""
-    def taken(name, split):
-        drafts = json.loads((REGISTERED.parent / name).read_text())
-        return [(d["head_dim"], _ws.ws_config(DecodeProblem.from_dict(d), None, **H200, split=split))
-                for d in drafts]
-    split_k, one_pass = taken("wsd_dense.json", True), taken("wsb_dense.json", False)
+    split_k = registered_configs("wsd_dense.json", True)
+    one_pass = registered_configs("wsb_dense.json", False)
     assert all(c is not None and c["DENSE_TMA"] == 1 for _, c in split_k + one_pass)
     assert all(c["BLOCK_N"] == 64 for _, c in split_k)
     assert sorted(c["BLOCK_N"] for _, c in one_pass) == [32] * 7 + [64] * 5
-    seen = taken("wst_dense.json", True)
-    assert sorted(d for d, c in seen if c) == [176, 176, 176, 176, 192, 192, 192]
-    assert all(d in (144, 160) for d, c in seen if c is None)
+    seen = registered_configs("wst_dense.json", True)
+    assert sorted(p.head_dim for p, c in seen if c) == [176, 176, 176, 176, 192, 192, 192]
+    assert all(p.head_dim in (144, 160) for p, c in seen if c is None)
 
 
 def test_split_k_takes_it_on_few_programs_and_merges_the_pieces(monkeypatch):
@@ -332,13 +336,12 @@ def test_the_overlap_is_a_compile_time_switch_off_on_main_and_taken_by_both_vari
     off on main, so main launches what it launched; on, every draft of the registered sets is
     still taken by its rule, with the overlap, the same tiles otherwise."""
     assert _ws.WS_OVERLAP is False
-    def taken(name, split):
-        drafts = json.loads((REGISTERED.parent / name).read_text())
-        return [_ws.ws_config(DecodeProblem.from_dict(d), None, **H200, split=split) for d in drafts]
-    off = taken("wso.json", False) + taken("wsos.json", True)
+    def taken():
+        return [c for _, c in registered_configs("wso.json", False) + registered_configs("wsos.json", True)]
+    off = taken()
     assert all(c is not None and c["OVERLAP"] is False for c in off)
     monkeypatch.setattr(_ws, "WS_OVERLAP", True)
-    on = taken("wso.json", False) + taken("wsos.json", True)
+    on = taken()
     assert [{**c, "OVERLAP": False, "NUM_STAGES": 3} for c in on] == off and all(c["OVERLAP"] for c in on)
     # a ring one slot deeper where it fits (the consumer holds two): 4 at head dim 256 on 32-token
     # tiles, 3 at 192 dims on 64-token ones (4 would need 247808 B)

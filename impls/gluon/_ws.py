@@ -536,12 +536,11 @@ def pays_split_wide(problem, l2_bytes: int, sms: int) -> bool:
 
 def tiles_pay(problem) -> bool:
     """The tiles pay for a step's fixed costs: wide head-dim tiles (``wide_dim_tiles``) and, on
-    dense caches, the tile rule's 64-token tiles (``WS_TILE_RULE``, where ``wide_tile_fits``): a
+    dense caches, the tile rule's 64-token tiles (``rule_tile``): a
     narrow second head-dim tile lost on dense caches with either tile, 32-token ones lost or tied
     there."""
     if problem.layout == "dense":
-        return (WS_TILE_RULE and wide_dim_tiles(problem)
-                and wide_tile_fits("dense", sum(rule_dims(problem))))
+        return wide_dim_tiles(problem) and rule_tile("dense", sum(rule_dims(problem))) == 64
     return wide_dim_tiles(problem)
 
 
