@@ -181,6 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--ncu", action="store_true", help="under Nsight Compute (ncu on PATH, a GPU)")
     prof.add_argument("--sections", type=_csv, metavar="A,B", help="ncu sections (default: "
                       "SpeedOfLight, Occupancy, LaunchStats, MemoryWorkloadAnalysis, WarpStateStats)")
+    prof.add_argument("--metrics", type=_csv, metavar="A,B", default=[],
+                      help="ncu metrics beside the sections, e.g. dram__bytes_read.sum: the raw "
+                           "counters a section leaves out (bytes read and written per level)")
     prof.add_argument("--under-ncu", action="store_true", help=argparse.SUPPRESS)
     ins = sub.add_parser("install", help="install the packages of the backends missing here, "
                                          "each by the command it declares, where a package index "

@@ -72,6 +72,7 @@ def profile(args) -> str:
         if ncu is None or not torch.cuda.is_available():
             raise ProblemError("--ncu: needs Nsight Compute ('ncu' on PATH) and a GPU")
         cmd = [ncu, "--profile-from-start", "off", *[a for s in args.sections for a in ("--section", s)],
+               *(["--metrics", ",".join(args.metrics)] if args.metrics else []),
                sys.executable, "-m", "harness", "profile", args.impl, "--problem", args.problem,
                "--seed", str(args.seed), "--calls", str(args.calls), "--under-ncu"]
         if args.config is not None:

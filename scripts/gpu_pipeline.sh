@@ -13,7 +13,8 @@
 #        launch config as JSON in the vocabulary (no spaces), e.g. '{"block_n":32}'; NCU_Q_LEN=N
 #        gives the held-out ones N query tokens a sequence (the drafts of --q-len N)
 #        NCU_SECTIONS="A,B,..." ncu's sections instead of harness profile's default set (e.g. with
-#        ComputeWorkloadAnalysis,InstructionStats,SchedulerStats for a kernel bound by issue)
+#        ComputeWorkloadAnalysis,InstructionStats,SchedulerStats for a kernel bound by issue);
+#        NCU_METRICS="m1,m2" raw metrics beside them (e.g. dram__bytes_read.sum,dram__bytes_write.sum)
 # PY: the Python to run (default python3).
 # e.g.  RUNS="spec|480|--workloads spec-decode --backends triton,gluon,cupy" W=runs/x bash scripts/gpu_pipeline.sh
 set -u
@@ -55,6 +56,7 @@ print(json.dumps(w.model_problem('$model', [$seq] * $batch, '$layout').replace(q
     name="ncu-${impl//\//-}-$model-b$batch-q${qlen:-1}-$layout.txt"
   fi
   sections=(); [ -n "${NCU_SECTIONS-}" ] && sections=(--sections "$NCU_SECTIONS")
+  [ -n "${NCU_METRICS-}" ] && sections+=(--metrics "$NCU_METRICS")
   timeout 240 "${PY:-python3}" -m harness profile "$impl" --problem "$problem" "${config[@]}" "${sections[@]}" --ncu \
     > "$W/$name" 2>&1
   echo "ncu $cell rc $?"

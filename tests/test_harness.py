@@ -332,6 +332,34 @@ def test_profile_prints_the_launch_its_check_and_a_call_and_refuses_what_it_cann
         assert res.returncode != 0 and "--ncu: needs Nsight Compute" in res.stderr
 
 
+def test_profile_under_ncu_passes_the_sections_and_the_raw_metrics(monkeypatch):
+    import subprocess
+    import types
+
+    from harness import cli, profile
+    seen = {}
+
+    def run(cmd, **kwargs):
+        seen["cmd"] = cmd
+        return types.SimpleNamespace(returncode=0, stdout="report", stderr="")
+    monkeypatch.setattr(profile.shutil, "which", lambda name: "/opt/ncu")
+    monkeypatch.setattr(profile.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(subprocess, "run", run)
+    problem = json.dumps({**SMALL, "layout": "dense"})
+    args = cli.build_parser().parse_args(["profile", "triton/split-k", "--problem", problem, "--ncu",
+                                          "--metrics", "dram__bytes_read.sum,dram__bytes_write.sum"])
+    args.sections = args.sections or profile.NCU_SECTIONS
+    assert profile.profile(args) == "report"
+    cmd = seen["cmd"]
+    assert cmd[0] == "/opt/ncu" and cmd[cmd.index("--metrics") + 1] == \
+        "dram__bytes_read.sum,dram__bytes_write.sum"
+    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--section"] == list(profile.NCU_SECTIONS)
+    args = cli.build_parser().parse_args(["profile", "triton/split-k", "--problem", problem, "--ncu"])
+    args.sections = profile.NCU_SECTIONS
+    profile.profile(args)
+    assert "--metrics" not in seen["cmd"]
+
+
 def test_a_gpu_run_names_what_is_not_installed_and_how_to_install_it():
     import dataclasses
     import types
