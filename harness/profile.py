@@ -59,7 +59,14 @@ def profiled_calls(args) -> str:
         launch.run()
     torch.cuda.synchronize()
     torch.cuda.profiler.stop()
-    return f"{args.impl} on {problem.label()}: {launch.config}"
+    return f"{args.impl} on {problem.label()}: {launch.config}\n{_fewest_bytes(problem)}"
+
+
+def _fewest_bytes(problem: DecodeProblem) -> str:
+    """The bytes a correct call must move, beside which ncu's DRAM counters (--metrics
+    dram__bytes_read.sum,dram__bytes_write.sum) show what a kernel moves on top."""
+    return (f"  fewest bytes a call moves: {problem.bytes_moved:,} "
+            f"(K and V read: {problem.kv_bytes:,})")
 
 
 def profile(args) -> str:
@@ -92,6 +99,7 @@ def profile(args) -> str:
     return "\n".join([
         f"{args.impl} on {problem.label()} (seed {args.seed}, {device.type})",
         f"  launch config: {checked.run.launch.config}",
+        _fewest_bytes(problem),
         f"  check: {'PASS' if checked.comparison.passed else 'FAIL'} ({checked.comparison.summary()})",
         f"  first call (set-up and compilation included): {checked.run.seconds * 1e3:.1f} ms",
         f"  a call: median {e.median:.2f} us [{e.ci_lo:.2f}-{e.ci_hi:.2f}], {e.reps} repetitions "

@@ -325,6 +325,7 @@ def test_profile_prints_the_launch_its_check_and_a_call_and_refuses_what_it_cann
     assert res.returncode == 0, res.stderr[-1500:]
     assert "launch config:" in res.stdout and "'block_n': 64" in res.stdout and "check: PASS" in res.stdout
     assert "a call: median" in res.stdout
+    assert "fewest bytes a call moves:" in res.stdout and "K and V read:" in res.stdout
     res = harness("profile", "triton/split-k", "--problem", json.dumps({"num_q_heads": 8}))
     assert res.returncode != 0 and "--problem: missing field(s)" in res.stderr
     if not shutil.which("ncu"):
