@@ -291,6 +291,8 @@ def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) ->
                                  ("tune", args.tune)) if v}
     all_cells = [(p_index, impl.name) for p_index, p in enumerate(problems) for impl in impls
                  if registry.wanted(impl, p.layout, args.variants)]
+    if note := _cellless_notice(problems, all_cells, args.variants):
+        print(note)
     spec = RunSpec([p.to_dict() for p in problems], [], args.seed, options, not args.no_timing,
                    args.quick, str(rows_path), str(args.save_cases.resolve()) if args.save_cases else None,
                    tuple(args.timing), tuning_cache=not args.no_tuning_cache)
@@ -417,6 +419,19 @@ def _cpu_notice(impls) -> str:
                     if i.backend.cpu_mode})
     return (f"No CUDA GPU: {', '.join(modes) or 'no backend runs without one'}. Their timings "
             "below measure Python, not kernels: they are no performance figures.")
+
+
+def _cellless_notice(problems, cells, variants) -> str | None:
+    """A line naming the problems the chosen variants leave without a cell (a paged problem under
+    ``--variants dense`` runs nowhere), so a set does not shrink unnoticed."""
+    served = {p_index for p_index, _ in cells}
+    left = [p for i, p in enumerate(problems) if i not in served]
+    if not left:
+        return None
+    layouts = ", ".join(sorted({p.layout for p in left}))
+    return (f"note: {len(left)} of {len(problems)} problem(s) have no cell among the backends and "
+            f"--variants {','.join(variants or ('all',))} (layouts: {layouts}; one pass on a paged "
+            f"cache is the 'paged' variant), e.g. {left[0].label()}: not run")
 
 
 def _missing_notice(impls) -> str | None:

@@ -96,6 +96,13 @@ def test_workload_file_and_no_timing(tmp_path):
                   "--no-timing", "--out", str(tmp_path / "twice"))
     (row,) = json.loads((tmp_path / "twice" / "results.json").read_text())["rows"]
     assert row["workload"] == "file:w,--problem"
+    assert "no cell" not in res.stdout
+    # a paged problem under --variants dense runs nowhere: said, not dropped silently
+    path.write_text(json.dumps([{**SMALL, "layout": "dense", "dtype": "float32"}, SMALL]))
+    res = harness("run", "--backends", "triton", "--variants", "dense", "--workload-file", str(path),
+                  "--no-timing", "--out", str(tmp_path / "cut"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "note: 1 of 2 problem(s) have no cell" in res.stdout and "layouts: paged" in res.stdout
 
 
 @pytest.mark.parametrize("args,message", [
