@@ -428,10 +428,13 @@ def _cellless_notice(problems, cells, variants) -> str | None:
     left = [p for i, p in enumerate(problems) if i not in served]
     if not left:
         return None
-    layouts = ", ".join(sorted({p.layout for p in left}))
+    layouts = sorted({p.layout for p in left})
+    # the slip this names: one pass asked as 'dense' alone, its paged problems dropped
+    hint = "; one pass on a paged cache is the 'paged' variant" \
+        if "paged" in layouts and variants and "dense" in variants else ""
     return (f"note: {len(left)} of {len(problems)} problem(s) have no cell among the backends and "
-            f"--variants {','.join(variants or ('all',))} (layouts: {layouts}; one pass on a paged "
-            f"cache is the 'paged' variant), e.g. {left[0].label()}: not run")
+            f"--variants {','.join(variants or ('all',))} (layouts: {', '.join(layouts)}{hint}), "
+            f"e.g. {left[0].label()}: not run")
 
 
 def _missing_notice(impls) -> str | None:
@@ -520,6 +523,9 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_replay(args.cases)
         if args.command == "profile":
             from harness import profile
+            if args.metrics and not args.ncu and not args.under_ncu:
+                raise ProblemError("--metrics: ncu's counters, with --ncu (a plain profile times "
+                                   "a call and reads no counter)")
             args.sections = args.sections or profile.NCU_SECTIONS
             print(profile.profiled_calls(args) if args.under_ncu else profile.profile(args))
             return 0

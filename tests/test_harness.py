@@ -332,12 +332,16 @@ def test_profile_prints_the_launch_its_check_and_a_call_and_refuses_what_it_cann
     assert res.returncode == 0, res.stderr[-1500:]
     assert "launch config:" in res.stdout and "'block_n': 64" in res.stdout and "check: PASS" in res.stdout
     assert "a call: median" in res.stdout
-    assert "fewest bytes a call moves:" in res.stdout and "K and V read:" in res.stdout
+    # 42 tokens x 2 KV heads x 64 dims of fp16 K and V (21504 B) and 2 sequences x 2 tokens x 8
+    # heads of q (4096 B) read (dense: no table); out (4096 B) and lse (128 B) written
+    assert "fewest bytes a call reads: 25,600 (K and V: 21,504); writes: 4,224" in res.stdout
     res = harness("profile", "triton/split-k", "--problem", json.dumps({"num_q_heads": 8}))
     assert res.returncode != 0 and "--problem: missing field(s)" in res.stderr
     if not shutil.which("ncu"):
         res = harness("profile", "triton/split-k", "--problem", problem, "--ncu")
         assert res.returncode != 0 and "--ncu: needs Nsight Compute" in res.stderr
+    res = harness("profile", "triton/split-k", "--problem", problem, "--metrics", "dram__bytes_read.sum")
+    assert res.returncode != 0 and "--metrics: ncu's counters, with --ncu" in res.stderr
 
 
 def test_profile_under_ncu_passes_the_sections_and_the_raw_metrics(monkeypatch):

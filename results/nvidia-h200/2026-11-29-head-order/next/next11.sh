@@ -31,7 +31,7 @@ ORDERS=2 RUNS="wsp|200|--workload-file gpu-session/wsp.json --backends gluon $ON
 sed -n '/^implementation/,/^summary/p' "$W/ab/compare-wsp.txt" 2>/dev/null || echo "wsp: no comparison"
 NCU_Q_LEN=8 NCU_SECTIONS=SpeedOfLight,LaunchStats NCU_METRICS=dram__bytes_read.sum,dram__bytes_write.sum \
   NCU="gluon/dense:heldout:2000:13" W=$W/ncu bash scripts/gpu_pipeline.sh > "$W/ncu.log" 2>&1
-for f in "$W"/ncu/*.txt; do echo "$f"; grep -E "^  [a-z_]+ \(|Duration|dram__" "$f" | head -4; done
+for f in "$W"/ncu/*.txt; do echo "$f"; grep -E "fewest|^  [a-z_]+ \(|Duration|dram__" "$f" | head -5; done
 RUNS="wspv|150|--workload-file gpu-session/wsp.json --backends gluon,flash_attn3" W=$W/vendor \
   bash scripts/gpu_pipeline.sh > "$W/vendor.log" 2>&1
 python3 scripts/vendor_ratios.py "$W/vendor/wspv" 2>&1 | head -3
