@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
-# Registered run (../README.md, "Registered before its run"): every one-pass grid with a
-# sequence's KV heads side by side in launch order, a head's row blocks beside each other (split-K's
+# Registered run (../README.md, "Registered before its run"): Triton's and Gluon's one-pass
+# grids with a sequence's KV heads side by side in launch order, a head's row blocks beside each other (split-K's
 # and CuPy's order): Triton's and Gluon's tile kernels and Gluon's warp-specialized kernel, branch
-# hyp/head-order, against main. FA3's wheel first (`device_run.sh install .gpu-wheels/1`, for step
-# 4). One GPU, about 22 minutes: three calls, `start`, then at once `wait` twice. From the
-# repository root:
+# hyp/head-order, against main. No vendor wheel (next11's run, which needs FA3's, can follow on
+# the same session's budget). One GPU, about 16 minutes: two calls, `start`, then at once `wait`
+# (a third `wait` if it has not printed 'next10 done'). From the repository root:
 #   git checkout hyp/head-order && bash scripts/gpu_ab.sh old main
 #   mkdir -p gpu-session && cp results/nvidia-h200/2026-11-29-head-order/next/* gpu-session/
 #   DECODE_BENCH_COMMIT=$(git rev-parse HEAD) OUT=$OUT bash scripts/device_run.sh start gpu-session/next10.sh 520
-#   OUT=$OUT bash scripts/device_run.sh wait 540    (twice, until it prints 'next10 done')
+#   OUT=$OUT bash scripts/device_run.sh wait 540    (again until it prints 'next10 done')
 # 1. correctness, no timing: spec-decode on the one-pass variants of Triton and Gluon (several row
 #    blocks a head), Gluon's tile kernel forced (warp_spec 0) and its WS kernel forced
 # 2. the A/Bs, both orders, one-pass variants only: hot (Triton, q_len 1), hot8 (Triton, q_len 8),
 #    hog (Gluon's tile kernel, q_len 1: _ws.fits holds on none), how (Gluon WS, q_len 8)
 # 3. ncu's DRAM bytes by the branch on a draft of each kernel whose rows are not 256-byte multiples
-# 4. Triton, Gluon and FA3 on the four sets (one order)
 set -u
 cd "$(dirname "$0")/.."
 ONE="--variants dense,paged"
@@ -45,13 +44,5 @@ NCU_Q_LEN=8 NCU_SECTIONS=SpeedOfLight NCU_METRICS=dram__bytes_read.sum,dram__byt
   NCU="gluon/dense:heldout:1848:23 triton/dense:heldout:1921:7" W=$W/ncu \
   bash scripts/gpu_pipeline.sh >> "$W/ncu.log" 2>&1
 for f in "$W"/ncu/*.txt; do echo "$f"; grep -E "fewest|Duration|dram__" "$f" | head -4; done
-RUNS="hotv|120|--workload-file gpu-session/hot.json --backends triton,flash_attn3;
-      hot8v|120|--workload-file gpu-session/hot8.json --backends triton,flash_attn3;
-      hogv|120|--workload-file gpu-session/hog.json --backends gluon,flash_attn3;
-      howv|120|--workload-file gpu-session/how.json --backends gluon,flash_attn3" W=$W/vendor \
-  bash scripts/gpu_pipeline.sh > "$W/vendor.log" 2>&1
-for lane in hotv hot8v hogv howv; do
-  python3 scripts/vendor_ratios.py "$W/vendor/$lane" 2>&1 | sed -n 3p | sed "s/^/$lane: /"
-done
 summaries
 echo "next10 done"
