@@ -23,7 +23,7 @@ from conformance.checks import check
 from harness.timing import CpuTimer, GpuTimer
 from impls import registry
 from specs.inputs import default_device, make_inputs
-from specs.problem import ITEMSIZE, DecodeProblem, ProblemError
+from specs.problem import DecodeProblem, ProblemError
 
 NCU_SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis",
                 "WarpStateStats")
@@ -66,10 +66,7 @@ def _fewest_bytes(problem: DecodeProblem) -> str:
     """The bytes a correct call must read (K, V, q, the block table and scales in use) and write
     (out, lse), each beside the ncu counter it compares with (--metrics
     dram__bytes_read.sum,dram__bytes_write.sum): what a kernel moves on top."""
-    q = problem.query
-    out = problem.batch * q.q_len * q.num_q_heads * q.head_dim * ITEMSIZE[q.dtype]
-    lse = problem.batch * q.q_len * q.num_q_heads * 4
-    written = out + lse
+    written = problem.query.written_bytes(problem.batch)
     return (f"  fewest bytes a call reads: {problem.bytes_moved - written:,} (K and V: "
             f"{problem.kv_bytes:,}); writes: {written:,}")
 

@@ -119,7 +119,12 @@ class Query:
 
     def bytes(self, batch: int) -> int:
         """q read, out and the float32 LSE written."""
-        return batch * self.q_len * self.num_q_heads * (2 * self.head_dim * ITEMSIZE[self.dtype] + 4)
+        return batch * self.q_len * self.num_q_heads * self.head_dim * ITEMSIZE[self.dtype] + \
+            self.written_bytes(batch)
+
+    def written_bytes(self, batch: int) -> int:
+        """out and the float32 LSE: all a call writes."""
+        return batch * self.q_len * self.num_q_heads * (self.head_dim * ITEMSIZE[self.dtype] + 4)
 
     def label(self, name: str = "") -> str:
         shape = name or f"{self.num_q_heads}/{self.num_kv_heads}/{self.head_dim}"
