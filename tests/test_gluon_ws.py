@@ -188,7 +188,7 @@ def test_fp8_caches_are_refused_before_any_build():
 
 
 def test_the_launch_takes_128_rows_a_program_within_the_register_file(monkeypatch):
-    """The grid (sequences x 128-row blocks, KV heads), the kernel's register cap (the three
+    """The grid (KV heads x 128-row blocks, sequences), the kernel's register cap (the three
     partitions' setmaxnreg within 64K a program), and the config it reports. 160 rows: two blocks."""
     calls = []
 
@@ -204,7 +204,7 @@ def test_the_launch_takes_128_rows_a_program_within_the_register_file(monkeypatc
     launch = one_pass.prepare(inputs, out, lse, config={"WARP_SPEC": 1})
     launch.run()
     (name, grid, kwargs), = calls
-    assert name == "ws_kernel" and grid == (3 * 2, 2)
+    assert name == "ws_kernel" and grid == (2 * 2, 3)
     assert kwargs["maxnreg"] * 32 * 3 * _ws.PARTITION_WARPS.value <= 65536
     # the partitions' registers fit in what the cap leaves: the default consumer gets the rest
     assert 128 * (_ws.CONSUMER_REGS.value * 2 + _ws.LOADER_REGS.value) <= kwargs["maxnreg"] * 384

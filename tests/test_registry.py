@@ -189,6 +189,27 @@ def test_a_plan_with_more_items_than_a_grid_dimension_is_unsupported():
         planner.for_launch(inputs, 2, 16, num_splits=4096)  # 32-token items: 70016 of them
 
 
+def test_every_one_pass_grid_puts_a_sequences_kv_heads_side_by_side_and_refuses_a_batch_beyond_it():
+    """The one order (impls.plan.one_pass_grid): KV heads x row blocks on x, sequences on y, as
+    many as a grid dimension holds; the Triton, Gluon and CuPy one-pass launchers take it."""
+    import inspect
+
+    from impls import plan as planner
+    from impls.registry import Unsupported
+
+    p = DecodeProblem(8, 2, 64, (5, 7, 9))
+    assert planner.one_pass_grid(p, 3) == (6, 3)
+    wide = DecodeProblem(2, 1, 64, (8,) * (planner.MAX_ITEMS + 1))
+    with pytest.raises(Unsupported, match="batch of 65536 sequences"):
+        planner.one_pass_grid(wide, 1)
+    import impls.cupy.one_pass
+    import impls.gluon._ws
+    import impls.gluon.one_pass
+    import impls.triton.one_pass
+    for module in (impls.triton.one_pass, impls.gluon.one_pass, impls.gluon._ws, impls.cupy.one_pass):
+        assert "one_pass_grid(" in inspect.getsource(module), module.__name__
+
+
 def test_a_failing_plan_is_an_error_row_not_a_crash():
     """Host planning timed apart from the call: when it raises, the cell says so and the run
     goes on (evaluate never raises)."""

@@ -17,6 +17,7 @@ KV head) leaves the GPU idle at batch 1 (use split-k there).
 
 import numpy as np
 
+from impls import plan as planner
 from impls.common import LOG2E, cache_args, require_alignment
 from impls.cupy._build import (LOAD_BYTES, dynamic_smem, get_kernel, grid, launch_config,
                                launcher, mask_kernel_args, num_head_blocks, reported, scale_args,
@@ -37,5 +38,6 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
             i64(stride_btb), i64(out.stride(0)), i64(out.stride(1)), i64(lse.stride(0)),
             i32(page_size), i32(p.group_size), i32(num_head_blocks(p, defines)), np.float32(p.scale * LOG2E),
             *scale_args(inputs), *mask_kernel_args(p))
-    return Launch(launcher([(kernel, grid(defines, p.num_kv_heads * num_head_blocks(p, defines), p.batch),
-                              args, dynamic_smem(defines))], defines), reported(defines))
+    heads, sequences = planner.one_pass_grid(p, num_head_blocks(p, defines))
+    return Launch(launcher([(kernel, grid(defines, heads, sequences), args, dynamic_smem(defines))],
+                           defines), reported(defines))

@@ -44,7 +44,7 @@ CAPS = Capabilities(
          "(a row of 8 does not lower for sm_90: Triton 3.6's ConvertTritonGPUToLLVM fails)")
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.gluon.one_pass", CAPS, options=("config",),
-         summary="grid (batch x row blocks, kv_heads); a 2-slot cp.async ring (paged: table entries "
+         summary="grid (kv_heads x row blocks, batch); a 2-slot cp.async ring (paged: table entries "
                  "prefetched a tile ahead); warp_spec 1: a loader and two consumer warpgroups, "
                  "128 rows a program (impls.gluon._ws)"),
     Impl(BACKEND, "split-k", "impls.gluon.split_k", CAPS, options=("num_splits", "config"),

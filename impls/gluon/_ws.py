@@ -30,6 +30,7 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier,
                                                               warpgroup_mma, warpgroup_mma_wait)
 
+from impls import plan as planner
 from impls.common import SMEM_BYTES, dim_split_rule, head_dim_tiles, program_tokens, tiles_reported
 from impls.gluon._common import (acc_layout, block_span, issue_tiles, issue_tma, normalise,
                                  online_update, ring_layout, softmax_step, store_rows, tile_layout, tile_rows,
@@ -434,10 +435,11 @@ def ws_kernel(
     DENSE_TMA: gl.constexpr, OVERLAP: gl.constexpr,
 ):
     """One-pass: a program a (sequence, KV head, 128-row block), the whole sequence."""
-    # a KV head's row blocks side by side in launch order (the one-pass kernel's SPLIT_HEAD_ROWS)
-    pid_b = gl.program_id(0) // row_blocks
+    # the one-pass tile kernel's order: a sequence's KV heads side by side, a head's row blocks
+    # beside each other
+    pid_kvh = gl.program_id(0) // row_blocks
     row0 = gl.program_id(0) % row_blocks * (2 * CONSUMER_ROWS)
-    pid_kvh = gl.program_id(1)
+    pid_b = gl.program_id(1)
     seq_len = gl.load(seq_lens_ptr + pid_b)
     out_ptr += pid_b * q_len * stride_ob + pid_kvh * group_size * stride_oh
     lse_ptr += pid_b * q_len * stride_lb + pid_kvh * group_size
@@ -666,6 +668,5 @@ def reported(cfg: dict) -> dict:
 
 
 def grid(problem) -> tuple[int, int]:
-    """(sequences x row blocks of WS_ROWS, KV heads)."""
-    return problem.batch * triton.cdiv(problem.q_len * problem.group_size, WS_ROWS), \
-        problem.num_kv_heads
+    """``impls.plan.one_pass_grid`` in row blocks of WS_ROWS."""
+    return planner.one_pass_grid(problem, triton.cdiv(problem.q_len * problem.group_size, WS_ROWS))

@@ -1,6 +1,6 @@
 """Gluon one-pass decode, on the dense or the paged layout (``IS_PAGED``).
 
-Algorithm: grid (batch x row blocks, num_kv_heads; row blocks: a multi-token query's tokens x the
+Algorithm: grid (num_kv_heads x row blocks, batch; row blocks: a multi-token query's tokens x the
 group in blocks of ``BLOCK_H`` rows); each program streams its sequence's K/V tiles through a
 ``NUM_STAGES``-slot cp.async ring in shared memory once (``DENSE_TMA=1``: dense tiles by TMA),
 for all query heads of its GQA group at once (``_common.attend``: mma_v2 scores and P.V, online
@@ -34,21 +34,15 @@ def decode_kernel(
     BLOCK_H: gl.constexpr, BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
     NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr, KV_SCALED: gl.constexpr,
     SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr, WGMMA: gl.constexpr,
-    SPLIT_HEAD_ROWS: gl.constexpr,
 ):
-    if SPLIT_HEAD_ROWS:
-        # a KV head's row blocks side by side in launch order: the first reads the K/V from HBM, the
-        # rest can find it in L2 (a batch of programs apart, each had read it from HBM)
-        pid_b = gl.program_id(0) // row_blocks
-        row0 = gl.program_id(0) % row_blocks * BLOCK_H  # the block of the KV head's query rows
-        pid_kvh = gl.program_id(1)
-    else:
-        # one block a KV head: the index arithmetic as before the order above, kept because ptxas's
-        # register allocation, and with it the programs a SM holds, moves with it (results/
-        # nvidia-h100/2026-11-27-one-pass-row-order)
-        pid_b = gl.program_id(0)
-        pid_kvh = gl.program_id(1) // row_blocks
-        row0 = gl.program_id(1) % row_blocks * BLOCK_H
+    # a sequence's KV heads side by side in launch order, a head's row blocks beside each other
+    # (split-K's order): a token's rows of all heads sit together in the cache, and the L2 sectors
+    # a head's read spills into are its neighbours' to use before eviction (one-pass WS, H200:
+    # results/nvidia-h200/2026-11-28-wide-drafts, "Heads side by side"); a head's further row
+    # blocks find its K/V in L2 (results/nvidia-h100/2026-11-27-one-pass-row-order)
+    pid_kvh = gl.program_id(0) // row_blocks
+    row0 = gl.program_id(0) % row_blocks * BLOCK_H  # the block of the KV head's query rows
+    pid_b = gl.program_id(1)
     seq_len = gl.load(seq_lens_ptr + pid_b)
     out, out_hi, lse = attend(q_ptr, k_ptr, v_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc,
                               block_table_ptr, pid_b, pid_kvh, 0, seq_len, group_size, stride_qb,
@@ -95,12 +89,11 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     cfg = tma_config(p, config, sms) or pick_launch_config(p, config, sharers=waves, tma=False)
     require_alignment(inputs, COPY_BYTES)
     rows = query_args(p, cfg["BLOCK_H"])
-    split = rows["row_blocks"] > 1  # a KV head's rows in several programs
-    grid = (p.batch * rows["row_blocks"], p.num_kv_heads)
+    grid = planner.one_pass_grid(p, rows["row_blocks"])
     args = (*tile_kernel_args(inputs, out, lse), *kv_descriptors(inputs, cfg),
             *kv_scale_args(inputs).values(), *mask_args(p).values(), *rows.values())
     min_blocks = cfg.pop("MIN_BLOCKS")
-    kwargs = {**cfg, "SPLIT_HEAD_ROWS": split}
+    kwargs = cfg
     _, min_blocks, cap = planner.capped_warmup(decode_kernel, args, grid, kwargs, min_blocks, inputs,
                                               PTXASError)
 

@@ -37,7 +37,7 @@ CAPS = Capabilities(frozenset({"dense", "paged"}), max_head_dim=256, kv_dtypes=f
                     windows=True, softcaps=True, max_q_len=MAX_Q_LEN)
 IMPLS = [
     Impl(BACKEND, "one-pass", "impls.triton.one_pass", CAPS, options=("config",),
-         summary="grid (batch x row blocks, kv_heads); paged: per-token page gather (any page size)"),
+         summary="grid (kv_heads x row blocks, batch); paged: per-token page gather (any page size)"),
     Impl(BACKEND, "split-k", "impls.triton.split_k", CAPS, options=("num_splits", "config"),
          summary="flash-decoding over a balanced plan (impls.plan): work items of whole tiles, "
                  "split sequences write (out, lse) partials a Triton kernel merges (MERGE=fused: "

@@ -1,6 +1,6 @@
 """Triton one-pass decode, on the dense or the paged layout (``IS_PAGED``).
 
-Algorithm: grid (batch x row blocks, num_kv_heads); each program streams its sequence's K/V rows
+Algorithm: grid (num_kv_heads x row blocks, batch); each program streams its sequence's K/V rows
 in ``BLOCK_N``-token tiles once, for all query heads of its GQA group at once (``_common.attend``;
 a multi-token query's tokens x the group, in blocks of ``BLOCK_H`` rows), and writes the final
 ``out`` and ``lse``. Paged: each tile's rows are gathered through the block
@@ -14,6 +14,8 @@ pages add block-table reads and shorter contiguous runs.
 
 import triton
 import triton.language as tl
+
+from impls import plan as planner
 
 from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_e4m3_hardware,
                           tile_kernel_args)
@@ -32,21 +34,16 @@ def decode_kernel(
     HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, D_LO: tl.constexpr, D_HI: tl.constexpr,
     BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, IS_PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr,
     UPCAST_DOT: tl.constexpr, KV_SCALED: tl.constexpr, SOFTCAP: tl.constexpr,
-    ROW_SPANS: tl.constexpr, SPLIT_HEAD_ROWS: tl.constexpr,
+    ROW_SPANS: tl.constexpr,
 ):
-    if SPLIT_HEAD_ROWS:
-        # a KV head's row blocks side by side in launch order: the first reads the K/V from HBM, the
-        # rest can find it in L2 (a batch of programs apart, each had read it from HBM)
-        pid_b = tl.program_id(0) // row_blocks
-        row0 = tl.program_id(0) % row_blocks * BLOCK_H  # the block of the KV head's query rows
-        pid_kvh = tl.program_id(1)
-    else:
-        # one block a KV head: the index arithmetic as before the order above, kept because ptxas's
-        # register allocation, and with it the programs a SM holds, moves with it (results/
-        # nvidia-h100/2026-11-27-one-pass-row-order)
-        pid_b = tl.program_id(0)
-        pid_kvh = tl.program_id(1) // row_blocks
-        row0 = tl.program_id(1) % row_blocks * BLOCK_H
+    # a sequence's KV heads side by side in launch order, a head's row blocks beside each other
+    # (split-K's order): a token's rows of all heads sit together in the cache, and the L2 sectors
+    # a head's read spills into are its neighbours' to use before eviction (one-pass WS, H200:
+    # results/nvidia-h200/2026-11-28-wide-drafts, "Heads side by side"); a head's further row
+    # blocks find its K/V in L2 (results/nvidia-h100/2026-11-27-one-pass-row-order)
+    pid_kvh = tl.program_id(0) // row_blocks
+    row0 = tl.program_id(0) % row_blocks * BLOCK_H  # the block of the KV head's query rows
+    pid_b = tl.program_id(1)
     seq_len = tl.load(seq_lens_ptr + pid_b)
     out, out_hi, lse = attend(q_ptr, k_ptr, v_ptr, block_table_ptr, pid_b, pid_kvh, 0, seq_len,
                               group_size, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
@@ -68,10 +65,9 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     del cfg["FUSED_MERGE"]  # nothing to merge in one pass
     min_blocks = cfg.pop("MIN_BLOCKS")
     rows = query_args(p, cfg["BLOCK_H"])
-    split = rows["row_blocks"] > 1  # a KV head's rows in several programs
-    grid = (p.batch * rows["row_blocks"], p.num_kv_heads)
+    grid = planner.one_pass_grid(p, rows["row_blocks"])
     args = tile_kernel_args(inputs, out, lse)
-    kwargs = {**kv_scale_args(inputs), **mask_args(p), **rows, **cfg, "SPLIT_HEAD_ROWS": split}
+    kwargs = {**kv_scale_args(inputs), **mask_args(p), **rows, **cfg}
     _, min_blocks, cap = compile_capped(decode_kernel, args, grid, kwargs, min_blocks, inputs)
 
     def run():
