@@ -349,14 +349,16 @@ MAX_ITEMS = 65535  # the kernels put work items on a CUDA grid's y dimension
 
 
 def one_pass_grid(problem, row_blocks: int) -> tuple[int, int]:
-    """Every one-pass grid: (KV heads x ``row_blocks``, sequences), a sequence's KV heads side by
-    side in launch order as split-K's items have them (the heads' rows interleave in the cache:
-    results/nvidia-h200/2026-11-29-head-order); its sequences on the y dimension, as many as that
-    holds."""
+    """The one-pass grid of Triton, Gluon and CuPy: (KV heads x ``row_blocks``, sequences), a
+    sequence's KV heads side by side in launch order as split-K's items have them (the heads' rows
+    interleave in the cache: results/nvidia-h200/2026-11-29-head-order); its sequences on the y
+    dimension, as many as that holds."""
     if problem.batch > MAX_ITEMS:
         raise Unsupported(f"a batch of {problem.batch} sequences: more than the {MAX_ITEMS} a grid "
                           f"dimension holds (split-K's plan refuses it too)")
     return problem.num_kv_heads * row_blocks, problem.batch
+
+
 MAX_THREAD_REGS = 255  # ptxas allocates a thread no more
 
 

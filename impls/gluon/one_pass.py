@@ -93,12 +93,11 @@ def prepare(inputs, out, lse, config: dict | None = None) -> Launch:
     args = (*tile_kernel_args(inputs, out, lse), *kv_descriptors(inputs, cfg),
             *kv_scale_args(inputs).values(), *mask_args(p).values(), *rows.values())
     min_blocks = cfg.pop("MIN_BLOCKS")
-    kwargs = cfg
-    _, min_blocks, cap = planner.capped_warmup(decode_kernel, args, grid, kwargs, min_blocks, inputs,
+    _, min_blocks, cap = planner.capped_warmup(decode_kernel, args, grid, cfg, min_blocks, inputs,
                                               PTXASError)
 
     def run():
-        decode_kernel[grid](*args, **kwargs, maxnreg=cap)
+        decode_kernel[grid](*args, **cfg, maxnreg=cap)
 
     return Launch(run, {**reported(cfg), "MIN_BLOCKS": min_blocks, "WARP_SPEC": 0})
 

@@ -16,7 +16,6 @@ import triton
 import triton.language as tl
 
 from impls import plan as planner
-
 from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, require_e4m3_hardware,
                           tile_kernel_args)
 from impls.registry import Launch
