@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 import impls  # noqa: F401  (first: CPU modes before any DSL import)
-from impls.common import SMEM_BYTES
 from specs.inputs import make_inputs
 from specs.problem import DecodeProblem, ProblemError
 
@@ -329,34 +328,3 @@ def test_the_search_space_reaches_it_where_every_other_knob_agrees(variant, layo
     copies = [(0, 0), (0, 1), (1, 0), (1, 1)] if layout == "dense" else [(0, 0), (1, 0)]
     rings = [(32, 2), (32, 3), (32, 4), (64, 2)]
     assert sorted(taken) == sorted(c + r for c in copies for r in rings)
-
-
-def test_the_overlap_is_a_compile_time_switch_off_on_main_and_taken_by_both_variants(monkeypatch):
-    """WS_OVERLAP (the consumers' overlap, next8.sh's A/B) reaches both kernels as a constexpr:
-    off on main, so main launches what it launched; on, every draft of the registered sets is
-    still taken by its rule, with the overlap, the same tiles otherwise."""
-    assert _ws.WS_OVERLAP is False
-    def taken():
-        return [c for _, c in registered_configs("wso.json", False) + registered_configs("wsos.json", True)]
-    off = taken()
-    assert all(c is not None and c["OVERLAP"] is False for c in off)
-    monkeypatch.setattr(_ws, "WS_OVERLAP", True)
-    on = taken()
-    assert [{**c, "OVERLAP": False, "NUM_STAGES": 3} for c in on] == off and all(c["OVERLAP"] for c in on)
-    # a ring one slot deeper where it fits (the consumer holds two): 4 at head dim 256 on 32-token
-    # tiles, 3 at 192 dims on 64-token ones (4 would need 247808 B)
-    for c in on:
-        dims = c["HEAD_DIM_PAD"] + c["D_HI"]
-        assert c["NUM_STAGES"] == (4 if _ws.smem_bytes(4, c["BLOCK_N"], dims, 2) <= SMEM_BYTES else 3)
-    assert {c["NUM_STAGES"] for c in on} == {3, 4}
-
-
-def test_the_overlap_refuses_a_two_slot_ring(monkeypatch):
-    """With the overlap a consumer holds the previous tile's slot and the current one's: a 2-slot
-    ring leaves the loader none (a gathered ring, which marks a tile ready after issuing the next,
-    would wait on itself), so NUM_STAGES 2 is refused by name, and 3 is taken; off, 2 is taken."""
-    assert _ws.ws_config(WIDE, {"WARP_SPEC": 1, "NUM_STAGES": 2}, **H200)["NUM_STAGES"] == 2
-    monkeypatch.setattr(_ws, "WS_OVERLAP", True)
-    with pytest.raises(ProblemError, match="NUM_STAGES=2 and the consumers' overlap"):
-        _ws.ws_config(WIDE, {"WARP_SPEC": 1, "NUM_STAGES": 2}, **H200)
-    assert _ws.ws_config(WIDE, {"WARP_SPEC": 1, "NUM_STAGES": 3}, **H200)["NUM_STAGES"] == 3

@@ -255,13 +255,6 @@ def ws_check() -> None:
     narrow = {"WARP_SPEC": 1, "BLOCK_N": 32}
     for line in compile_all(problems[2:3], "gluon", ({**narrow, "DENSE_TMA": 0}, narrow), spills=True):
         print(line)
-    # the consumers' overlap (_ws.WS_OVERLAP, off by default): head dims 256 (one tile, paged),
-    # 144 (two, soft cap, window) and 192 on 64-token tiles (two, dense by TMA)
-    from impls.gluon import _ws
-    _ws.WS_OVERLAP = True
-    overlapped = [problems[1], problems[2], DecodeProblem(24, 2, 192, (9000, 70), q_len=8)]
-    for line in compile_all(overlapped, "gluon", ({"WARP_SPEC": 1},), spills=True):
-        print("overlap", line)
 
 
 def cap_check() -> None:

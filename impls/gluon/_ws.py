@@ -16,8 +16,7 @@ partitions (``gl.warp_specialize``):
 - **Two consumers** (the default partition and a worker, 4 warps each) take 64 of the rows each
   on the warpgroup MMA (``_common.softmax_step``), and each normalises and stores its own rows.
   They are separate partitions, so neither waits for the other: one's softmax runs while the
-  other's MMAs do, and the loader's copies run beside both. With ``WS_OVERLAP`` each also
-  overlaps a tile's softmax with its own previous tile's P V (``overlapped_tiles``).
+  other's MMAs do, and the loader's copies run beside both.
 
 16-bit queries and caches only (the warpgroup MMA reads its shared operands as stored); windows,
 soft caps and multi-token queries as the one-pass kernel takes them (``_common``).
@@ -27,13 +26,12 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
-from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier,
-                                                              warpgroup_mma, warpgroup_mma_wait)
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
 
 from impls import plan as planner
 from impls.common import SMEM_BYTES, dim_split_rule, head_dim_tiles, program_tokens, tiles_reported
 from impls.gluon._common import (acc_layout, block_span, issue_tiles, issue_tma, normalise,
-                                 online_update, ring_layout, softmax_step, store_rows, tile_layout, tile_rows,
+                                 ring_layout, softmax_step, store_rows, tile_layout, tile_rows,
                                  zero_outside)
 from specs.problem import ProblemError
 
@@ -48,10 +46,7 @@ WIDE_TILE_DIMS = 192
 # Whether the rule takes 64-token tiles where they fit (wide_tile_fits); off, a config asks for them.
 # On since its registered A/B (2026-11-28-wide-drafts, README, session 72)
 WS_TILE_RULE = True
-# Whether the consumers overlap a tile's softmax with the previous tile's P V (overlapped_tiles,
-# FA3's intra-warpgroup pipelining); off, each step's products are waited for in turn
-WS_OVERLAP = False
-WS_STAGES = 3  # two tiles in flight while one is consumed (with WS_OVERLAP, ring_slots)
+WS_STAGES = 3  # two tiles in flight while one is consumed
 WS_STAGE_RANGE = (2, 3, 4)
 PARTITION_WARPS = gl.constexpr(4)  # each partition a warpgroup (setmaxnreg works on whole warpgroups)
 # Registers a thread per partition (setmaxnreg): the consumers' accumulators (64 rows x up to 256
@@ -187,7 +182,7 @@ def ws_consumer(q_smem, q_hi_smem, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, 
                 part_stride_lt, CONSUMER: gl.constexpr, HEAD_DIM: gl.constexpr,
                 HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr, BLOCK_N: gl.constexpr,
                 NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
-                SPLIT: gl.constexpr, DENSE_TMA: gl.constexpr, OVERLAP: gl.constexpr):
+                SPLIT: gl.constexpr, DENSE_TMA: gl.constexpr):
     """Consumer ``CONSUMER``'s 64 rows (``row0 + CONSUMER * 64`` on) over every tile the loader
     marks ready: the query into its shared buffer, the online softmax on the warpgroup MMA, each
     slot released once both its products have read it, then its rows normalised and stored
@@ -226,22 +221,16 @@ def ws_consumer(q_smem, q_hi_smem, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, 
     acc = gl.zeros([BLOCK_H, HEAD_DIM_PAD], gl.float32, OUT)
     row_end = seq_len - q_len + 1 + (rows0 + gl.arange(0, BLOCK_H, gl.SliceLayout(1, MMA))) // group_size
     row_first = gl.maximum(row_end - window, 0)
-    if OVERLAP:
-        m_i, l_i, acc, acc_hi = overlapped_tiles(
-            q, q_hi, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, start, end, first,
-            row_first, row_end, softcap, qk_scale, m_i, l_i, acc, acc_hi, HEAD_DIM_PAD, D_HI,
-            BLOCK_N, NUM_STAGES, SOFTCAP, ROW_SPANS, DENSE_TMA)
-    else:
-        for i in range(gl.cdiv(end - start, BLOCK_N)):
-            stage = i % NUM_STAGES
-            mbarrier.wait(ready.index(stage), (i // NUM_STAGES) & 1)
-            k_tile, v_tile, k_hi, v_hi = slot_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, stage,
-                                                    HEAD_DIM_PAD, D_HI, BLOCK_N, DENSE_TMA)
-            m_i, l_i, acc, acc_hi = softmax_step(q, q_hi, k_tile, k_hi, v_tile, v_hi,
-                                                 start + i * BLOCK_N, first, end, row_first,
-                                                 row_end, softcap, qk_scale, m_i, l_i, acc,
-                                                 acc_hi, SOFTCAP, ROW_SPANS, D_HI, 1)
-            mbarrier.arrive(empty.index(stage))  # both products done reading it (synchronous MMA)
+    for i in range(gl.cdiv(end - start, BLOCK_N)):
+        stage = i % NUM_STAGES
+        mbarrier.wait(ready.index(stage), (i // NUM_STAGES) & 1)
+        k_tile, v_tile, k_hi, v_hi = slot_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, stage,
+                                                HEAD_DIM_PAD, D_HI, BLOCK_N, DENSE_TMA)
+        m_i, l_i, acc, acc_hi = softmax_step(q, q_hi, k_tile, k_hi, v_tile, v_hi,
+                                             start + i * BLOCK_N, first, end, row_first,
+                                             row_end, softcap, qk_scale, m_i, l_i, acc,
+                                             acc_hi, SOFTCAP, ROW_SPANS, D_HI, 1)
+        mbarrier.arrive(empty.index(stage))  # both products done reading it (synchronous MMA)
     out, out_hi, lse = normalise(m_i, l_i, acc, acc_hi, 1.0)
     is_part = False
     if SPLIT:
@@ -277,70 +266,6 @@ def slot_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, stage, HEAD_DIM_PAD: gl.con
 
 
 @gluon.jit
-def overlapped_tiles(q, q_hi, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, start, end,
-                     first, row_first, row_end, softcap, qk_scale, m_i, l_i, acc, acc_hi,
-                     HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr, BLOCK_N: gl.constexpr,
-                     NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
-                     DENSE_TMA: gl.constexpr):
-    """The consumer's tiles with FA3's overlap inside a warpgroup (``OVERLAP``): a step issues
-    tile i's scores and, behind them, the P V of tile i - 1, waits for the scores only, and runs
-    tile i's softmax while that P V is on the tensor cores; tile i - 1's slot is released once
-    its P V retires. Step 0's P V is of zeros (its V tile the landed tile 0: finite, as every
-    masked row), so the loop needs no prologue; the last tile's P V follows it."""
-    dtype: gl.constexpr = q.dtype
-    BLOCK_H: gl.constexpr = q.shape[0]
-    MMA: gl.constexpr = acc_layout(1, BLOCK_N, gl.num_warps())
-    K_WIDTH: gl.constexpr = 32 // dtype.primitive_bitwidth  # operand elements per 32-bit register
-    A_OP: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc.type.layout, k_width=K_WIDTH)
-    HI: gl.constexpr = acc_hi.type.layout
-    PV_PRODUCTS: gl.constexpr = 2 if D_HI > 0 else 1  # in flight while the scores are awaited
-    p = gl.zeros([BLOCK_H, BLOCK_N], dtype, A_OP)
-    p_hi = p  # (a stand-in without a second head-dim tile)
-    if D_HI > 0:
-        p_hi = gl.zeros([BLOCK_H, BLOCK_N], dtype,
-                        gl.DotOperandLayout(operand_index=0, parent=HI, k_width=K_WIDTH))
-    num_tiles = gl.cdiv(end - start, BLOCK_N)
-    for i in range(num_tiles):
-        stage = i % NUM_STAGES
-        prev = gl.maximum(i - 1, 0) % NUM_STAGES  # step 0: tile 0's slot, its P zeros
-        mbarrier.wait(ready.index(stage), (i // NUM_STAGES) & 1)
-        k_tile, _, k_hi, _ = slot_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, stage, HEAD_DIM_PAD,
-                                        D_HI, BLOCK_N, DENSE_TMA)
-        _, v_tile, _, v_hi = slot_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, prev, HEAD_DIM_PAD,
-                                        D_HI, BLOCK_N, DENSE_TMA)
-        s = warpgroup_mma(q, k_tile.permute([1, 0]), gl.zeros([BLOCK_H, BLOCK_N], gl.float32, MMA),
-                          use_acc=False, is_async=True)
-        if D_HI > 0:
-            s = warpgroup_mma(q_hi, k_hi.permute([1, 0]), s, is_async=True)
-        acc = warpgroup_mma(p, v_tile, acc, is_async=True)
-        if D_HI > 0:
-            acc_hi = warpgroup_mma(p_hi, v_hi, acc_hi, is_async=True)
-        s = warpgroup_mma_wait(PV_PRODUCTS, deps=[s])
-        m_i, l_i, p_new, alpha = online_update(s, start + i * BLOCK_N, first, end, row_first,
-                                               row_end, softcap, qk_scale, m_i, l_i, SOFTCAP,
-                                               ROW_SPANS)
-        # P's registers stay live until its products retire (deps)
-        if D_HI > 0:
-            acc, acc_hi, p, p_hi = warpgroup_mma_wait(0, deps=[acc, acc_hi, p, p_hi])
-            acc_hi = acc_hi * gl.convert_layout(alpha, gl.SliceLayout(1, HI))[:, None]
-            p_hi = gl.convert_layout(p_new.to(dtype), p_hi.type.layout)
-        else:
-            acc, p = warpgroup_mma_wait(0, deps=[acc, p])
-        mbarrier.arrive(empty.index(prev), pred=i > 0)
-        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, acc.type.layout))[:, None]
-        p = gl.convert_layout(p_new.to(dtype), A_OP)
-    if num_tiles > 0:
-        last = (num_tiles - 1) % NUM_STAGES
-        _, v_tile, _, v_hi = slot_tiles(k_ring, v_ring, k_hi_ring, v_hi_ring, last, HEAD_DIM_PAD,
-                                        D_HI, BLOCK_N, DENSE_TMA)
-        acc = warpgroup_mma(p, v_tile, acc)
-        if D_HI > 0:
-            acc_hi = warpgroup_mma(p_hi, v_hi, acc_hi)
-        mbarrier.arrive(empty.index(last))
-    return m_i, l_i, acc, acc_hi
-
-
-@gluon.jit
 def ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc, out_ptr,
                lse_ptr, part_out_ptr, part_lse_ptr, slot, pid_b, pid_kvh, row0, start, end, seq_len,
                stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ot,
@@ -349,7 +274,7 @@ def ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr, k_desc, v_desc, k_hi_desc, 
                HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr, BLOCK_N: gl.constexpr,
                IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr, NUM_STAGES: gl.constexpr,
                SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr, SPLIT: gl.constexpr,
-               DENSE_TMA: gl.constexpr, OVERLAP: gl.constexpr):
+               DENSE_TMA: gl.constexpr):
     """One program: KV head ``pid_kvh``'s query rows ``row0 + [0, 128)`` of sequence ``pid_b``
     over its tokens [start, end) (cut to the rows' windows and spans), the ring and its barriers
     allocated, then the three partitions (output pointers as ``ws_consumer`` takes them)."""
@@ -406,14 +331,14 @@ def ws_program(q_ptr, k_ptr, v_ptr, block_table_ptr, k_desc, v_desc, k_hi_desc, 
                        row0, stride_qb, stride_qh, stride_ot, stride_oh, stride_lt,
                        part_stride_ot, part_stride_oh, part_stride_lt, 0, HEAD_DIM,
                        HEAD_DIM_PAD, D_HI, BLOCK_N, NUM_STAGES, SOFTCAP, ROW_SPANS, SPLIT,
-                       DENSE_TMA, OVERLAP)),
+                       DENSE_TMA)),
         (ws_consumer, (q_smem, q_hi_smem, k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty,
                        q_ptr, out_ptr, lse_ptr, part_out_ptr, part_lse_ptr, slot, pid_b, pid_kvh,
                        start, end, first, seq_len, group_size, q_len, window, qk_scale, softcap,
                        row0, stride_qb, stride_qh, stride_ot, stride_oh, stride_lt,
                        part_stride_ot, part_stride_oh, part_stride_lt, 1, HEAD_DIM,
                        HEAD_DIM_PAD, D_HI, BLOCK_N, NUM_STAGES, SOFTCAP, ROW_SPANS, SPLIT,
-                       DENSE_TMA, OVERLAP)),
+                       DENSE_TMA)),
         (ws_loader, (k_ring, v_ring, k_hi_ring, v_hi_ring, ready, empty, landed, k_ptr, v_ptr,
                      block_table_ptr, k_desc, v_desc, k_hi_desc, v_hi_desc, pid_b, pid_kvh,
                      pid_kvh.to(gl.int64) * stride_kh, start, end, first, stride_kp, stride_kt,
@@ -432,7 +357,7 @@ def ws_kernel(
     HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
     BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
     NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
-    DENSE_TMA: gl.constexpr, OVERLAP: gl.constexpr,
+    DENSE_TMA: gl.constexpr,
 ):
     """One-pass: a program a (sequence, KV head, 128-row block), the whole sequence."""
     # the one-pass tile kernel's order: a sequence's KV heads side by side, a head's row blocks
@@ -450,7 +375,7 @@ def ws_kernel(
                stride_kt, stride_kh, stride_btb, stride_ob, stride_oh, stride_lb, stride_ob,
                stride_oh, stride_lb, page_size, group_size, qk_scale, window, softcap, q_len,
                HEAD_DIM, HEAD_DIM_PAD, D_HI, BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, SOFTCAP,
-               ROW_SPANS, False, DENSE_TMA, OVERLAP)
+               ROW_SPANS, False, DENSE_TMA)
 
 
 @gluon.jit(do_not_specialize=["page_size", "group_size", "num_kv_heads", "q_len", "row_blocks"])
@@ -462,7 +387,7 @@ def ws_split_kernel(
     HEAD_DIM: gl.constexpr, HEAD_DIM_PAD: gl.constexpr, D_HI: gl.constexpr,
     BLOCK_N: gl.constexpr, IS_PAGED: gl.constexpr, PAGE_SIZE: gl.constexpr,
     NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr,
-    DENSE_TMA: gl.constexpr, OVERLAP: gl.constexpr,
+    DENSE_TMA: gl.constexpr,
 ):
     """Split-K's stage 1 over the plan's work items, as ``split_k.split_kernel`` reads them: a
     program a (KV head, 128-row block) of an item; a whole sequence stores the final result, a
@@ -485,8 +410,7 @@ def ws_split_kernel(
                stride_qh, stride_kp, stride_kt, stride_kh, stride_btb, stride_ob, stride_oh,
                stride_lb, num_q_heads * stride_poh, stride_poh, num_q_heads, page_size,
                group_size, qk_scale, window, softcap, q_len, HEAD_DIM, HEAD_DIM_PAD, D_HI,
-               BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, SOFTCAP, ROW_SPANS, True, DENSE_TMA,
-               OVERLAP)
+               BLOCK_N, IS_PAGED, PAGE_SIZE, NUM_STAGES, SOFTCAP, ROW_SPANS, True, DENSE_TMA)
 
 
 # ---- launch configuration ----------------------------------------------------------------------
@@ -593,15 +517,6 @@ def smem_bytes(stages: int, block_n: int, dims: int, itemsize: int) -> int:
     return (stages * block_n * 2 + WS_ROWS) * dims * itemsize + 2048
 
 
-def ring_slots(block_n: int, dims: int, itemsize: int) -> int:
-    """The ring's slots by default: ``WS_STAGES``, and with the consumers' overlap one more where
-    it fits (an overlapping consumer holds two slots, the previous tile's and the current one's:
-    the extra slot keeps two tiles in flight)."""
-    if WS_OVERLAP and smem_bytes(WS_STAGES + 1, block_n, dims, itemsize) <= SMEM_BYTES:
-        return WS_STAGES + 1
-    return WS_STAGES
-
-
 def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
               split: bool = False) -> dict | None:
     """The warp-specialized kernel's compile-time shape for ``problem``, or None where the tile
@@ -638,15 +553,11 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
         raise ProblemError(f"config: DENSE_TMA={tma!r}: must be 0 or 1")
     block_n = config.get("BLOCK_N", rule_tile(problem.layout, head_dim_pad + d_hi))
     dims = head_dim_pad + d_hi
-    stages = config.get("NUM_STAGES", ring_slots(block_n, dims, problem.itemsize))
+    stages = config.get("NUM_STAGES", WS_STAGES)
     if block_n not in WS_TILES or stages not in WS_STAGE_RANGE:
         raise ProblemError(f"config: WARP_SPEC=1 with BLOCK_N={block_n}, NUM_STAGES={stages}: the "
                            f"warp-specialized kernel takes BLOCK_N in {WS_TILES} (its consumers' "
                            f"accumulators) and NUM_STAGES in {WS_STAGE_RANGE}")
-    if WS_OVERLAP and stages < 3:
-        raise ProblemError(f"config: WARP_SPEC=1 with NUM_STAGES={stages} and the consumers' "
-                           "overlap (WS_OVERLAP): a consumer holds two slots, so a 2-slot ring "
-                           "leaves the loader none (a gathered one waits on itself): 3 or more")
     smem = smem_bytes(stages, block_n, dims, problem.itemsize)
     if smem > SMEM_BYTES:
         raise ProblemError(f"config: WARP_SPEC=1 with BLOCK_N={block_n}, NUM_STAGES={stages} at "
@@ -657,7 +568,7 @@ def ws_config(problem, config: dict | None, l2_bytes: int, sms: int,
                 BLOCK_N=block_n, IS_PAGED=paged, PAGE_SIZE=ps if per_page else 0,
                 NUM_STAGES=stages, SOFTCAP=problem.softcap is not None,
                 ROW_SPANS=problem.q_len > 1, DENSE_TMA=int(tma and not paged),
-                OVERLAP=WS_OVERLAP, num_warps=PARTITION_WARPS.value)
+                num_warps=PARTITION_WARPS.value)
 
 
 def reported(cfg: dict) -> dict:
