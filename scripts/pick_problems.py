@@ -3,20 +3,26 @@
 
     PYTHONPATH=. python scripts/pick_problems.py OUT.json IMPL --seeds 560:640 --limit 12 \\
         --q-len 8 --where BLOCK_H=128 [--where num_warps=8 ...] [--fits MODULE:FUNCTION] \\
-        [--min-programs 132] [--max-programs 131] [--layout dense] [--l2-mb 60] [--sms 132]
+        [--min-programs 132] [--max-programs 131] [--layout dense] [--dtype float16] \
+        [--min-kv-mb 64] [--l2-mb 60] [--sms 132]
 
 IMPL is a backend/variant as ``python -m harness list`` names it; its module's
-``pick_launch_config(problem, l2_bytes=...)`` is the rule asked (the tile DSLs' launchers have
-one); ``--fits``: a predicate ``FUNCTION(problem, l2_bytes, sms)`` that must hold too (a rule of
-its own, such as ``impls.gluon._ws:fits``, the warp-specialized kernel's). Problems with an fp8
+``pick_launch_config(problem[, l2_bytes=...])`` is the rule asked (every DSL's launcher has
+one; a dataclass it returns is read as a dict); ``--fits``: a predicate
+``FUNCTION(problem, l2_bytes, sms)`` that must hold too (a rule of its own, such as
+``impls.gluon._ws:fits``, the warp-specialized kernel's). Problems with an fp8
 cache or a sequence under 8 tokens are passed over, and so are those the rule refuses;
 ``--min-programs``: sequences x KV heads at least this many (a grid that fills the SMs),
-``--max-programs``: at most this many (split-K's case); ``--layout``: that cache layout only.
+``--max-programs``: at most this many (split-K's case); ``--layout``: that cache layout only;
+``--dtype``: that query (and cache) dtype only; ``--min-kv-mb``: K and V of at least this many MB
+(past launch-bound sizes).
 Prints
 each pick (seed.index and label) and the count; writes the picks as a workload
 file (``--workload-file``)."""
 import argparse
+import dataclasses
 import importlib
+import inspect
 import json
 
 import impls  # noqa: F401  (first: CPU modes before any DSL import)
@@ -40,8 +46,13 @@ def main() -> None:
     ap.add_argument("--fits", default=None, help="MODULE:FUNCTION(problem, l2_bytes, sms)")
     ap.add_argument("--layout", choices=("dense", "paged"), default=None,
                     help="only problems of this cache layout")
+    ap.add_argument("--dtype", choices=("float16", "bfloat16"), default=None,
+                    help="only problems of this query and cache dtype")
+    ap.add_argument("--min-kv-mb", type=float, default=0, help="only problems of K and V this big")
     args = ap.parse_args()
     rule = importlib.import_module(registry.get(args.impl).module).pick_launch_config
+    # the tile DSLs' rules weigh the GPU's L2; Numba's does not ask for it
+    rule_args = {"l2_bytes": args.l2_mb << 20} if "l2_bytes" in inspect.signature(rule).parameters else {}
     fits = lambda p, l2_bytes, sms: True  # noqa: E731  (no predicate asked: every problem)
     if args.fits:
         module, name = args.fits.split(":")
@@ -54,16 +65,20 @@ def main() -> None:
             if len(chosen) >= args.limit:
                 break
             if min(problem.seq_lens) < 8 or problem.kv_dtype is not None or \
-                    args.layout not in (None, problem.layout):
+                    args.layout not in (None, problem.layout) or args.dtype not in (None, problem.dtype):
                 continue
             p = workloads.with_q_len([problem], args.q_len)[0]
             programs = p.batch * p.num_kv_heads
+            if p.kv_bytes < args.min_kv_mb * 2**20:
+                continue
             if programs < args.min_programs or programs > (args.max_programs or programs):
                 continue
             try:
-                config = rule(p, l2_bytes=args.l2_mb << 20)
+                config = rule(p, **rule_args)
             except ProblemError:  # a problem the rule refuses
                 continue
+            if dataclasses.is_dataclass(config):
+                config = dataclasses.asdict(config)
             if all(config.get(key) == value for key, value in wanted.items()) and \
                     fits(p, args.l2_mb << 20, args.sms):
                 print(f"{seed}.{i} {p.label()[:70]}")
