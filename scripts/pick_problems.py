@@ -7,8 +7,8 @@
         [--min-kv-mb 64] [--l2-mb 60] [--sms 132]
 
 IMPL is a backend/variant as ``python -m harness list`` names it; its module's
-``pick_launch_config(problem[, l2_bytes=...])`` is the rule asked (every DSL's launcher has
-one; a dataclass it returns is read as a dict); ``--fits``: a predicate
+``pick_launch_config(problem[, l2_bytes=...])`` (or its backend's ``_common``'s) is the rule
+asked (every DSL has one; a dataclass it returns is read as a dict); ``--fits``: a predicate
 ``FUNCTION(problem, l2_bytes, sms)`` that must hold too (a rule of its own, such as
 ``impls.gluon._ws:fits``, the warp-specialized kernel's). Problems with an fp8
 cache or a sequence under 8 tokens are passed over, and so are those the rule refuses;
@@ -50,7 +50,10 @@ def main() -> None:
                     help="only problems of this query and cache dtype")
     ap.add_argument("--min-kv-mb", type=float, default=0, help="only problems of K and V this big")
     args = ap.parse_args()
-    rule = importlib.import_module(registry.get(args.impl).module).pick_launch_config
+    module = importlib.import_module(registry.get(args.impl).module)
+    # the variant's module's rule, or its backend's shared one (Helion's modules call _common's)
+    rule = getattr(module, "pick_launch_config", None) or \
+        importlib.import_module(module.__package__ + "._common").pick_launch_config
     # the tile DSLs' rules weigh the GPU's L2; Numba's does not ask for it
     rule_args = {"l2_bytes": args.l2_mb << 20} if "l2_bytes" in inspect.signature(rule).parameters else {}
     fits = lambda p, l2_bytes, sms: True  # noqa: E731  (no predicate asked: every problem)
