@@ -3,12 +3,13 @@
 
     PYTHONPATH=. python scripts/pick_problems.py OUT.json IMPL --seeds 560:640 --limit 12 \\
         --q-len 8 --where BLOCK_H=128 [--where num_warps=8 ...] [--fits MODULE:FUNCTION] \\
-        [--min-programs 132] [--max-programs 131] [--layout dense] [--dtype float16] \
+        [--min-programs 132] [--max-programs 131] [--layout dense] [--dtype float16] \\
         [--min-kv-mb 64] [--l2-mb 60] [--sms 132]
 
 IMPL is a backend/variant as ``python -m harness list`` names it; its module's
-``pick_launch_config(problem[, l2_bytes=...])`` (or its backend's ``_common``'s) is the rule
-asked (every DSL has one; a dataclass it returns is read as a dict); ``--fits``: a predicate
+``pick_launch_config(problem[, l2_bytes=...])`` (or, where the module does not import it, the
+one of its backend's ``_common``, ``_build`` or ``_launch``) is the rule asked (a dataclass it
+returns is read as a dict); ``--fits``: a predicate
 ``FUNCTION(problem, l2_bytes, sms)`` that must hold too (a rule of its own, such as
 ``impls.gluon._ws:fits``, the warp-specialized kernel's). Problems with an fp8
 cache or a sequence under 8 tokens are passed over, and so are those the rule refuses;
@@ -28,7 +29,18 @@ import json
 import impls  # noqa: F401  (first: CPU modes before any DSL import)
 from impls import registry
 from specs import workloads
-from specs.problem import ProblemError
+from specs.problem import DTYPES, ProblemError
+
+
+def shared_rule(package: str):
+    """A backend's ``pick_launch_config`` where a variant's module calls it through another
+    module (Helion's ``_common``, CuPy's ``_build``, Numba's ``_launch``)."""
+    for name in ("_common", "_build", "_launch"):
+        try:
+            return importlib.import_module(f"{package}.{name}").pick_launch_config
+        except (ModuleNotFoundError, AttributeError):
+            continue
+    raise SystemExit(f"{package}: no pick_launch_config in _common, _build or _launch")
 
 
 def main() -> None:
@@ -46,15 +58,13 @@ def main() -> None:
     ap.add_argument("--fits", default=None, help="MODULE:FUNCTION(problem, l2_bytes, sms)")
     ap.add_argument("--layout", choices=("dense", "paged"), default=None,
                     help="only problems of this cache layout")
-    ap.add_argument("--dtype", choices=("float16", "bfloat16"), default=None,
+    ap.add_argument("--dtype", choices=DTYPES, default=None,
                     help="only problems of this query and cache dtype")
     ap.add_argument("--min-kv-mb", type=float, default=0, help="only problems of K and V this big")
     args = ap.parse_args()
-    module = importlib.import_module(registry.get(args.impl).module)
-    # the variant's module's rule, or its backend's shared one (Helion's modules call _common's)
-    rule = getattr(module, "pick_launch_config", None) or \
-        importlib.import_module(module.__package__ + "._common").pick_launch_config
-    # the tile DSLs' rules weigh the GPU's L2; Numba's does not ask for it
+    variant = importlib.import_module(registry.get(args.impl).module)
+    rule = getattr(variant, "pick_launch_config", None) or shared_rule(variant.__package__)
+    # Triton's, Gluon's and CuPy's rules weigh the GPU's L2; the others do not ask for it
     rule_args = {"l2_bytes": args.l2_mb << 20} if "l2_bytes" in inspect.signature(rule).parameters else {}
     fits = lambda p, l2_bytes, sms: True  # noqa: E731  (no predicate asked: every problem)
     if args.fits:

@@ -81,7 +81,7 @@ def test_the_rule_takes_the_registered_drafts_and_leaves_what_the_design_does_no
     # split-K on dense caches where both tile conditions hold (tiles_pay)
     ("wsd_dense.json", "gluon/split-k", "1360:1440",
      ["--fits", "impls.gluon._ws:pays_split_tiles", "--layout", "dense", "--max-programs", "131"]),
-    # the consumers' overlap: what main's rules take, both layouts
+    # the sets of the consumers' overlap (removed: ws-run/overlap/), what main's rules take
     ("wso.json", "gluon/one-pass", "1440:1520",
      ["--fits", "impls.gluon._ws:fits", "--min-programs", "132"]),
     ("wsos.json", "gluon/split-k", "1520:1600",

@@ -194,6 +194,10 @@ def test_every_one_pass_grid_puts_a_sequences_kv_heads_side_by_side_and_refuses_
     many as a grid dimension holds; the Triton, Gluon and CuPy one-pass launchers take it."""
     import inspect
 
+    import impls.cupy.one_pass
+    import impls.gluon._ws
+    import impls.gluon.one_pass
+    import impls.triton.one_pass
     from impls import plan as planner
     from impls.registry import Unsupported
 
@@ -202,10 +206,6 @@ def test_every_one_pass_grid_puts_a_sequences_kv_heads_side_by_side_and_refuses_
     wide = DecodeProblem(2, 1, 64, (8,) * (planner.MAX_ITEMS + 1))
     with pytest.raises(Unsupported, match="batch of 65536 sequences"):
         planner.one_pass_grid(wide, 1)
-    import impls.cupy.one_pass
-    import impls.gluon._ws
-    import impls.gluon.one_pass
-    import impls.triton.one_pass
     for module in (impls.triton.one_pass, impls.gluon.one_pass, impls.gluon._ws, impls.cupy.one_pass):
         assert "one_pass_grid(" in inspect.getsource(module), module.__name__
 

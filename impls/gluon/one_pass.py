@@ -35,11 +35,8 @@ def decode_kernel(
     NUM_STAGES: gl.constexpr, DENSE_TMA: gl.constexpr, KV_SCALED: gl.constexpr,
     SOFTCAP: gl.constexpr, ROW_SPANS: gl.constexpr, WGMMA: gl.constexpr,
 ):
-    # a sequence's KV heads side by side in launch order, a head's row blocks beside each other
-    # (split-K's order): a token's rows of all heads sit together in the cache, and the L2 sectors
-    # a head's read spills into are its neighbours' to use before eviction (one-pass WS, H200:
-    # results/nvidia-h200/2026-11-28-wide-drafts, "Heads side by side"); a head's further row
-    # blocks find its K/V in L2 (results/nvidia-h100/2026-11-27-one-pass-row-order)
+    # impls.plan.one_pass_grid's order: a sequence's KV heads side by side, a head's row blocks
+    # beside each other
     pid_kvh = gl.program_id(0) // row_blocks
     row0 = gl.program_id(0) % row_blocks * BLOCK_H  # the block of the KV head's query rows
     pid_b = gl.program_id(1)
