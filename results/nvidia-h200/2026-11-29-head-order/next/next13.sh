@@ -4,8 +4,9 @@
 # One GPU, TileLang's wheels (TARGET=/tmp/site-tilelang) and Helion's, about 20 minutes. From the
 # repository root, both wheel sets built before the first call (a machine goes back 30 s after
 # one; wheels.sh always writes .gpu-wheels/1..n):
-#   bash ../shared/gpu/wheels.sh helion && mv .gpu-wheels .gpu-wheels-helion
-#   echo /.gpu-wheels-helion/ >> .git/info/exclude && bash ../shared/gpu/wheels.sh tilelang
+#   (wheels.sh: the shared folder's gpu/wheels.sh, beside this repository)
+#   bash SHARED/gpu/wheels.sh helion && mv .gpu-wheels .gpu-wheels-helion
+#   echo /.gpu-wheels-helion/ >> .git/info/exclude && bash SHARED/gpu/wheels.sh tilelang
 #   then calls back to back, each carrying its folder: `OUT=$OUT bash scripts/device_run.sh copy
 #   .gpu-wheels/I` for each of TileLang's folders but the last, `TARGET=/tmp/site-tilelang
 #   OUT=$OUT bash scripts/device_run.sh install .gpu-wheels/N`, then `OUT=$OUT bash
