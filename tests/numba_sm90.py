@@ -7,7 +7,7 @@ each kernel is then compiled by numba-cuda (NVVM, via the ``nvrtc``/``nvvm`` pac
 ``numba`` extra) for compute capability 9.0. numba-cuda asks the current device for the
 compute capability of device functions; without a GPU this script answers 9.0 itself.
 Writes OUTDIR/<n>.ptx and prints one line per kernel: index, name, the Config, and counts of
-local-memory accesses, float64 instructions and shuffles in the PTX.
+local-memory accesses, float64 instructions, shuffles and fp16 conversions in the PTX.
 """
 
 import os
@@ -84,7 +84,8 @@ def main(outdir: Path) -> None:
                             for op in ("ld.local", "st.local"))
                 f64 = sum(".f64" in line for line in ptx.splitlines())
                 print(n, kernel.py_func.__name__, p.label().replace(" ", "_"), f"items={splits}",
-                      f"local={local} f64={f64} shfl={ptx.count('shfl.sync')}", flush=True)
+                      f"local={local} f64={f64} shfl={ptx.count('shfl.sync')}",
+                      f"cvt16={ptx.count('cvt.f32.f16')}", flush=True)
 
 
 if __name__ == "__main__":

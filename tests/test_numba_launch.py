@@ -34,16 +34,16 @@ def test_numba_tile_choice_fits_every_supported_problem():
 
 
 def test_fp16_bits_convert_exactly():
-    """half_as_float (the kernels' fp16 load path) on every 16-bit pattern: normals, subnormals,
-    zeros, infinities and NaNs, both signs. Runs the device function itself (plain Python in
-    the simulator, the same source the GPU compiles)."""
+    """half_bits_as_float (the simulator's fp16 load path; the GPU's is the hardware conversion,
+    which test_numba_sm90.py finds in every fp16 kernel) on every 16-bit pattern: normals,
+    subnormals, zeros, infinities and NaNs, both signs."""
     import numpy as np
 
     from impls.numba import _kernels
 
     bits = np.arange(1 << 16, dtype=np.uint16)
     want = bits.view(np.float16).astype(np.float32)
-    got = np.array([_kernels.half_as_float(np.int64(b)) for b in bits], dtype=np.float32)
+    got = np.array([_kernels.half_bits_as_float(np.int64(b)) for b in bits], dtype=np.float32)
     same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
     assert same.all(), bits[~same][:10]
 

@@ -23,9 +23,10 @@ Types: K/V/q are read as int64 words (``torch.Tensor.view(torch.int64)``: 4 fp16
 or 8 fp8 values per 8-byte load) and converted in registers. bf16: numba-cuda has no bf16
 arithmetic, and a bf16 value is the top half of a float32, so ``(bits << 16)`` reinterpreted
 as float32 (``numpy.uint32(x).view(numpy.float32)``, a bitcast on the GPU) is exact. fp16: the
-exponent and mantissa bits moved into a float32 and rescaled by 2^112 (exact for normals and
-subnormals; inf/NaN kept), since numba-cuda cannot reinterpret bits as float16 (its
-``view(float16)`` fails to lower). Outputs: float32 and float16 are stored through the array's
+hardware's conversion (``cvt.f32.f16``) through a two-line intrinsic (LLVM's bitcast of the 16
+bits to half, then ``fpext``), since numba-cuda's own ``view(float16)`` fails to lower; in the
+simulator, the exponent and mantissa bits moved into a float32 and rescaled by 2^112 (exact for
+normals and subnormals; inf/NaN kept). Outputs: float32 and float16 are stored through the array's
 own type (a float16 array rounds on store); bf16 is rounded to nearest-even from the float32 bits
 and stored as int16 bits. Nothing is converted outside the kernel.
 
@@ -53,9 +54,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from llvmlite import ir
 
 from impls.common import LN2, LOG2E
 from impls.numba._compat import SIMULATOR, cuda, device_function, kernel_function
+from numba.cuda import types
+from numba.cuda.extending import intrinsic
 from specs.problem import ITEMSIZE
 
 DTYPE_IDS = {"float16": 0, "bfloat16": 1, "float32": 2, "float8_e4m3fn": 3, "float8_e5m2": 4}
@@ -77,16 +81,33 @@ def bits_as_float(bits):
 
 
 @device_function
-def half_as_float(h):
-    """IEEE half bits (0 <= h < 2^16) to float32, exactly: the exponent and mantissa bits moved
-    into a float32 and rescaled by 2^(127 - 15) (normals and subnormals alike; inf and NaN keep
-    an all-ones exponent)."""
+def half_bits_as_float(h):
+    """IEEE half bits (0 <= h < 2^16) to float32, exactly, in integer and float32 arithmetic: the
+    exponent and mantissa bits moved into a float32 and rescaled by 2^(127 - 15) (normals and
+    subnormals alike; inf and NaN keep an all-ones exponent): the simulator's conversion."""
     mag = (h & 0x7FFF) << 13
     if (h & 0x7C00) == 0x7C00:  # inf, NaN
         f = bits_as_float(mag | 0x7F800000)
     else:
         f = bits_as_float(mag) * HALF_RESCALE
     return -f if h & 0x8000 else f
+
+
+if SIMULATOR:
+    half_as_float = half_bits_as_float
+else:
+    @intrinsic
+    def half_as_float(typingctx, h):
+        """IEEE half bits (the low 16 of an integer) to float32 by the hardware's conversion
+        (``cvt.f32.f16``, exact for every half): numba-cuda has no float16 bitcast of its own,
+        and the arithmetic one costs about ten instructions an element."""
+        if not isinstance(h, types.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            half = builder.bitcast(builder.trunc(args[0], ir.IntType(16)), ir.HalfType())
+            return builder.fpext(half, ir.FloatType())
+        return types.float32(h), codegen
 
 
 @device_function
