@@ -8,9 +8,10 @@ numpy no longer has, with the meaning it used to have; nothing else in numpy cha
 (tests/test_numba_compat.py checks the import with the attribute removed.)
 
 Simulator: with ``NUMBA_ENABLE_CUDASIM=1`` (``impls/__init__.py`` sets it when there is no GPU)
-``numba.cuda`` runs kernels in Python threads on numpy arrays. It lacks warp shuffles and the
-GPU-only ``jit`` options; ``kernel_function`` drops those options there, ``_kernels.py`` swaps
-the shuffle for a shared-memory exchange (documented there), and ``device_function`` leaves
+``numba.cuda`` runs kernels in Python threads on numpy arrays. It lacks warp shuffles, LLVM
+intrinsics and the GPU-only ``jit`` options; ``kernel_function`` drops those options there,
+``_kernels.py`` swaps the shuffle for a shared-memory exchange and the fp16 intrinsic for integer
+arithmetic (documented there), and ``device_function`` leaves
 device functions as plain Python functions: the simulator's device-function wrapper only swaps
 ``numba.cuda`` for its fake module in the function's globals, which the kernel, defined in the
 same module, has already done, and it costs a lock and a context manager per call (per element

@@ -32,7 +32,7 @@ and stored as int16 bits. Nothing is converted outside the kernel.
 
 fp8 cache (``KV_DTYPE`` e4m3fn or e5m2, the query bf16/fp16): a K/V word holds 8 elements, so a
 vector of VEC = 8 elements takes two query words. e5m2 is the top byte of an fp16 (the fp16 path
-on ``byte << 8``); e4m3fn moves its bits into a float32 as fp16 does (rescaled by 2^120). Both are
+on ``byte << 8``); e4m3fn moves its bits into a float32 as the simulator's fp16 path does (rescaled by 2^120). Both are
 exact, as every fp8 value is a float32. The inner loop only decodes: K's scale is folded into
 the query's pre-scale and V's multiplies the output, once per block.
 
@@ -44,7 +44,8 @@ Simulator: the CUDA simulator has no warp shuffles. ``exchange`` and ``exchange_
 (a lane reads the values of lane ^ offset) are ``cuda.shfl_xor_sync`` on the GPU and, in the
 simulator, a round trip through shared memory between two ``syncthreads`` (every call site is
 reached by the whole block, so the barrier is safe), one round trip per call for all the values
-it exchanges. Everything else is the same code on both.
+it exchanges. The fp16 conversion differs too (above: the hardware's on the GPU). Everything else
+is the same code on both.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from llvmlite import ir
 
 from impls.common import LN2, LOG2E
 from impls.numba._compat import SIMULATOR, cuda, device_function, kernel_function
+# numba.cuda after _compat (its numpy alias must come before numba's import)
 from numba.cuda import types
 from numba.cuda.extending import intrinsic
 from specs.problem import ITEMSIZE
@@ -101,7 +103,7 @@ else:
         """IEEE half bits (the low 16 of an integer) to float32 by the hardware's conversion
         (``cvt.f32.f16``, exact for every half): numba-cuda has no float16 bitcast of its own,
         and the arithmetic one costs about ten instructions an element."""
-        if not isinstance(h, types.Integer):
+        if not isinstance(h, types.Integer) or h.bitwidth <= 16:  # (trunc narrows: wider only)
             return None
 
         def codegen(context, builder, signature, args):

@@ -30,8 +30,8 @@ NUM_WARPS = 8  # 256 threads per block on the GPU
 # Launch bounds asking for MIN_BLOCKS blocks per SM (<= 128 registers a thread at 8 warps) when
 # a thread's q and accumulator are small enough to fit without spilling (CAP_STATE_FLOATS each;
 # Llama's group of 4 at head_dim 128 is 32); larger states keep the compiler's own choice, and
-# so does fp16, whose exact conversion needs a few registers more (tests/test_numba_sm90.py
-# checks every specialisation for spills).
+# so does fp16, whose paged kernel still spills there (tests/test_numba_sm90.py checks every
+# specialisation for spills).
 MIN_BLOCKS = 2
 CAP_STATE_FLOATS = 32
 LOADS_PER_STEP = 4  # 8-byte K (and as many V) loads per thread per loop step: UNROLL x VPT
