@@ -1,7 +1,7 @@
 """What a warp issues per tile in CuPy's tensor-core loop, counted in the SASS of its kernels as
 nvcc compiles them for sm_90 (no GPU needed), at a revision REV against the working tree:
 
-    PYTHONPATH=. python scripts/sass_loop.py REV PROBLEM [PROBLEM ...]
+    python -m tests.cupy_sass REV PROBLEM [PROBLEM ...]
 
 PROBLEM is a held-out draft as SEED.INDEX (``specs.workloads.heldout_problems(SEED)[INDEX]``) or
 a ``DecodeProblem(...)`` expression. For each, both kernels (split-K's, FUSED_MERGE=1, and the
