@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Registered run (../README.md): CuPy's tensor-core copies a 16-byte column a thread (branch
-# hyp/cupy-copy-lanes) against main. One GPU, no vendor wheel, about 15 minutes. From the
+# hyp/cupy-copy-lanes) against main. One GPU, no vendor wheel, about 18 minutes. From the
 # repository root:
 #   git checkout hyp/cupy-copy-lanes && bash scripts/gpu_ab.sh old main
 #   mkdir -p gpu-session && cp results/nvidia-h200/2026-11-29-cupy-copies/next/* gpu-session/
