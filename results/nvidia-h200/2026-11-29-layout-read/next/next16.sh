@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Registered run (../README.md): CuPy's read probes (branch hyp/cupy-layout-read) checked, then
 # timed beside Triton's and the DSL decode kernels on problems of 256 MB or more. One GPU, no
-# vendor wheel, about 10 minutes. From the repository root:
+# vendor wheel, about 12 minutes. From the repository root:
 #   git checkout hyp/cupy-layout-read
 #   mkdir -p gpu-session && cp results/nvidia-h200/2026-11-29-layout-read/next/* gpu-session/
 #   DECODE_BENCH_COMMIT=$(git rev-parse HEAD) OUT=$OUT bash scripts/device_run.sh start gpu-session/next16.sh 540
@@ -22,8 +22,8 @@ for set in lr lrp; do
     --out "$W/layout-$set.json" > "$W/layout-$set.log" 2>&1
   cat "$W/layout-$set.log"
 done
-RUNS="lr|240|--workload-file gpu-session/lr.json --backends triton,gluon,cupy;
-      lrp|240|--workload-file gpu-session/lrp.json --backends triton,gluon,cupy" \
+RUNS="lr|300|--workload-file gpu-session/lr.json --backends triton,gluon,cupy;
+      lrp|300|--workload-file gpu-session/lrp.json --backends triton,gluon,cupy" \
   W=$W/runs bash scripts/gpu_pipeline.sh > "$W/runs.log" 2>&1
 grep -E " rc |PASS" "$W/runs.log"
 python3 - "$W" <<'PY'
