@@ -11,17 +11,16 @@ largest backward branch that holds an HMMA), an inner rolled loop counted as oft
 A static count, not a profile: it says what a change removes from the loop, not what that saves
 in time (a warp that waits on memory issues nothing whatever its count)."""
 import argparse
-import os
+import json
 import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import triton
+from tests.sm90_tools import nvcc_cubin, triton_tool
 
 ROOT = Path(__file__).resolve().parent.parent
-CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
 
 
 def tree_at(rev: str, into: Path) -> Path:
@@ -49,22 +48,17 @@ if {split}: d.setdefault("FUSED_MERGE", 1)
 print(json.dumps(dict(defines=d, source=_build.source({'"split_k.cu"' if split else '"one_pass.cu"'}),
                       label=p.label(), vecs=p.head_dim * p.kv_itemsize // 16)))
 """
-    import json
     out = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                     check=True).stdout)
     defines = out["defines"]
     if not defines.get("TENSOR_CORES"):
         return dict(label=out["label"], defines=defines)
-    src = tmp / "k.cu"
-    src.write_text(out["source"])
-    res = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-use_fast_math", "-cubin", "-Xptxas",
-                          "-v", "-o", str(tmp / "k.cubin"), *(f"-D{k}={v}" for k, v in defines.items()),
-                          str(src)], capture_output=True, text=True)
+    res = nvcc_cubin(out["source"], defines, tmp / "k.cubin")
     if res.returncode:
         raise SystemExit(res.stderr[-2000:])
     regs = max(int(n) for n in re.findall(r"Used (\d+) registers", res.stderr))
     spills = max(int(n) for n in re.findall(r"(\d+) bytes spill stores", res.stderr))
-    sass = subprocess.run([CUOBJDUMP, "-sass", "-fun", "split_kernel" if split else "decode_kernel",
+    sass = subprocess.run([triton_tool("cuobjdump"), "-sass", "-fun", "split_kernel" if split else "decode_kernel",
                            str(tmp / "k.cubin")], capture_output=True, text=True, check=True).stdout
     lines = [(int(m[1], 16), line) for line in sass.splitlines()
              if (m := re.match(r"\s+/\*([0-9a-f]{4,6})\*/", line))]

@@ -5,12 +5,12 @@ and, where those are the default, the CUDA-core loop forced), with no local-memo
 
 import re
 import shutil
-import subprocess
 
 import pytest
 
 from impls.cupy import _build
 from specs.problem import DecodeProblem
+from tests.sm90_tools import nvcc_cubin
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
@@ -92,12 +92,8 @@ def test_cupy_kernel_compiles_for_sm90(src, problem, config, fused, tmp_path):
     defines = _build.pick_launch_config(problem, config, split=fused is not None)
     if fused is not None:  # the split kernels, with either merge (_build.split_merge)
         defines["FUSED_MERGE"] = fused
-    code = tmp_path / src  # what NVRTC is given: the source as _build.source() composes it
-    code.write_text(_build.source(src))
-    cmd = [NVCC, "-arch=sm_90", "-std=c++17", "-use_fast_math", "-cubin", "-Xptxas", "-v",
-           "-o", str(tmp_path / "k.cubin"), *(f"-D{k}={v}" for k, v in defines.items()),
-           str(code)]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    # what NVRTC is given: the source as _build.source() composes it
+    res = nvcc_cubin(_build.source(src), defines, tmp_path / "k.cubin")
     assert res.returncode == 0, res.stderr[-3000:]
     frames = [int(n) for n in re.findall(r"(\d+) bytes stack frame", res.stderr)]
     assert frames and all(n == 0 for n in frames), res.stderr

@@ -33,6 +33,7 @@ from impls.common import SMEM_BYTES  # noqa: E402
 from impls.gluon._ws import LOADER_REGS  # noqa: E402
 from specs.inputs import make_inputs  # noqa: E402
 from specs.problem import DecodeProblem  # noqa: E402
+from tests.sm90_tools import triton_tool  # noqa: E402
 
 HOPPER = GPUTarget("cuda", 90, 32)
 # Gluon's defaults, a deeper ring, and every variant's dense tiles by TMA and by cp.async
@@ -57,11 +58,6 @@ class _StandIn:
 def _record(self, *args, grid, warmup, **kwargs):
     captured.append((self, args, kwargs))
     return _StandIn() if warmup else None
-
-
-def triton_tool(name: str) -> str:
-    """One of the NVIDIA binaries Triton ships (ptxas, nvdisasm): the versions its compiles use."""
-    return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", name)
 
 
 def ptxas_spills(ptx: str) -> int:
