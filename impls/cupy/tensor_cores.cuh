@@ -42,7 +42,8 @@
 #define Q_ROW_BYTES ((Q_VECS_PER_ROW + 7) / 8 * 128)
 #define KV_ROW_BYTES ((KV_VECS_PER_ROW + 7) / 8 * 128)
 #define TILE_BYTES (BLOCK_N * KV_ROW_BYTES)  // one slot of every slice's ring
-#define TILE_VECS (16 * KV_VECS_PER_ROW)  // 16-byte copies of a slice's tile, K or V
+// rows of a tile one pass of the slice's threads copies, a thread a 16-byte column
+#define COPY_ROWS (32 * ROW_TILES / KV_VECS_PER_ROW)
 #if KV_FP8
 // Bytes of a V row a lane reads at a time (its V_GRANULE consecutive dims are one column of
 // V_GRANULE n8 fragments)
@@ -61,6 +62,7 @@ static_assert(BLOCK_H == 16 || BLOCK_H == 32 || BLOCK_H == 64, "the query rows a
 static_assert(NUM_WARPS % ROW_TILES == 0, "a warp per row tile in every slice");
 static_assert(STATE_WARPS == SLICES, "merge_warps merges a state per slice");
 static_assert(STAGES >= 2, "the ring needs a buffer to fill while one is read");
+static_assert(COPY_ROWS >= 1, "a row's 16-byte columns are at most a warp's threads");
 
 // Dynamic shared memory: K and V rings [SLICES][STAGES][16][KV_ROW_BYTES], the Q tile
 // [BLOCK_H][Q_ROW_BYTES] and the row-offset tables [SLICES][STAGES][16]; after the loop the same
@@ -215,27 +217,34 @@ __device__ __forceinline__ void attend(
     const int first = start + slice * 16;
     const int num_tiles = first < end ? (end - first + BLOCK_N - 1) / BLOCK_N : 0;
 
-    // element offset of row r of the slice's tile i (head 0), -1 past the range (no table read)
+    // byte offset of row r of the slice's tile i (head 0), 0 past the range (no table read; the
+    // copy writes zeros there)
     auto row_of = [&](int i, int r) -> long long {
         const int t = first + i * BLOCK_N + r;
         return t < end ? kv_row_offset(pid_b, t, block_table_ptr, stride_btb, page_size, stride_kp,
-                                       stride_kt)
-                       : -1;
+                                       stride_kt) * (long long)sizeof(kv_t)
+                       : 0;
     };
     // cp.async of the slice's tile i, K and V, into ring slot i % STAGES (offsets from row_off),
-    // shared by its warps
+    // shared by its warps. A thread copies one 16-byte column of every COPY_ROWS-th row, so its
+    // column's source and swizzle are fixed: a copy costs a row offset and two adds, not a
+    // division and the whole address (the copies were most of what a warp issued a tile)
+    const int copy_c = slice_tid % KV_VECS_PER_ROW, copy_r = slice_tid / KV_VECS_PER_ROW;
+    const char* k_col = reinterpret_cast<const char*>(k_head) + 16 * copy_c;
+    const char* v_col = reinterpret_cast<const char*>(v_head) + 16 * copy_c;
     auto load_tile = [&](int i) {
         const int slot = i % STAGES;
-#pragma unroll 1
-        for (int j = 0; j < (TILE_VECS + 32 * ROW_TILES - 1) / (32 * ROW_TILES); ++j) {  // 16 rows x KV_VECS_PER_ROW
-            const int idx = slice_tid + j * 32 * ROW_TILES;
-            if (TILE_VECS % (32 * ROW_TILES) == 0 || idx < TILE_VECS) {
-                const int r = idx / KV_VECS_PER_ROW, c = idx % KV_VECS_PER_ROW;
+        // the tile's rows past the range are its last ones (the range is one run of tokens)
+        const int rows_in = end - (first + i * BLOCK_N);
+        if (copy_r >= COPY_ROWS) return;  // the threads past the last whole row of a pass
+#pragma unroll
+        for (int j = 0; j < (16 + COPY_ROWS - 1) / COPY_ROWS; ++j) {
+            const int r = (COPY_ROWS == 1 ? 0 : copy_r) + j * COPY_ROWS;  // (a row a pass: r is j)
+            if (16 % COPY_ROWS == 0 || r < 16) {
                 const long long off = row_off[slot * 16 + r];
-                const long long src = (off < 0 ? 0 : off) + c * (16 / (int)sizeof(kv_t));
-                const unsigned dst = swizzled(slot * 16 + r, c, KV_ROW_BYTES);
-                cp_async_16(k_base + dst, k_head + src, off >= 0);
-                cp_async_16(v_base + dst, v_head + src, off >= 0);
+                const unsigned dst = swizzled(slot * 16 + r, copy_c, KV_ROW_BYTES);
+                cp_async_16(k_base + dst, k_col + off, r < rows_in);
+                cp_async_16(v_base + dst, v_col + off, r < rows_in);
             }
         }
     };
@@ -300,7 +309,7 @@ __device__ __forceinline__ void attend(
     for (int i = 0; i < num_tiles; ++i) {
         // the row offsets of tile i + STAGES (the slice's first warp): table reads issued now,
         // stored after the compute
-        const long long next_off = tile == 0 && lane < 16 ? row_of(i + STAGES, lane) : -1;
+        const long long next_off = tile == 0 && lane < 16 ? row_of(i + STAGES, lane) : 0;
         cp_async_wait<STAGES - 2>();  // tile i copied, by this thread ...
         slice_sync(slice);  // ... and by the slice; slot (i - 1) % STAGES is free again
         if (i + STAGES - 1 < num_tiles) load_tile(i + STAGES - 1);
