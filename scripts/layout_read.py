@@ -1,8 +1,9 @@
 """What a problem's layout alone costs a pure read (a GPU diagnostic, not part of a run): for
 each problem, the contiguous read of its K/V bytes that every row's ``pct_read`` is over
 (``harness.bandwidth.size_matched``, cold L2) beside a read of the same rows in the problem's own
-layout (``harness.bandwidth.layout_reads``: dense rows strided by KV head, or gathered through
-the block table at its page size), both launched to fill the GPU. The layout read is a plain,
+layout (``harness.bandwidth.layout_reads``, each read probe's: dense rows strided by KV head, or
+gathered through the block table at its page size; the best is the layout column, each probe's
+in brackets), both launched to fill the GPU. The layout read is a plain,
 untuned loop: it bounds a problem only where it is at least as fast as the problem's best decode
 kernel (on an H200 the kernels outran it: results/nvidia-h200/2026-11-28-heldout481/README.md).
 On the device machine:
@@ -45,8 +46,10 @@ def main() -> None:
         rows.append({"problem": p.label(), "kv_bytes": p.kv_bytes, "contiguous_us": contiguous,
                      "layout_us": reads})
         ratio = f"{best / contiguous:6.2f}" if best and contiguous else "     -"
+        each = "  ".join(f"{name} {us:.1f}" if isinstance(us, float) else f"{name}: {us}"
+                         for name, us in reads.items())
         print(f"{p.label()[:60]:60s} {p.kv_bytes / 1e6:8.1f} {contiguous or float('nan'):13.1f} "
-              f"{best or float('nan'):10.1f} {ratio}", flush=True)
+              f"{best or float('nan'):10.1f} {ratio}  ({each})", flush=True)
         del inputs
         torch.cuda.empty_cache()
     if args.out:

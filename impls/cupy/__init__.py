@@ -12,6 +12,7 @@ BACKEND = Backend(
     compiles="NVRTC on the first use of each kernel specialisation; cached on disk (CUPY_CACHE_DIR)",
     packages=("cupy-cuda13x", "cupy-cuda12x"),
     jit_cache_env=("CUPY_CACHE_DIR",),
+    read_probe="impls.cupy.read_probe",
     shown_config=("chunk", "num_items", "merges", "merge", "tensor_cores", "block_h", "tpr"),
     # the ring's knobs with the tensor-core loop, the thread mapping's with the CUDA-core one
     # (each refused where the problem cannot take it: pick_launch_config says why)
