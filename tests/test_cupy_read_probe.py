@@ -17,7 +17,9 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA G
     DecodeProblem(8, 2, 64, (300, 70), layout="paged", page_size=16, window=50),  # poison before
     DecodeProblem(32, 8, 128, (4097,) * 3 + (1,), layout="paged", page_size=1),  # 128 vectors a row
     DecodeProblem(16, 1, 256, (999, 17), kv_dtype="float8_e4m3fn"),  # fp8: 16 a vector
-], ids=["dense", "paged3", "window", "page1", "fp8"])
+    DecodeProblem(32, 32, 128, (700, 33), layout="paged", page_size=5),  # 512 vectors a row
+    DecodeProblem(12, 4, 64, (300, 70), q_len=3, window=40),  # a draft's rows, a window
+], ids=["dense", "paged3", "window", "page1", "fp8", "wide-row", "draft"])
 def test_layout_read_sums_exactly_the_attended_rows(problem):
     pytest.importorskip("cupy")
     from impls.cupy import read_probe

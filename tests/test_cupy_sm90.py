@@ -99,7 +99,6 @@ def test_cupy_kernel_compiles_for_sm90(src, problem, config, fused, tmp_path):
     assert frames and all(n == 0 for n in frames), res.stderr
 
 
-
 @pytest.mark.parametrize("paged", [0, 1])
 def test_cupy_read_probe_compiles_for_sm90(paged, tmp_path):
     """impls/cupy/read_probe.cu (the bandwidth probes' kernels) compiles for sm_90 as NVRTC is

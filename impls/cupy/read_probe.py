@@ -18,8 +18,10 @@ THREADS = 256
 UNROLL = 8  # loads a thread has in flight (K and V each, in layout_read)
 READ_BLOCK = 1 << 16  # 16-byte vectors a CTA (1 MiB), shrunk by ``fill`` as Triton's probe is
 MIN_BLOCK = 1 << 11  # ... to at least this (32 KiB a CTA)
-WAVES = 4  # ``fill``: blocks small enough that the CTAs make this many waves of PROGRAMS_PER_SM
-PROGRAMS_PER_SM = 4  # CTAs a plan of ``layout_read`` fills each SM with (registers allow 8)
+WAVES = 4  # ``fill``: blocks small enough that the CTAs make this many waves of READ_CTAS_PER_SM
+READ_CTAS_PER_SM = 8  # read_kernel's resident CTAs (32 registers a thread)
+PROGRAMS_PER_SM = 3  # CTAs a plan of ``layout_read`` fills each SM with: its 16 loads in flight
+# take 78 registers a thread (ptxas, sm_90), 3 CTAs of 256 an SM (forcing 4 spills)
 TOKEN_GRANULE = 16  # its items start on whole 16-token steps
 
 
@@ -41,13 +43,13 @@ def read_probe(x: torch.Tensor, fill: bool = False):
 
 def contiguous_read(x: torch.Tensor, fill: bool = False):
     """(call, partials): a call that reads every byte of the contiguous ``x`` once; ``fill``:
-    blocks shrunk (to MIN_BLOCK at least) until the CTAs make WAVES waves of PROGRAMS_PER_SM an
+    blocks shrunk (to MIN_BLOCK at least) until the CTAs make WAVES waves of READ_CTAS_PER_SM an
     SM."""
     words = _vectors(x.reshape(-1), "read_probe: x")
     n = words.numel() // 4
     block = READ_BLOCK
     if fill:
-        ctas = WAVES * PROGRAMS_PER_SM * torch.cuda.get_device_properties(x.device).multi_processor_count
+        ctas = WAVES * READ_CTAS_PER_SM * torch.cuda.get_device_properties(x.device).multi_processor_count
         while block > MIN_BLOCK and -(-n // block) < ctas:
             block //= 2
     grid = (-(-n // block),)
@@ -69,7 +71,7 @@ def row_vectors(inputs) -> int:
             or inputs.v.stride() != k.stride():
         raise ValueError("layout_read: a token's KV heads are not one contiguous row in K and V")
     row_bytes = p.num_kv_heads * p.head_dim * k.element_size()
-    if row_bytes % 16 or k.stride(-3) * k.element_size() % 16:
+    if row_bytes % 16 or any(s * k.element_size() % 16 for s in k.stride()[:-1]):
         raise ValueError(f"layout_read: a token's row ({row_bytes} bytes) is no whole number of "
                          "16-byte vectors")
     return row_bytes // 16
