@@ -105,12 +105,9 @@ def test_cupy_read_probe_compiles_for_sm90(paged, tmp_path):
     given it, with no local-memory stack frame (its loads in flight are registers)."""
     from impls.cupy import read_probe
 
-    code = tmp_path / "read_probe.cu"
-    code.write_text(_build.source("read_probe.cu"))
-    cmd = [NVCC, "-arch=sm_90", "-std=c++17", "-use_fast_math", "-cubin", "-Xptxas", "-v",
-           "-o", str(tmp_path / "k.cubin"), f"-DTHREADS={read_probe.THREADS}",
-           f"-DUNROLL={read_probe.UNROLL}", f"-DIS_PAGED={paged}", str(code)]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    res = nvcc_cubin(_build.source("read_probe.cu"),
+                     dict(THREADS=read_probe.THREADS, UNROLL=read_probe.UNROLL, IS_PAGED=paged),
+                     tmp_path / "k.cubin")
     assert res.returncode == 0, res.stderr[-3000:]
     frames = [int(n) for n in re.findall(r"(\d+) bytes stack frame", res.stderr)]
     assert len(frames) == 2 and all(n == 0 for n in frames), res.stderr
