@@ -23,14 +23,22 @@ once per size class (bytes rounded up to 1/8 of an octave) in the same run: what
 kernel could reach on that problem, the ratio every row states as ``pct_read``. Past
 ``NBYTES`` the asymptote holds and the class's time is its bytes over ``limit_gbps``. The read
 is contiguous where a kernel's reads are rows of pages: the limit is the easier one.
-``layout_reads`` times a read of the same rows in the problem's own layout beside it
-(``scripts/layout_read.py``): what the layout alone costs.
+
+``layout_limits`` times, per problem of the run, a read of exactly its attended K/V rows in its
+own layout (dense rows strided by sequence, pages gathered through the block table), by the
+fastest of the probes' ``layout_read``, on the run's own inputs (its seed: the same page order).
+Every row states ``pct_layout_read`` beside ``pct_read``: the contiguous read says how far the
+layout and the kernel together leave a problem from the memory's limit, the layout read how far
+the kernel alone does (results/nvidia-h200/2026-11-29-layout-read/: CuPy's layout read at or
+below the best DSL kernel on 15 of 16 problems of 256 MB or more).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
+import json
 from typing import Any
 
 import torch
@@ -145,8 +153,8 @@ def layout_reads(inputs, timer: GpuTimer | None = None) -> dict[str, float | str
     """Cold-L2 median (us) of each read probe's ``layout_read`` on ``inputs``: every attended K
     and V row read once in the problem's own layout (strided by KV head, gathered through the
     block table), and nothing else, or why it could not be had. Beside ``size_matched``'s
-    contiguous read of the same bytes, it says what the layout alone costs (a diagnostic,
-    ``scripts/layout_read.py``; the rows' ``pct_read`` stays over the contiguous read)."""
+    contiguous read of the same bytes, it says what the layout alone costs (``layout_limits``
+    takes the fastest as each row's ``pct_layout_read``; ``scripts/layout_read.py`` prints all)."""
     timer = timer or GpuTimer(inputs.device, quick=True, modes=("cold",))
     found: dict[str, float | str] = {}
     for name, module in _distinct_probes().items():
@@ -160,13 +168,64 @@ def layout_reads(inputs, timer: GpuTimer | None = None) -> dict[str, float | str
     return found
 
 
-def run_fields(device: torch.device, problems, timing: bool) -> dict:
+def problem_key(problem) -> str:
+    """A problem's key in ``layout_limits`` (the same in every process: its spec's JSON)."""
+    text = json.dumps(problem.to_dict(), sort_keys=True)
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+INPUTS_SHARE = 0.9  # of the free GPU memory a problem's inputs may take for its layout read
+
+
+def layout_limits(device: torch.device, problems, seed: int) -> dict[str, dict]:
+    """Per distinct problem (``problem_key``): the fastest probe's ``layout_read`` of the inputs
+    the run draws for it (``seed``), {"us", "probe"}; or {"note"} saying why none was had (inputs
+    that do not fit, no probe with a layout read, every probe refusing the layout)."""
+    from specs.inputs import input_bytes, make_inputs
+
+    timer = GpuTimer(device, quick=True, modes=("cold",))
+    found: dict[str, dict] = {}
+    for problem in problems:
+        key = problem_key(problem)
+        if key in found:
+            continue
+        if input_bytes(problem) > INPUTS_SHARE * torch.cuda.mem_get_info(device)[0]:
+            found[key] = {"note": "not measured: the problem's inputs do not fit beside the run's"}
+            continue
+        try:
+            inputs = make_inputs(problem, seed, device)
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            found[key] = {"note": "not measured: out of memory drawing the inputs"}
+            continue
+        reads = layout_reads(inputs, timer)
+        del inputs
+        times = {name: us for name, us in reads.items() if isinstance(us, float)}
+        if times:
+            best = min(times, key=times.get)
+            found[key] = {"us": times[best], "probe": best}
+        else:
+            found[key] = {"note": "; ".join(f"{n}: {why}" for n, why in reads.items())[:240]
+                          or "not measured: no read probe has a layout read"}
+    torch.cuda.empty_cache()
+    return found
+
+
+def layout_limit_us(limits: dict, problem) -> float | None:
+    """``problem``'s layout read time (us) from a run's ``layout_limits``, or None."""
+    entry = limits.get(problem_key(problem)) or {}
+    return entry.get("us")
+
+
+def run_fields(device: torch.device, problems, timing: bool, seed: int = 0) -> dict:
     """A run's provenance fields for the GPU it measures on: the probes and the limit every row's
-    % of bandwidth is over, and, when timing, the size-matched reads of ``problems``' sizes."""
+    % of bandwidth is over, and, when timing, the size-matched reads of ``problems``' sizes and
+    each problem's layout read (on the inputs of ``seed``)."""
     bw = measure(device)
     fields = dict(bandwidth=bw["probes"], bandwidth_limit_gbps=bw["limit_gbps"],
                   bandwidth_limit_probe=bw["limit_probe"])
     if timing:
         fields["read_limits"] = size_matched(device, [p.bytes_moved for p in problems],
                                              bw["limit_gbps"])
+        fields["layout_limits"] = layout_limits(device, problems, seed)
     return fields

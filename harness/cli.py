@@ -279,7 +279,8 @@ def _run(args, argv, problems, origin, impls, out_dir, executor, caches: str) ->
 
     prov = provenance.collect(argv)
     prov["compile_caches"] = caches
-    prov.update(executor.describe(), **executor.device_fields(problems, not args.no_timing))
+    prov.update(executor.describe(),
+                **executor.device_fields(problems, not args.no_timing, args.seed))
     if not torch.cuda.is_available() and isinstance(executor, executors.LocalExecutor):
         print(_cpu_notice(impls))
     elif torch.cuda.is_available() and (note := _missing_notice(impls)):

@@ -159,11 +159,12 @@ class LocalExecutor:
     def describe(self) -> dict:
         return {"executor": "local"}
 
-    def device_fields(self, problems, timing: bool) -> dict:
-        """The provenance of the one device this run measures on (its bandwidth: on a GPU)."""
+    def device_fields(self, problems, timing: bool, seed: int = 0) -> dict:
+        """The provenance of the one device this run measures on (its bandwidth and, timing, its
+        size-matched and layout reads of ``problems`` as drawn with ``seed``: on a GPU)."""
         if not torch.cuda.is_available():
             return {}
-        return bandwidth.run_fields(torch.device("cuda"), problems, timing)
+        return bandwidth.run_fields(torch.device("cuda"), problems, timing, seed)
 
     def start(self, plan: Plan, prov: dict) -> None:
         pass  # this process has measured its GPU (device_fields); the workers start with run()
@@ -254,7 +255,7 @@ class RayExecutor:
         return {"executor": "ray", "ray_address": self.address or "local", "gpus_used": self.slots,
                 "ray_version": self.ray.__version__}
 
-    def device_fields(self, problems, timing: bool) -> dict:
+    def device_fields(self, problems, timing: bool, seed: int = 0) -> dict:
         return {}  # each GPU measures itself (``start``); the rows carry their GPU's figures
 
     def start(self, plan: Plan, prov: dict) -> None:
@@ -452,7 +453,8 @@ def run_shard(plan: Plan, slot: int, queue, mine: list[Task], prov: dict, attemp
     fields = {**provenance.device_fields(slot=str(ids[0]) if ids else None), "host": platform.node()}
     if torch.cuda.is_available():
         problems = [DecodeProblem.from_dict(p) for p in plan.spec.problems]
-        fields.update(bandwidth.run_fields(torch.device("cuda"), problems, plan.spec.timing))
+        fields.update(bandwidth.run_fields(torch.device("cuda"), problems, plan.spec.timing,
+                                           plan.spec.seed))
         torch.cuda.empty_cache()
     device_prov = {**prov, **fields}
     yield {"device": dict(fields)}

@@ -73,7 +73,7 @@ document.querySelectorAll(".filters select, #filter-text").forEach(function (e) 
 """
 
 ROW_COLUMNS = ("problem", "workload", "model", "layout", "dtype", "backend", "variant", "status", "us",
-               "95% CI", "% BW", "% read", "vs vendor", "rank", "gpu", "reason / config")
+               "95% CI", "% BW", "% read", "% layout", "vs vendor", "rank", "gpu", "reason / config")
 FILTERED = ("backend", "workload", "layout", "dtype", "model", "status", "gpu")
 
 
@@ -107,7 +107,8 @@ def _row_line(r: dict, gpu: str) -> list[str]:
             spec.get("dtype", ""),
             r["backend"], r["variant"], r["status"], f"{r['median_us']:.2f}" if timed else "", ci,
             results._fmt(r.get("pct_peak_bw"), ".1f"), results._fmt(r.get("pct_read"), ".0f"),
-            results._fmt(r.get("vs_vendor"), ".2f"), results.rank_text(r) if r.get("rank") else "",
+            results._fmt(r.get("pct_layout_read"), ".0f"), results._fmt(r.get("vs_vendor"), ".2f"),
+            results.rank_text(r) if r.get("rank") else "",
             gpu, note]
 
 

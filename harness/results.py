@@ -31,7 +31,7 @@ CSV_FIELDS = ("backend", "variant", "algorithm", "problem", "workload", "spread_
               "p20_us", "p80_us", "reps", "cold_stop", "cold_note", "graph_us", "graph_ci_us", "graph_note",
               "wall_us", "wall_ci_us", "launch_us", "launch_ci_us", "launch_note", "plan_us", "rank", "tied",
               "bytes", "kv_bytes", "input_bytes", "peak_mem_bytes", "gbps", "pct_peak_bw",
-              "read_limit_us", "pct_read", "vs_vendor",
+              "read_limit_us", "pct_read", "layout_read_us", "pct_layout_read", "vs_vendor",
               "vendor_best", "vendor_best_us",
               "first_call_ms", "tuning_s", "config_source", "timing", "config", "spec") + ROW_PROVENANCE
 
@@ -242,7 +242,8 @@ def _cell_status(r: dict) -> str:
 
 
 TABLE_COLUMNS = ("problem", "gpu", "variant", "status", "cold us [95% CI]", "graph us", "wall us",
-                 "launch us", "plan us", "GB/s", "% BW", "% read", "rank", "vs vendor", "1st call ms",
+                 "launch us", "plan us", "GB/s", "% BW", "% read", "% layout", "rank", "vs vendor",
+                 "1st call ms",
                  "KV MB", "peak MB", "config / reason")
 
 
@@ -266,8 +267,8 @@ def _table_row(r: dict, gpu: str = "") -> list[str]:
     return [r["problem"], gpu, r["variant"], _cell_status(r), primary, _mode_cell(r, "graph"),
             _mode_cell(r, "wall"), _mode_cell(r, "launch"), _fmt(r.get("plan_us"), ".1f"),
             _fmt(r.get("gbps"), ".0f"),
-            _fmt(r.get("pct_peak_bw"), ".1f"), _fmt(r.get("pct_read"), ".0f"), rank_text(r),
-            _fmt(r.get("vs_vendor"), ".2f"),
+            _fmt(r.get("pct_peak_bw"), ".1f"), _fmt(r.get("pct_read"), ".0f"),
+            _fmt(r.get("pct_layout_read"), ".0f"), rank_text(r), _fmt(r.get("vs_vendor"), ".2f"),
             _fmt(r.get("first_call_ms"), ".0f"), _mb(r.get("kv_bytes")), _mb(r.get("peak_mem_bytes")),
             note]
 
@@ -444,6 +445,12 @@ def provenance_lines(prov: dict) -> list[str]:
         bw = (f"memory bandwidth measured in the run: {prov['bandwidth_limit_gbps']:.0f} GB/s "
               f"({prov.get('bandwidth_limit_probe')}; probes in GB/s: {probes}); '% BW' is the "
               "bytes each problem must move over that")
+        if (layout := prov.get("layout_limits")) is not None:
+            had = [e for e in layout.values() if e.get("us") is not None]
+            probes = ", ".join(sorted({e["probe"] for e in had})) or "none"
+            bw += (f"; '% read' is a contiguous read of the same bytes over a row's time, '% layout' "
+                   f"a read of the problem's attended K/V rows in its own layout ({probes}'s "
+                   f"layout read, measured on {len(had)} of {len(layout)} problems)")
     elif prov.get("executor") == "ray":  # each GPU measures itself (listed once they report)
         bw = ("memory bandwidth measured in the run on each GPU (the executor line); '% BW' is the "
               "bytes each problem must move over the bandwidth of the GPU that measured the row")
@@ -543,7 +550,8 @@ VENDOR_NOTE = ("Against the vendors: per backend, over the problems where it and
                "both pass, its fastest variant's time against the fastest vendor kernel's "
                "(> 1: faster); '% read' is the median over those problems of a pure read of the "
                "same bytes over its time. 'KV >= 256 MB' lists the same over the problems that "
-               "large (bandwidth-bound).")
+               "large (bandwidth-bound), and '% layout read there' the range over them of a read "
+               "of the same rows in the problem's own layout over its time.")
 LARGE_KV = 256 * 10**6  # bytes of K and V past which a decode step is bound by HBM bandwidth
 
 
@@ -568,13 +576,15 @@ def vendor_summary(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
         reads = [r["pct_read"] for r in best if r.get("pct_read") is not None]
         large = [r for r in best if (r.get("kv_bytes") or 0) >= LARGE_KV]
         large_reads = [r["pct_read"] for r in large if r.get("pct_read") is not None]
+        large_layout = [r["pct_layout_read"] for r in large if r.get("pct_layout_read") is not None]
         body.append([name, str(len(ratios)), f"{statistics.median(ratios):.2f}x", f"{min(ratios):.2f}x",
                      f"{max(ratios):.2f}x", f"{statistics.median(reads):.0f}" if reads else "",
                      str(len(large)),
                      f"{statistics.median([r['vs_vendor'] for r in large]):.2f}x" if large else "",
-                     f"{min(large_reads):.0f}-{max(large_reads):.0f}" if large_reads else ""])
+                     f"{min(large_reads):.0f}-{max(large_reads):.0f}" if large_reads else "",
+                     f"{min(large_layout):.0f}-{max(large_layout):.0f}" if large_layout else ""])
     return ["backend", "problems", "median", "worst", "best", "% read (median)",
-            "KV >= 256 MB", "median there", "% read there"], body
+            "KV >= 256 MB", "median there", "% read there", "% layout read there"], body
 
 
 TIME_NOTE = ("Where the time went: per GPU and backend, its rows, when its first and last row "

@@ -199,6 +199,9 @@ def evaluate(cell: int, impl: Impl, problem: DecodeProblem, inputs, ref, spec: R
             if read_us := bandwidth.read_limit_us(prov.get("read_limits") or {}, problem.bytes_moved):
                 row["read_limit_us"] = round(read_us, 2)
                 row["pct_read"] = round(100 * read_us / row["median_us"], 1)
+            if layout_us := bandwidth.layout_limit_us(prov.get("layout_limits") or {}, problem):
+                row["layout_read_us"] = round(layout_us, 2)
+                row["pct_layout_read"] = round(100 * layout_us / row["median_us"], 1)
     return row
 
 

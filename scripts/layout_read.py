@@ -3,9 +3,10 @@ each problem, the contiguous read of its K/V bytes that every row's ``pct_read``
 (``harness.bandwidth.size_matched``, cold L2) beside a read of the same rows in the problem's own
 layout (``harness.bandwidth.layout_reads``, each read probe's: dense rows strided by KV head, or
 gathered through the block table at its page size; the best is the layout column, each probe's
-in brackets), both launched to fill the GPU. The layout read is a plain,
-untuned loop: it bounds a problem only where it is at least as fast as the problem's best decode
-kernel (on an H200 the kernels outran it: results/nvidia-h200/2026-11-28-heldout481/README.md).
+in brackets), both launched to fill the GPU. The best is what a timed run states as each row's
+``pct_layout_read``; it bounds a problem only where it is at least as fast as the problem's best
+decode kernel (Triton's alone was not; CuPy's was on 15 of 16 problems of 256 MB or more:
+results/nvidia-h200/2026-11-29-layout-read/README.md).
 On the device machine:
     python3 scripts/layout_read.py --workloads heldout:441 [--min-kv-mb 256] [--out FILE.json]
 """

@@ -1,7 +1,8 @@
 """Each backend against the fastest vendor kernel over the rows of one or more run folders of
 the same GPU (runs split by backend, e.g. a slow one given its own time limit): the report's
 'against the vendors' table over their rows together, then, per problem of KV >= 256 MB, the
-fastest non-vendor backend's share of the size-matched read. A row of a later folder replaces
+fastest non-vendor backend's share of the size-matched read (contiguous, and in the
+problem's own layout where the run measured it). A row of a later folder replaces
 the same implementation's row on the same problem from an earlier one (a rerun with the tuning
 cache after a run on the rules: ``RULES_DIR CACHE_DIR``). ``--below X`` lists, per backend, the
 problems where it is under X times the fastest vendor kernel (its row against the vendor's).
@@ -51,9 +52,12 @@ def main(argv: list[str]) -> int:
         r for r in rows if not r.get("vendor") and r.get("pct_read") is not None
         and (r.get("kv_bytes") or 0) >= results.LARGE_KV)
     if best:
-        print("\nKV >= 256 MB: the fastest non-vendor row's % of the size-matched read")
+        print("\nKV >= 256 MB: the fastest non-vendor row's % of the size-matched read "
+              "(contiguous, and in the problem's layout)")
         for r in sorted(best.values(), key=lambda r: r["pct_read"]):
-            print(f"  {r['pct_read']:5.0f} %  {r['impl']:<22} {r['problem']}")
+            layout = r.get("pct_layout_read")
+            print(f"  {r['pct_read']:5.0f} %  {'-' if layout is None else f'{layout:.0f} %':>6}  "
+                  f"{r['impl']:<22} {r['problem']}")
     return 0
 
 

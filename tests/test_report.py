@@ -384,7 +384,7 @@ def test_vendor_summary_takes_each_backends_fastest_variant_per_problem():
     def row(backend, variant, problem, us, vendor=False, kv=10**9):
         return {"backend": backend, "variant": variant, "problem": problem, "status": "PASS",
                 "impl": f"{backend}/{variant}", "spec": {"p": problem}, "median_us": us,
-                "vendor": vendor, "kv_bytes": kv, "pct_read": 1000 / us}
+                "vendor": vendor, "kv_bytes": kv, "pct_read": 1000 / us, "pct_layout_read": 1100 / us}
 
     rows = [row("v1", "one-pass", "a", 10.0, True), row("v2", "one-pass", "a", 9.0, True),
             row("dsl", "dense", "a", 12.0), row("dsl", "split-k", "a", 6.0),
@@ -397,6 +397,7 @@ def test_vendor_summary_takes_each_backends_fastest_variant_per_problem():
     assert line["problems"] == "2" and line["worst"] == "0.50x" and line["best"] == "1.50x"
     assert line["median"] == "1.00x" and line["KV >= 256 MB"] == "1"
     assert line["median there"] == "1.50x" and line["% read there"] == "167-167"
+    assert line["% layout read there"] == "183-183"
 
 
 def test_compare_a_run_over_two_gpus_with_one_gpu_run(tmp_path):
