@@ -323,8 +323,8 @@ def test_layout_reads_times_a_shared_probe_module_once(monkeypatch):
 def test_layout_limits_take_the_fastest_layout_read_once_per_problem(monkeypatch):
     """harness.bandwidth.layout_limits: a problem drawn with the run's seed, its fastest probe's
     layout read kept under a key every process computes alike (a problem listed twice is
-    measured once); a problem whose inputs do not fit, or that no probe reads, says why; the rows
-    find their problem's time by the same key."""
+    measured once); a problem whose inputs do not fit, that no probe reads, or that fails, says
+    why, and the others are measured; the rows find their problem's time by the same key."""
     import dataclasses
 
     import specs.inputs
@@ -333,20 +333,27 @@ def test_layout_limits_take_the_fastest_layout_read_once_per_problem(monkeypatch
 
     small, other = workloads.heldout_problems(7)[:2]
     big = dataclasses.replace(small, seq_lens=[small.seq_lens[0] + 1] + list(small.seq_lens[1:]))
+    bad = dataclasses.replace(small, seq_lens=[small.seq_lens[0] + 2] + list(small.seq_lens[1:]))
     drawn = []
+
+    def draw(p, seed, device):
+        if p is bad:
+            raise RuntimeError("CUDA error: an illegal memory access")
+        drawn.append((p, seed))
+        return types.SimpleNamespace(p=p)
     monkeypatch.setattr(bandwidth, "GpuTimer", lambda *a, **k: None)
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (1000, 2000))
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
     monkeypatch.setattr(specs.inputs, "input_bytes", lambda p: 10**6 if p is big else 10)
-    monkeypatch.setattr(specs.inputs, "make_inputs",
-                        lambda p, seed, device: drawn.append((p, seed)) or types.SimpleNamespace(p=p))
+    monkeypatch.setattr(specs.inputs, "make_inputs", draw)
     times = {bandwidth.problem_key(small): {"cupy": 5.0, "triton": 7.5},
              bandwidth.problem_key(other): {"cupy": "not measured: ValueError: no rows"}}
     monkeypatch.setattr(bandwidth, "layout_reads",
                         lambda inputs, timer: times[bandwidth.problem_key(inputs.p)])
 
-    found = bandwidth.layout_limits("cuda", [small, small, other, big], seed=11)
+    found = bandwidth.layout_limits("cuda", [small, small, bad, other, big], seed=11)
     assert drawn == [(small, 11), (other, 11)]  # once each; the one too big never drawn
+    assert "RuntimeError: CUDA error" in found[bandwidth.problem_key(bad)]["note"]  # the rest stand
     assert found[bandwidth.problem_key(small)] == {"us": 5.0, "probe": "cupy"}
     assert "ValueError: no rows" in found[bandwidth.problem_key(other)]["note"]
     assert "do not fit" in found[bandwidth.problem_key(big)]["note"]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # heldout:481's worst DSL rows (23, 20, 8: CuPy; 16: Triton; 15: Gluon) after CuPy's copy lanes
 # landed: the DSL kernels beside FA3, FA2 and cuDNN (no FA4/FlashInfer wheels in this call).
-# From the repository root at main c384c2c, with `bash ../shared/gpu/wheels.sh fa3` (one folder):
+# From the repository root at main c384c2c, with FA3's wheel packed into .gpu-wheels/1 (one folder):
 #   mkdir -p gpu-session && cp results/nvidia-h200/2026-11-29-after-copies/w481.* gpu-session/
 #   bash scripts/light_tree.sh on      (device call, carry .gpu-wheels/1:)
 #   OUT=$OUT bash scripts/device_run.sh install .gpu-wheels/1 &&
