@@ -17,7 +17,8 @@ from specs.problem import DTYPE_SHORT
 
 SCORE_NOTE = ("Scorecard: per backend, its fastest passing variant per problem against the "
               "fastest vendor kernel there (median, worst; > 1: faster) and against a pure read "
-              "of the same bytes ('% read', median and worst: how near the size-matched limit); "
+              "of the same bytes ('% read', median and worst: how near the size-matched limit) "
+              "and of the same rows in the problem's own layout ('% layout', median); "
               "its verdicts; what it takes (declared capabilities: layouts, dtypes, head dims, "
               "pages, fp8 caches, query tokens, windows, caps); lines of code per variant (its own "
               "+ what its variants share in the backend's folder, comments, docstrings and blank "
@@ -155,6 +156,7 @@ def scorecard(rows: list[dict], prov: dict | None = None) -> tuple[list[str], li
         ratios = [r["vs_vendor"] for r in results.against_vendors(group)]
         timed = results.fastest_by_problem(group, results.measured_key)
         reads = [r["pct_read"] for r in timed.values() if r.get("pct_read") is not None]
+        layout = [r["pct_layout_read"] for r in timed.values() if r.get("pct_layout_read") is not None]
         counts = {s: sum(r["status"] == s for r in group) for s in results.STATUSES}
         verdicts = " ".join(f"{n} {s}" for s, n in counts.items() if n)
         lines = (facts.get(name) or {}).get("lines")
@@ -165,11 +167,13 @@ def scorecard(rows: list[dict], prov: dict | None = None) -> tuple[list[str], li
                      "" if vendor or not ratios else f"{statistics.median(ratios):.2f}x",
                      "" if vendor or not ratios else f"{min(ratios):.2f}x",
                      results._fmt(_median(reads), ".0f"), results._fmt(min(reads) if reads else None, ".0f"),
+                     results._fmt(_median(layout), ".0f"),
                      verdicts, (facts.get(name) or {}).get("takes", ""),
                      ("adapter " if vendor and code else "") + code,
                      results._fmt(_median(r.get("first_call_ms") for r in group), ".0f"),
                      results._fmt(_median(r.get("launch_us") for r in group), ".1f"),
                      f"{tuning:.1f}" if tuning else ""])
     return ["backend", "kind", "vs vendor (median)", "worst", "% read (median)", "worst % read",
+            "% layout (median)",
             "verdicts", "takes", "code lines (own+shared)", "1st call ms", "launch us",
             "tuning s"], body

@@ -560,3 +560,20 @@ def test_best_variant_takes_the_untouched_variants_rows_as_the_control_of_a_code
     missing = subprocess.run(command + ["--control", "fused"], cwd=ROOT, capture_output=True,
                              text=True, timeout=120)
     assert missing.returncode == 2 and "no row of fused" in missing.stderr
+
+
+def test_scorecard_states_each_backends_median_share_of_the_layout_read():
+    """The scorecard's '% layout (median)': over a backend's fastest timed row per problem, the
+    median of its ``pct_layout_read``; empty for rows of runs that did not measure it."""
+    from harness import scorecard
+
+    def row(backend, problem, us, layout):
+        return {"backend": backend, "variant": "dense", "problem": problem, "status": "PASS",
+                "impl": f"{backend}/dense", "spec": {"p": problem}, "median_us": us,
+                "vendor": False, "kv_bytes": 10**9, "pct_read": 50.0, "pct_layout_read": layout}
+
+    rows = [row("a", "p1", 10.0, 80.0), row("a", "p2", 10.0, 90.0), row("a", "p3", 10.0, 70.0),
+            row("b", "p1", 10.0, None)]
+    header, body = scorecard.scorecard(rows, {"code": {}})
+    lines = {line[0]: dict(zip(header, line)) for line in body}
+    assert lines["a"]["% layout (median)"] == "80" and lines["b"]["% layout (median)"] == ""
