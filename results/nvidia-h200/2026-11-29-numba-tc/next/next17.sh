@@ -2,7 +2,7 @@
 # Registered run (../README.md): Numba's tensor-core kernel (branch hyp/numba-tc) checked on the
 # GPU, the probe timed beside Numba's CUDA-core variants and the built-in vendor kernels, the
 # knob tensor_cores A/B'd through the harness; and main's new '% layout' column's first GPU run.
-# One GPU, no wheel, about 14 minutes. From the repository root:
+# One GPU, no wheel, about 15 minutes. From the repository root:
 #   git checkout hyp/numba-tc
 #   mkdir -p gpu-session && cp results/nvidia-h200/2026-11-29-numba-tc/next/* gpu-session/
 #   bash scripts/light_tree.sh on
@@ -14,6 +14,7 @@
 #    config tensor_cores=1; harness compare of the two (both variants); '% layout' in the rows
 # 4. Numba's conformance suite on the branch (its config sweep draws tensor_cores 0 and 1)
 # 5. (not part of the prediction) ncu on the probe's kernel, 3040.1
+# 6. (not part of the prediction) ncu's source page of CuPy's split kernel on 481.20
 set -u
 cd "$(dirname "$0")/.."
 timeout 240 python3 -m pytest tests/test_numba_tc.py -v -p no:cacheprovider > "$W/tc-tests.log" 2>&1
@@ -58,4 +59,13 @@ timeout 150 ncu --kernel-name regex:decode_tc --launch-count 1 --section SpeedOf
   --section LaunchStats --section SchedulerStats --section WarpStateStats \
   python3 gpu-session/tc_time.py gpu-session/tcp1.json > "$W/ncu-tc.txt" 2>&1
 grep -E "Duration|Registers|Achieved Occupancy|DRAM Throughput|Warp Cycles Per Issued" "$W/ncu-tc.txt" | head
+# 6. (not part of the prediction) where CuPy's split kernel issues on 481.20: ncu's source page
+#    (SASS, instructions executed a line), for ../../2026-11-29-after-copies/'s open question
+problem=$(python3 -c "import json; from specs import workloads as w
+print(json.dumps(w.heldout_problems(481)[20].to_dict()))")
+timeout 200 ncu --kernel-name split_kernel --launch-count 1 --section InstructionStats \
+  --section SourceCounters --page source --print-source sass \
+  python3 -m harness run --problem "$problem" --backends cupy --variants split-k --no-timing --no-isolate \
+  --out "$W/cupy-src-run" > "$W/ncu-cupy-source-481.20.txt" 2>&1
+echo "cupy source page: $(wc -l < "$W/ncu-cupy-source-481.20.txt") lines"
 echo "next17 done"
