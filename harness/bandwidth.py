@@ -39,7 +39,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
-import json
 from typing import Any
 
 import torch
@@ -170,12 +169,11 @@ def layout_reads(inputs, timer: GpuTimer | None = None) -> dict[str, float | str
 
 
 def problem_key(problem) -> str:
-    """A problem's key in ``layout_limits`` (the same in every process: its spec's JSON)."""
-    text = json.dumps(problem.to_dict(), sort_keys=True)
-    return hashlib.sha1(text.encode()).hexdigest()[:16]
+    """A problem's key in ``layout_limits``: a digest of the rows' identity of it
+    (``results.problem_key``, its whole spec), short enough for a provenance of many problems."""
+    from harness import results
 
-
-INPUTS_SHARE = 0.9  # of the free GPU memory a problem's inputs may take for its layout read
+    return hashlib.sha1(results.problem_key({"spec": problem.to_dict()}).encode()).hexdigest()[:16]
 
 
 def layout_limits(device: torch.device, problems, seed: int) -> dict[str, dict]:
@@ -183,7 +181,8 @@ def layout_limits(device: torch.device, problems, seed: int) -> dict[str, dict]:
     the run draws for it (``seed``), {"us", "probe"}; or {"note"} saying why none was had (inputs
     that do not fit, no probe with a layout read, every probe refusing the layout, an error).
     Never raises: a problem that fails here costs its rows' '% layout', not the run."""
-    from specs.inputs import input_bytes, make_inputs
+    from harness.runner import does_not_fit  # (runner imports this module)
+    from specs.inputs import make_inputs
 
     found: dict[str, dict] = {}
     try:
@@ -198,8 +197,8 @@ def layout_limits(device: torch.device, problems, seed: int) -> dict[str, dict]:
         inputs = None
         try:
             torch.cuda.empty_cache()  # the last problem's blocks count as free again
-            if input_bytes(problem) > INPUTS_SHARE * torch.cuda.mem_get_info(device)[0]:
-                found[key] = {"note": "not measured: the problem's inputs do not fit"}
+            if why := does_not_fit(problem, device):  # the cells' own test
+                found[key] = {"note": f"not measured: the problem's inputs do not fit: {why}"}
                 continue
             inputs = make_inputs(problem, seed, device)
             reads = layout_reads(inputs, timer)

@@ -344,14 +344,15 @@ def test_layout_limits_take_the_fastest_layout_read_once_per_problem(monkeypatch
     monkeypatch.setattr(bandwidth, "GpuTimer", lambda *a, **k: None)
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (1000, 2000))
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
-    monkeypatch.setattr(specs.inputs, "input_bytes", lambda p: 10**6 if p is big else 10)
+    import harness.runner
+    monkeypatch.setattr(harness.runner, "input_bytes", lambda p: 10**6 if p is big else 10)
     monkeypatch.setattr(specs.inputs, "make_inputs", draw)
     times = {bandwidth.problem_key(small): {"cupy": 5.0, "triton": 7.5},
              bandwidth.problem_key(other): {"cupy": "not measured: ValueError: no rows"}}
     monkeypatch.setattr(bandwidth, "layout_reads",
                         lambda inputs, timer: times[bandwidth.problem_key(inputs.p)])
 
-    found = bandwidth.layout_limits("cuda", [small, small, bad, other, big], seed=11)
+    found = bandwidth.layout_limits(torch.device("cuda"), [small, small, bad, other, big], seed=11)
     assert drawn == [(small, 11), (other, 11)]  # once each; the one too big never drawn
     assert "RuntimeError: CUDA error" in found[bandwidth.problem_key(bad)]["note"]  # the rest stand
     assert found[bandwidth.problem_key(small)] == {"us": 5.0, "probe": "cupy"}
