@@ -172,8 +172,9 @@ struct Dest {
     float* lse;
     long long stride_ot, stride_oh, stride_lt;
     Rows rows;
-    __device__ __forceinline__ void store(int r, int d, float o) const {
-        const long long off = rows.token(r) * stride_ot + rows.head(r) * stride_oh + d;
+    // element d of query token ``token``'s head ``head`` (the row's, from Rows::token and ::head)
+    __device__ __forceinline__ void store(int token, int head, int d, float o) const {
+        const long long off = token * stride_ot + head * stride_oh + d;
         if (part_out) store_value(part_out + off, o);
         else store_value(out + off, o);
     }
@@ -182,30 +183,49 @@ struct Dest {
     }
 };
 
-// The warps' states merged, O = sum_w exp2(m_w - M) acc_w / sum_w exp2(m_w - M) l_w, normalised,
-// stored to ``dest`` (out and one LSE per row); a range that held no token stores 0 and -inf.
-// sm_m, sm_l: [STATE_WARPS][BLOCK_H]; sm_acc: [STATE_WARPS][BLOCK_H][HEAD_DIM], in shared memory.
-__device__ __forceinline__ void merge_warps(const float* sm_m, const float* sm_l, const float* sm_acc,
-                                            const Dest& dest) {
-    for (int idx = threadIdx.x; idx < dest.rows.n * HEAD_DIM; idx += NUM_THREADS) {
-        const int h = idx / HEAD_DIM;
-        const int d = idx % HEAD_DIM;
+// merge_warps' first pass (below), a thread a row. Not inlined: inlined, it changed how ptxas
+// scheduled the main loop of some kernels (tests/cupy_sass.py: 11 % more a tile, heldout:481.23).
+__device__ __noinline__ void merge_rows(float* sm_m, float* sm_l, const Dest& dest) {
+    int* sm_row = reinterpret_cast<int*>(sm_l);  // row h's token << 16 | head, at sm_l[h]
+    for (int h = threadIdx.x; h < dest.rows.n; h += NUM_THREADS) {
         float big = NEG_INF;
 #pragma unroll
         for (int w = 0; w < STATE_WARPS; ++w) big = fmaxf(big, sm_m[w * BLOCK_H + h]);
-        float o = 0.f, lse = NEG_INF;
-        if (big != NEG_INF) {
-            float sum_l = 0.f, sum_o = 0.f;
+        float weight[STATE_WARPS], sum_l = 0.f;
 #pragma unroll
-            for (int w = 0; w < STATE_WARPS; ++w) {
-                const float weight = exp2f(sm_m[w * BLOCK_H + h] - big);  // a warp that saw nothing: 0
-                sum_l += weight * sm_l[w * BLOCK_H + h];
-                sum_o += weight * sm_acc[(w * BLOCK_H + h) * HEAD_DIM + d];
-            }
-            o = sum_o / sum_l;
-            lse = (big + log2f(sum_l)) * LN2;
+        for (int w = 0; w < STATE_WARPS; ++w) {
+            // a warp that saw nothing: 0; a row that saw nothing: every weight 0
+            weight[w] = big == NEG_INF ? 0.f : exp2f(sm_m[w * BLOCK_H + h] - big);
+            sum_l += weight[w] * sm_l[w * BLOCK_H + h];
         }
-        dest.store(h, d, o);
-        if (d == 0) dest.store_lse(h, lse);
+        const float inv = big == NEG_INF ? 0.f : 1.f / sum_l;
+#pragma unroll
+        for (int w = 0; w < STATE_WARPS; ++w) sm_m[w * BLOCK_H + h] = weight[w] * inv;
+        dest.store_lse(h, big == NEG_INF ? NEG_INF : (big + log2f(sum_l)) * LN2);
+        sm_row[h] = dest.rows.token(h) << 16 | dest.rows.head(h);
+    }
+}
+
+// The warps' states merged, O = sum_w exp2(m_w - M) acc_w / sum_w exp2(m_w - M) l_w, normalised,
+// stored to ``dest`` (out and one LSE per row); a range that held no token stores 0 and -inf.
+// sm_m, sm_l: [STATE_WARPS][BLOCK_H]; sm_acc: [STATE_WARPS][BLOCK_H][HEAD_DIM], in shared memory.
+// A thread a row first: its warps' weights exp2(m_w - M) / L (in sm_m, in place), its LSE, and
+// its (token, head) packed in its first sm_l slot (its l's summed by then); then each element is
+// a weighted sum. Per element, the row's max, exponentials, log and its out offset (a division
+// by the group) were most of what the CTA issued past its loop on short pieces.
+__device__ __forceinline__ void merge_warps(float* sm_m, float* sm_l, const float* sm_acc,
+                                            const Dest& dest) {
+    merge_rows(sm_m, sm_l, dest);
+    const int* sm_row = reinterpret_cast<const int*>(sm_l);
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < dest.rows.n * HEAD_DIM; idx += NUM_THREADS) {
+        const int h = idx / HEAD_DIM;
+        const int d = idx % HEAD_DIM;
+        float o = 0.f;
+#pragma unroll
+        for (int w = 0; w < STATE_WARPS; ++w)
+            o += sm_m[w * BLOCK_H + h] * sm_acc[(w * BLOCK_H + h) * HEAD_DIM + d];
+        const int token_head = sm_row[h];
+        dest.store(token_head >> 16, token_head & 0xffff, d, o);
     }
 }
