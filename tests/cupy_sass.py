@@ -8,8 +8,8 @@ a ``DecodeProblem(...)`` expression. For each, both kernels (split-K's, FUSED_ME
 one pass) at the launch config the rule of each tree picks: the main loop's instructions (the
 largest backward branch that holds an HMMA), an inner rolled loop counted as often as it runs
 (its trip count: a slice's 16-byte copies over its threads), the merge's element loop (the first
-loop past it that reads shared and stores global memory, no exponential in it: before the change
-that split it, its first loop held them), ptxas's registers and spill bytes.
+loop past it that stores to global memory, or the innermost such loop in it; unrolled bodies are
+counted whole), ptxas's registers and spill bytes.
 A static count, not a profile: it says what a change removes from the loop, not what that saves
 in time (a warp that waits on memory issues nothing whatever its count)."""
 import argparse
@@ -74,13 +74,12 @@ print(json.dumps(dict(defines=d, source=_build.source({'"split_k.cu"' if split e
     trips = -(-16 * out["vecs"] // threads)  # the old loop's: a slice's 16 rows of copies
     inner = [(at - target) // 16 + 1 for target, at in loops if main[0] < target and at < main[1]]
     per_tile = len(body) + sum(n * (trips - 1) for n in inner)
-    # merge_warps' element loop: the first loop past the main one that reads shared memory and
-    # stores to global memory with no exponential in it (its body, once an element a thread)
-    def has(op, target, at):
-        return any(op in line for a, line in lines if target <= a <= at)
-    merges = [at - target for target, at in loops if target > main[1] and has("LDS", target, at)
-              and has("STG", target, at) and not has("MUFU.EX2", target, at)]
-    merge = merges[0] // 16 + 1 if merges else 0
+    # merge_warps' element loop: the first loop past the main one that stores to global memory,
+    # or the innermost such loop inside it (its body: as many elements as nvcc unrolled it to)
+    stores = sorted((target, at) for target, at in loops if target > main[1]
+                    and any("STG" in line for a, line in lines if target <= a <= at))
+    inner = [loop for loop in stores if stores and stores[0][0] <= loop[0] and loop[1] <= stores[0][1]]
+    merge = min((at - target) // 16 + 1 for target, at in inner) if inner else 0
     return dict(label=out["label"], defines=defines, regs=regs, spills=spills, per_tile=per_tile,
                 merge=merge)
 

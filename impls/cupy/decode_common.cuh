@@ -183,49 +183,37 @@ struct Dest {
     }
 };
 
-// merge_warps' first pass (below), a thread a row. Not inlined: inlined, it changed how ptxas
-// scheduled the main loop of some kernels (tests/cupy_sass.py: 11 % more a tile, heldout:481.23).
-__device__ __noinline__ void merge_rows(float* sm_m, float* sm_l, const Dest& dest) {
-    int* sm_row = reinterpret_cast<int*>(sm_l);  // row h's token << 16 | head, at sm_l[h]
-    for (int h = threadIdx.x; h < dest.rows.n; h += NUM_THREADS) {
-        float big = NEG_INF;
-#pragma unroll
-        for (int w = 0; w < STATE_WARPS; ++w) big = fmaxf(big, sm_m[w * BLOCK_H + h]);
-        float weight[STATE_WARPS], sum_l = 0.f;
-#pragma unroll
-        for (int w = 0; w < STATE_WARPS; ++w) {
-            // a warp that saw nothing: 0; a row that saw nothing: every weight 0
-            weight[w] = big == NEG_INF ? 0.f : exp2f(sm_m[w * BLOCK_H + h] - big);
-            sum_l += weight[w] * sm_l[w * BLOCK_H + h];
-        }
-        const float inv = big == NEG_INF ? 0.f : 1.f / sum_l;
-#pragma unroll
-        for (int w = 0; w < STATE_WARPS; ++w) sm_m[w * BLOCK_H + h] = weight[w] * inv;
-        dest.store_lse(h, big == NEG_INF ? NEG_INF : (big + log2f(sum_l)) * LN2);
-        sm_row[h] = dest.rows.token(h) << 16 | dest.rows.head(h);
-    }
-}
-
 // The warps' states merged, O = sum_w exp2(m_w - M) acc_w / sum_w exp2(m_w - M) l_w, normalised,
 // stored to ``dest`` (out and one LSE per row); a range that held no token stores 0 and -inf.
 // sm_m, sm_l: [STATE_WARPS][BLOCK_H]; sm_acc: [STATE_WARPS][BLOCK_H][HEAD_DIM], in shared memory.
-// A thread a row first: its warps' weights exp2(m_w - M) / L (in sm_m, in place), its LSE, and
-// its (token, head) packed in its first sm_l slot (its l's summed by then); then each element is
-// a weighted sum. Per element, the row's max, exponentials, log and its out offset (a division
-// by the group) were most of what the CTA issued past its loop on short pieces.
-__device__ __forceinline__ void merge_warps(float* sm_m, float* sm_l, const float* sm_acc,
+// A warp a row: the row's weights, LSE and out position once, then its elements, a lane's every
+// 32nd (coalesced stores). One loop over every element of the CTA's rows recomputed them for
+// each (the max, the exponentials, a log, a division by the group): a third of what the split
+// kernel issued on heldout:481.20 (results/nvidia-h200/2026-11-29-cupy-merge/).
+__device__ __forceinline__ void merge_warps(const float* sm_m, const float* sm_l, const float* sm_acc,
                                             const Dest& dest) {
-    merge_rows(sm_m, sm_l, dest);
-    const int* sm_row = reinterpret_cast<const int*>(sm_l);
-    __syncthreads();
-    for (int idx = threadIdx.x; idx < dest.rows.n * HEAD_DIM; idx += NUM_THREADS) {
-        const int h = idx / HEAD_DIM;
-        const int d = idx % HEAD_DIM;
-        float o = 0.f;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int h = warp; h < dest.rows.n; h += NUM_WARPS) {
+        float big = NEG_INF;
 #pragma unroll
-        for (int w = 0; w < STATE_WARPS; ++w)
-            o += sm_m[w * BLOCK_H + h] * sm_acc[(w * BLOCK_H + h) * HEAD_DIM + d];
-        const int token_head = sm_row[h];
-        dest.store(token_head >> 16, token_head & 0xffff, d, o);
+        for (int w = 0; w < STATE_WARPS; ++w) big = fmaxf(big, sm_m[w * BLOCK_H + h]);
+        float weight[STATE_WARPS] = {}, sum_l = 0.f;
+        if (big != NEG_INF) {
+#pragma unroll
+            for (int w = 0; w < STATE_WARPS; ++w) {
+                weight[w] = exp2f(sm_m[w * BLOCK_H + h] - big);  // a warp that saw nothing: 0
+                sum_l += weight[w] * sm_l[w * BLOCK_H + h];
+            }
+        }
+        const float inv = big != NEG_INF ? 1.f / sum_l : 0.f;  // an empty row: out 0
+        const int token = dest.rows.token(h), head = dest.rows.head(h);
+        for (int d = lane; d < HEAD_DIM; d += 32) {
+            float sum_o = 0.f;
+#pragma unroll
+            for (int w = 0; w < STATE_WARPS; ++w)
+                sum_o += weight[w] * sm_acc[(w * BLOCK_H + h) * HEAD_DIM + d];
+            dest.store(token, head, d, big != NEG_INF ? sum_o * inv : 0.f);
+        }
+        if (lane == 0) dest.store_lse(h, big == NEG_INF ? NEG_INF : (big + log2f(sum_l)) * LN2);
     }
 }

@@ -451,6 +451,6 @@ __device__ __forceinline__ void attend(
 }
 
 __device__ __forceinline__ void store_result(const Dest& dest) {
-    float* sm_m = reinterpret_cast<float*>(smem);
+    const float* sm_m = reinterpret_cast<const float*>(smem);
     merge_warps(sm_m, sm_m + STATE_L, sm_m + STATE_ACC, dest);
 }

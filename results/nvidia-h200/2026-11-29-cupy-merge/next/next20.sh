@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Registered run (../README.md): CuPy's merge of the warps' states in two passes (branch
+# Registered run (../README.md): CuPy's merge of the warps' states a warp a row (branch
 # hyp/cupy-merge) against main. One GPU, no vendor wheel, about 15 minutes. From the
 # repository root:
 #   git checkout hyp/cupy-merge && bash scripts/gpu_ab.sh old main
