@@ -188,7 +188,7 @@ struct Dest {
 // sm_m, sm_l: [STATE_WARPS][BLOCK_H]; sm_acc: [STATE_WARPS][BLOCK_H][HEAD_DIM], in shared memory.
 // A warp a row: the row's weights, LSE and out position once, then its elements, a lane's every
 // 32nd (coalesced stores). One loop over every element of the CTA's rows recomputed them for
-// each (the max, the exponentials, a log, a division by the group): a third of what the split
+// each (the max, the exponentials, a log, a division by the group): 38 % of what the split
 // kernel issued on heldout:481.20 (results/nvidia-h200/2026-11-29-cupy-merge/).
 __device__ __forceinline__ void merge_warps(const float* sm_m, const float* sm_l, const float* sm_acc,
                                             const Dest& dest) {
