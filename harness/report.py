@@ -20,7 +20,7 @@ import lzma
 import re
 import shlex
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from harness import results, stats
@@ -479,6 +479,13 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
     key = lambda r: (r["impl"], results.problem_key(r))  # noqa: E731
     # a problem measured again on every GPU (the spread) matches once, on its own GPU
     old = {key(r): r for r in results.summarised(old_rows)}
+    # a problem the other run named differently matches by its shape, where the shape is one
+    # problem's in each run (two problems of one shape and two names stay apart)
+    shape = lambda r: (r["impl"], results.shape_key(r))  # noqa: E731
+    shapes = [Counter(map(shape, results.summarised(rows))) for rows in (old_rows, new_rows)]
+    old_by_shape = {shape(r): r for r in results.summarised(old_rows)}
+    new_keys = {key(r) for r in results.summarised(new_rows)}
+    renamed = set()  # old rows' keys matched by shape
     repeats = [results.repeatability(rows) for rows in (old_rows, new_rows)]  # (noise, cells)
     noises = tuple(noise for noise, _ in repeats)
     if again:
@@ -487,6 +494,10 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
     body, counts, verdicts, drifts = [], defaultdict(int), [], []
     for r in results.summarised(new_rows):
         o = old.get(key(r))
+        if o is None and shapes[0][shape(r)] == 1 == shapes[1][shape(r)] and \
+                key(old_by_shape[shape(r)]) not in new_keys:
+            o = old_by_shape[shape(r)]
+            renamed.add(key(o))
         if o is None:
             counts["new rows"] += 1
             continue
@@ -495,7 +506,7 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
         verdict = classify(o, r, threshold, noises)
         changes = [_change(o, r)]
         if again:
-            o2, r2 = old2.get(key(r)), new2.get(key(r))
+            o2, r2 = old2.get(key(o)), new2.get(key(r))
             verdict = agree(verdict, classify(o2, r2, threshold, noises2) if o2 and r2
                             else "not in the second pair")
             changes.append(_change(o2, r2))
@@ -507,8 +518,8 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
             body.append([r["impl"], r["problem"], _with_interval(o), _with_interval(r), shown, verdict])
         elif verdict.startswith("regression"):
             body.append([r["impl"], r["problem"], o["status"], r["status"], shown, verdict])
-    new_keys = {key(r) for r in results.summarised(new_rows)}
-    counts["gone rows"] = len(set(old) - new_keys)
+    counts["gone rows"] = len(set(old) - new_keys - renamed)
+    counts["rows matched by shape (named differently)"] = len(renamed)
     order = {"regression": 0, "slower": 1, "faster": 2, "same": 3}
     body.sort(key=lambda b: (order.get(b[5].split(" (")[0], 4), b[0], b[1]))
     header = ["implementation", "problem", "old us [95% CI]", "new us [95% CI]",
@@ -529,7 +540,7 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
             rule += (f". Drift between consecutive runs (half the first pair's change less the "
                      f"second's, median over {len(drifts)} rows; +: each later run slower): "
                      f"{100 * statistics.median(drifts):+.1f} %")
-    verdict_line = (f"verdicts: {len(old.keys() & new_keys)} rows in both runs, "
+    verdict_line = (f"verdicts: {len(old.keys() & new_keys) + len(renamed)} rows in both runs, "
                     f"{len(verdicts)} with another status" + "".join(f"\n  {v}" for v in verdicts))
     walls = [p.get("wall_s") for p in (old_prov, new_prov)]
     if all(walls):  # what spreading a run over GPUs is for

@@ -151,6 +151,13 @@ def measured_key(row: dict) -> str:
     return problem_key(row) if device is None else f"{device} {problem_key(row)}"
 
 
+def shape_key(row: dict) -> str:
+    """``problem_key`` without the problem's name: the same problem whatever a run called it (a
+    workload file's names against a named workload's)."""
+    spec = {k: v for k, v in row["spec"].items() if k != "name"}
+    return _canonical(json.dumps(spec, sort_keys=True))
+
+
 @functools.cache
 def _canonical(spec: str) -> str:
     try:

@@ -459,6 +459,32 @@ def test_compare_counts_rows_in_both_runs_without_the_gone_ones(tmp_path):
     assert "1 gone rows" in res.stdout
 
 
+def test_compare_matches_a_problem_named_differently_by_its_shape(tmp_path):
+    """A run of a workload file whose problems carry other names than the named workload's (the
+    same shapes): compare pairs them by shape, says how many, and leaves apart two problems of
+    one shape that one run tells apart by name."""
+    base = fake_run(tmp_path / "a", seed=1)
+    renamed = fake_run(tmp_path / "b", seed=2)
+    data = json.loads((renamed / "results.json").read_text())
+    total = len(data["rows"])
+    for row in data["rows"]:
+        row["spec"] = {**row["spec"], "name": "file." + str(row["cell"] // len(IMPLS))}
+        row["problem"] = "file " + row["problem"]
+    (renamed / "results.json").write_text(json.dumps(data))
+    res = harness("compare", str(base), str(renamed))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"verdicts: {total} rows in both runs, 0 with another status" in res.stdout
+    assert f"{total} rows matched by shape (named differently)" in res.stdout
+    assert "gone rows" not in res.stdout and "new rows" not in res.stdout
+    # a second problem of the first one's shape under a third name: that shape stays unmatched
+    twin = dict(data["rows"][0], spec={**data["rows"][0]["spec"], "name": "twin"}, cell=-1)
+    data["rows"].append(twin)
+    (renamed / "results.json").write_text(json.dumps(data))
+    res = harness("compare", str(base), str(renamed))
+    assert f"{total - 1} rows matched by shape (named differently)" in res.stdout
+    assert "2 new rows" in res.stdout and "1 gone rows" in res.stdout
+
+
 def test_best_variant_sets_a_backends_fastest_variant_per_problem_side_by_side(tmp_path):
     """scripts/best_variant.py: per problem, the backend's fastest passing variant in each run
     (its split-K twice as fast in the new one: every problem 50 % faster, whichever variant was
