@@ -97,8 +97,8 @@ def loops(page: Page) -> list[Region]:
     found = []
     for line in page.lines:
         m = BRANCH.search(line.source)
-        if m and int(m.group(1), 16) < line.address:
-            found.append((int(m.group(1), 16), line.address))
+        if m and int(m[1], 16) < line.address:
+            found.append((int(m[1], 16), line.address))
     found = sorted(set(found), key=lambda r: (r[0], -r[1]))
     regions = []
     for first, last in found:
