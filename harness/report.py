@@ -494,9 +494,9 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
     body, counts, verdicts, drifts = [], defaultdict(int), [], []
     for r in results.summarised(new_rows):
         o = old.get(key(r))
-        if o is None and shapes[0][shape(r)] == 1 == shapes[1][shape(r)] and \
-                key(old_by_shape[shape(r)]) not in new_keys:
-            o = old_by_shape[shape(r)]
+        if o is None and shapes[0][sk := shape(r)] == 1 == shapes[1][sk] and \
+                key(old_by_shape[sk]) not in new_keys:
+            o = old_by_shape[sk]
             renamed.add(key(o))
         if o is None:
             counts["new rows"] += 1

@@ -154,8 +154,7 @@ def measured_key(row: dict) -> str:
 def shape_key(row: dict) -> str:
     """``problem_key`` without the problem's name: the same problem whatever a run called it (a
     workload file's names against a named workload's)."""
-    spec = {k: v for k, v in row["spec"].items() if k != "name"}
-    return _canonical(json.dumps(spec, sort_keys=True))
+    return problem_key({"spec": {k: v for k, v in row["spec"].items() if k != "name"}})
 
 
 @functools.cache

@@ -85,7 +85,6 @@ def parse(text: str) -> list[Page]:
 
 @dataclass
 class Region:
-    name: str
     first: int
     last: int
     depth: int = 0
@@ -103,7 +102,7 @@ def loops(page: Page) -> list[Region]:
     regions = []
     for first, last in found:
         depth = sum(1 for a, b in found if (a, b) != (first, last) and a <= first and last <= b)
-        regions.append(Region("loop", first, last, depth))
+        regions.append(Region(first, last, depth))
     return regions
 
 

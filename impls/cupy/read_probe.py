@@ -80,8 +80,7 @@ def row_vectors(inputs) -> int:
 def attended(inputs) -> tuple[np.ndarray, np.ndarray]:
     """Each sequence's first attended token (a window's start, else 0) and its length."""
     p = inputs.problem
-    firsts = np.asarray(p.window_starts if p.window is not None else [0] * p.batch, np.int64)
-    return firsts, np.asarray(p.seq_lens, np.int64)
+    return np.asarray(p.window_starts, np.int64), np.asarray(p.seq_lens, np.int64)
 
 
 def layout_read(inputs):

@@ -85,8 +85,7 @@ def layout_read(inputs):
     split_plan = planner.for_launch(inputs, LAYOUT_PROGRAMS_PER_SM, LAYOUT_BLOCK_N, None)
     items = torch.as_tensor(split_plan.items, device=inputs.device)
     table, stride_btb, page_size = cache_args(inputs)
-    firsts = torch.as_tensor(p.window_starts if p.window is not None else [0] * p.batch,
-                             dtype=torch.int32, device=inputs.device)
+    firsts = torch.as_tensor(p.window_starts, dtype=torch.int32, device=inputs.device)
     partials = torch.empty(split_plan.num_items, p.num_kv_heads, dtype=torch.float32,
                            device=inputs.device)
     k, v = inputs.k, inputs.v
