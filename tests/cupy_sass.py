@@ -7,7 +7,9 @@ PROBLEM is a held-out draft as SEED.INDEX (``specs.workloads.heldout_problems(SE
 a ``DecodeProblem(...)`` expression. For each, both kernels (split-K's, FUSED_MERGE=1, and the
 one pass) at the launch config the rule of each tree picks: the main loop's instructions (the
 largest backward branch that holds an HMMA), an inner rolled loop counted as often as it runs
-(its trip count: a slice's 16-byte copies over its threads), ptxas's registers and spill bytes.
+(its trip count: a slice's 16-byte copies over its threads), the merge's element loop (the first
+loop past it that stores to global memory, or the innermost such loop in it; unrolled bodies are
+counted whole), ptxas's registers and spill bytes.
 A static count, not a profile: it says what a change removes from the loop, not what that saves
 in time (a warp that waits on memory issues nothing whatever its count)."""
 import argparse
@@ -72,7 +74,14 @@ print(json.dumps(dict(defines=d, source=_build.source({'"split_k.cu"' if split e
     trips = -(-16 * out["vecs"] // threads)  # the old loop's: a slice's 16 rows of copies
     inner = [(at - target) // 16 + 1 for target, at in loops if main[0] < target and at < main[1]]
     per_tile = len(body) + sum(n * (trips - 1) for n in inner)
-    return dict(label=out["label"], defines=defines, regs=regs, spills=spills, per_tile=per_tile)
+    # merge_warps' element loop: the first loop past the main one that stores to global memory,
+    # or the innermost such loop inside it (its body: as many elements as nvcc unrolled it to)
+    stores = sorted((target, at) for target, at in loops if target > main[1]
+                    and any("STG" in line for a, line in lines if target <= a <= at))
+    inner = [loop for loop in stores if stores and stores[0][0] <= loop[0] and loop[1] <= stores[0][1]]
+    merge = min((at - target) // 16 + 1 for target, at in inner) if inner else 0
+    return dict(label=out["label"], defines=defines, regs=regs, spills=spills, per_tile=per_tile,
+                merge=merge)
 
 
 def main() -> None:
@@ -80,8 +89,9 @@ def main() -> None:
     ap.add_argument("rev")
     ap.add_argument("problems", nargs="+")
     args = ap.parse_args()
-    print("| problem | kernel | launch | per tile, REV | working tree | change | registers | spills |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| problem | kernel | launch | per tile, REV | working tree | change | merge, an element "
+          "| registers | spills |")
+    print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         old_root = tree_at(args.rev, Path(tmp) / "old")
         for text in args.problems:
@@ -93,12 +103,13 @@ def main() -> None:
                 new = compile_kernel(ROOT, text, split, Path(tmp))
                 kernel = "split" if split else "one pass"
                 if "per_tile" not in old or "per_tile" not in new:
-                    print(f"| {new['label']} | {kernel} | CUDA cores | | | | | |")
+                    print(f"| {new['label']} | {kernel} | CUDA cores | | | | | | |")
                     continue
                 d = new["defines"]
                 change = (new["per_tile"] - old["per_tile"]) / old["per_tile"] * 100
                 print(f"| {new['label']} | {kernel} | {d['BLOCK_H']} rows, {d['NUM_WARPS']} warps, "
                       f"{d['STAGES']} stages | {old['per_tile']} | {new['per_tile']} | {change:+.0f} % "
+                      f"| {old['merge']} -> {new['merge']} "
                       f"| {old['regs']} -> {new['regs']} | {old['spills']} -> {new['spills']} |")
 
 

@@ -172,8 +172,9 @@ struct Dest {
     float* lse;
     long long stride_ot, stride_oh, stride_lt;
     Rows rows;
-    __device__ __forceinline__ void store(int r, int d, float o) const {
-        const long long off = rows.token(r) * stride_ot + rows.head(r) * stride_oh + d;
+    // element d of query token ``token``'s head ``head`` (the row's, from Rows::token and ::head)
+    __device__ __forceinline__ void store(int token, int head, int d, float o) const {
+        const long long off = token * stride_ot + head * stride_oh + d;
         if (part_out) store_value(part_out + off, o);
         else store_value(out + off, o);
     }
@@ -185,27 +186,34 @@ struct Dest {
 // The warps' states merged, O = sum_w exp2(m_w - M) acc_w / sum_w exp2(m_w - M) l_w, normalised,
 // stored to ``dest`` (out and one LSE per row); a range that held no token stores 0 and -inf.
 // sm_m, sm_l: [STATE_WARPS][BLOCK_H]; sm_acc: [STATE_WARPS][BLOCK_H][HEAD_DIM], in shared memory.
+// A warp a row: the row's weights, LSE and out position once, then its elements, a lane's every
+// 32nd (coalesced stores). One loop over every element of the CTA's rows recomputed them for
+// each (the max, the exponentials, a log, a division by the group): 38 % of what the split
+// kernel issued on heldout:481.20 (results/nvidia-h200/2026-11-29-cupy-merge/).
 __device__ __forceinline__ void merge_warps(const float* sm_m, const float* sm_l, const float* sm_acc,
                                             const Dest& dest) {
-    for (int idx = threadIdx.x; idx < dest.rows.n * HEAD_DIM; idx += NUM_THREADS) {
-        const int h = idx / HEAD_DIM;
-        const int d = idx % HEAD_DIM;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int h = warp; h < dest.rows.n; h += NUM_WARPS) {
         float big = NEG_INF;
 #pragma unroll
         for (int w = 0; w < STATE_WARPS; ++w) big = fmaxf(big, sm_m[w * BLOCK_H + h]);
-        float o = 0.f, lse = NEG_INF;
+        float weight[STATE_WARPS] = {}, sum_l = 0.f;
         if (big != NEG_INF) {
-            float sum_l = 0.f, sum_o = 0.f;
 #pragma unroll
             for (int w = 0; w < STATE_WARPS; ++w) {
-                const float weight = exp2f(sm_m[w * BLOCK_H + h] - big);  // a warp that saw nothing: 0
-                sum_l += weight * sm_l[w * BLOCK_H + h];
-                sum_o += weight * sm_acc[(w * BLOCK_H + h) * HEAD_DIM + d];
+                weight[w] = exp2f(sm_m[w * BLOCK_H + h] - big);  // a warp that saw nothing: 0
+                sum_l += weight[w] * sm_l[w * BLOCK_H + h];
             }
-            o = sum_o / sum_l;
-            lse = (big + log2f(sum_l)) * LN2;
         }
-        dest.store(h, d, o);
-        if (d == 0) dest.store_lse(h, lse);
+        const float inv = big != NEG_INF ? 1.f / sum_l : 0.f;  // an empty row: out 0
+        const int token = dest.rows.token(h), head = dest.rows.head(h);
+        for (int d = lane; d < HEAD_DIM; d += 32) {
+            float sum_o = 0.f;
+#pragma unroll
+            for (int w = 0; w < STATE_WARPS; ++w)
+                sum_o += weight[w] * sm_acc[(w * BLOCK_H + h) * HEAD_DIM + d];
+            dest.store(token, head, d, big != NEG_INF ? sum_o * inv : 0.f);
+        }
+        if (lane == 0) dest.store_lse(h, big == NEG_INF ? NEG_INF : (big + log2f(sum_l)) * LN2);
     }
 }
