@@ -331,10 +331,11 @@ NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one i
 # at least as well as a deeper pipeline for one (sweep in results/nvidia-h100/2026-11-24-plan/)
 MANY_PROGRAMS = 1024
 REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "num_warps", "num_stages")  # Launch.config
-# Split kernels an SM at least, where the ring can narrow to hold them: one alone has nothing to
-# issue while its loads wait (results/nvidia-h200/2026-11-29-triton-share: 7 of 7 paged problems
-# whose split kernel held one program an SM ran 8-21 % faster on a narrower ring; 6 of 6 that held
-# two or more ran 5-20 % slower on it)
+# Paged split kernels an SM at least, where the ring can narrow to hold them: one alone has
+# nothing to issue while its gathers wait (results/nvidia-h200/2026-11-29-triton-share: 7 of 7
+# paged problems whose split kernel held one program an SM ran 8-21 % faster on a narrower ring,
+# 6 of 6 that held two or more 5-20 % slower on it). Dense rings stay: 3 of 8 unseen dense
+# problems ran 5-19 % slower narrowed (results/nvidia-h200/2026-11-29-triton-resident)
 MIN_SPLIT_RESIDENT = 2
 NARROWEST_STAGES = 2  # a ring narrows a stage at a time to this, then halves its tile
 
@@ -351,15 +352,15 @@ def reported(cfg: dict, problem) -> dict:
 
 def split_launch_config(problem, config: dict | None, l2_bytes: int, sms: int | None,
                         resident_of) -> tuple[dict, tuple]:
-    """(split-K's config, ``resident_of(config)``): ``pick_launch_config``'s, its ring narrowed
-    step by step while the compiled kernel would hold fewer than MIN_SPLIT_RESIDENT programs an
-    SM (``resident_of(cfg)[0]``: planner.residency of the kernel compiled for ``cfg``), to the
-    first that holds them; the widest one where no step does (its registers bind it, not the
-    ring), or where ``config`` sets the ring."""
+    """(split-K's config, ``resident_of(config)``): ``pick_launch_config``'s, for a paged cache
+    its ring narrowed step by step while the compiled kernel would hold fewer than
+    MIN_SPLIT_RESIDENT programs an SM (``resident_of(cfg)[0]``: planner.residency of the kernel
+    compiled for ``cfg``), to the first that holds them; the widest one where no step does (its
+    registers bind it, not the ring), where ``config`` sets the ring, or for a dense cache."""
     cfg = pick_launch_config(problem, config, l2_bytes, sms, split=True)
     held = resident_of(cfg)
     step = 1
-    while held[0] < MIN_SPLIT_RESIDENT:
+    while problem.layout == "paged" and held[0] < MIN_SPLIT_RESIDENT:
         narrower = pick_launch_config(problem, config, l2_bytes, sms, split=True, narrow=step)
         if narrower is None:
             break
