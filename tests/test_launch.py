@@ -92,3 +92,47 @@ def test_pick_problems_writes_the_rule_s_picks_as_a_workload_file(tmp_path):
         config = pick_launch_config(p, l2_bytes=60 << 20)
         assert (config["BLOCK_H"], config["num_warps"]) == (128, 8)
     assert json.loads(out.read_text())[0]["q_len"] == 8
+
+
+def test_triton_split_ring_narrows_while_one_program_holds_an_sm():
+    """Triton's paged split-K ring narrows (a stage, then half the tile) to the first config whose
+    compiled kernel holds MIN_SPLIT_RESIDENT programs an SM, no further; a kernel its registers
+    bind to one keeps the widest ring; a config that sets the ring, or a dense cache, is left
+    alone."""
+    pytest.importorskip("triton")
+    from impls import plan as planner
+    from impls.triton import _common
+    from specs import workloads
+
+    wide = next(p for p in workloads.heldout_problems(481) if p.name.startswith("heldout481.16 "))
+    calls = []
+
+    def by_shared_memory(cfg):  # a stand-in for the compiled kernel: its ring alone bounds it
+        calls.append((cfg["BLOCK_N"], cfg["num_stages"]))
+        ring = cfg["num_stages"] * cfg["BLOCK_N"] * 2 * wide.kv_itemsize * (cfg["D_LO"] + cfg["D_HI"])
+        return planner.residency(128, ring, cfg["num_warps"]), 0, None
+
+    picked = _common.pick_launch_config(wide, None, 50 << 20, 132, split=True)
+    assert (picked["BLOCK_N"], picked["num_stages"]) == (64, 3)  # one program an SM by its ring
+    cfg, held = _common.split_launch_config(wide, None, 50 << 20, 132, by_shared_memory)
+    assert calls == [(64, 3), (64, 2), (32, 2)] and held[0] >= _common.MIN_SPLIT_RESIDENT
+    assert (cfg["BLOCK_N"], cfg["num_stages"]) == (32, 2) and cfg["PAGE_SIZE"] == wide.page_size
+    calls.clear()  # registers bind it: the widest ring, every step tried
+    cfg, held = _common.split_launch_config(wide, None, 50 << 20, 132, lambda c: (1, 0, None))
+    assert (cfg["BLOCK_N"], cfg["num_stages"], held[0]) == (64, 3, 1)
+    assert _common.pick_launch_config(wide, None, 50 << 20, 132, split=True, narrow=9) is None
+    for config in ({"BLOCK_N": 64}, {"num_stages": 3}):  # the ring asked for stays
+        calls.clear()
+        cfg, held = _common.split_launch_config(wide, config, 50 << 20, 132, by_shared_memory)
+        assert len(calls) == 1 and held[0] == 1
+    calls.clear()  # two programs an SM already: nothing narrows
+
+    def two(cfg):
+        calls.append((cfg["BLOCK_N"], cfg["num_stages"]))
+        return 2, 0, None
+    cfg, held = _common.split_launch_config(wide, None, 50 << 20, 132, two)
+    assert calls == [(64, 3)] and cfg == picked and held[0] == 2
+    calls.clear()  # a dense cache's ring stays
+    dense = wide.replace(layout="dense", name="dense")
+    cfg, held = _common.split_launch_config(dense, None, 50 << 20, 132, by_shared_memory)
+    assert len(calls) == 1 and held[0] == 1

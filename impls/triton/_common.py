@@ -331,6 +331,13 @@ NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one i
 # at least as well as a deeper pipeline for one (sweep in results/nvidia-h100/2026-11-24-plan/)
 MANY_PROGRAMS = 1024
 REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "num_warps", "num_stages")  # Launch.config
+# Paged split kernels an SM at least, where the ring can narrow to hold them: one alone has
+# nothing to issue while its gathers wait (results/nvidia-h200/2026-11-29-triton-share: 7 of 7
+# paged problems whose split kernel held one program an SM ran 8-21 % faster on a narrower ring,
+# 6 of 6 that held two or more 5-20 % slower on it). Dense rings stay: 3 of 8 unseen dense
+# problems ran 5-19 % slower narrowed (results/nvidia-h200/2026-11-29-triton-resident)
+MIN_SPLIT_RESIDENT = 2
+NARROWEST_STAGES = 2  # a ring narrows a stage at a time to this, then halves its tile
 
 
 def reported(cfg: dict, problem) -> dict:
@@ -341,6 +348,27 @@ def reported(cfg: dict, problem) -> dict:
     if problem.layout == "paged":
         out["GATHER"] = "page" if cfg["PAGE_SIZE"] else "token"
     return out
+
+
+def split_launch_config(problem, config: dict | None, l2_bytes: int, sms: int | None,
+                        resident_of) -> tuple[dict, tuple]:
+    """(split-K's config, ``resident_of(config)``): ``pick_launch_config``'s, for a paged cache
+    its ring narrowed step by step while the compiled kernel would hold fewer than
+    MIN_SPLIT_RESIDENT programs an SM (``resident_of(cfg)[0]``: planner.residency of the kernel
+    compiled for ``cfg``), to the first that holds them; the widest one where no step does (its
+    registers bind it, not the ring), where ``config`` sets the ring, or for a dense cache."""
+    cfg = pick_launch_config(problem, config, l2_bytes, sms, split=True)
+    held = resident_of(cfg)
+    step = 1
+    while problem.layout == "paged" and held[0] < MIN_SPLIT_RESIDENT:
+        narrower = pick_launch_config(problem, config, l2_bytes, sms, split=True, narrow=step)
+        if narrower is None:
+            break
+        narrower_held = resident_of(narrower)
+        if narrower_held[0] >= MIN_SPLIT_RESIDENT:
+            return narrower, narrower_held
+        step += 1
+    return cfg, held
 
 
 def interpreting() -> bool:
@@ -365,12 +393,14 @@ def sharing_sms(device) -> int | None:
 
 
 def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_BYTES,
-                       sms: int | None = None, split: bool = False) -> dict:
+                       sms: int | None = None, split: bool = False, narrow: int = 0) -> dict | None:
     """Compile-time shape of the kernels for ``problem`` on a GPU of ``l2_bytes`` of L2 and ``sms``
     SMs (no device query; launchers pass their GPU's; None: the ring sized for one program an
     SM), for split-K's kernel where ``split``; ``config`` overrides the tunable ones (``BLOCK_N``,
     ``num_warps``, ``num_stages``, ``GATHER``, ``MERGE``; ``FUSED_MERGE`` is the split kernel's
-    alone)."""
+    alone). ``narrow``: steps the K/V ring takes below the one picked (a stage less down to
+    NARROWEST_STAGES, then half the tile down to MIN_FITTED_BLOCK_N; ``split_launch_config``);
+    None where it has no more steps, or ``config`` sets the ring."""
     head_dim_pad = triton.next_power_of_2(problem.head_dim)
     rows = problem.q_len * problem.group_size
     dim_split = (config or {}).get("DIM_SPLIT", dim_split_rule(problem))
@@ -468,6 +498,15 @@ def pick_launch_config(problem, config: dict | None = None, l2_bytes: int = L2_B
             share = planner.shared_bytes_each(planner.sharers(programs, sms))
             while cfg["BLOCK_N"] > MIN_SHARED_BLOCK_N and smem(cfg["BLOCK_N"]) > share:
                 cfg["BLOCK_N"] //= 2
+    if narrow and ("BLOCK_N" in (config or {}) or "num_stages" in (config or {})):
+        return None
+    for _ in range(narrow):
+        if cfg["num_stages"] > NARROWEST_STAGES:
+            cfg["num_stages"] -= 1
+        elif cfg["BLOCK_N"] > MIN_FITTED_BLOCK_N:
+            cfg["BLOCK_N"] //= 2
+        else:
+            return None
     if problem.itemsize == 2 and smem(cfg["BLOCK_N"]) > SMEM_BYTES:  # (32-bit: over-counted)
         raise ProblemError(f"config: BLOCK_H={cfg['BLOCK_H']}, BLOCK_N={cfg['BLOCK_N']}, num_stages="
                            f"{cfg['num_stages']}: {smem(cfg['BLOCK_N'])} B of shared memory, more "

@@ -31,7 +31,7 @@ from impls.common import (kv_scale_args, l2_bytes, mask_args, query_args, requir
                           sm_count, tile_kernel_args)
 from impls.registry import Launch, Unsupported
 from impls.triton._common import (attend, compile_capped, interpreting, pick_launch_config,
-                                  reported, sharing_sms, store_rows)
+                                  reported, sharing_sms, split_launch_config, store_rows)
 
 # Programs of the split kernel resident per SM in the CPU interpreter (nothing compiled to ask);
 # on a GPU the compiled kernel's registers and shared memory say (planner.residency)
@@ -230,12 +230,22 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
                           "group")
     # finished pieces per (sequence, KV head) for the fused merge; zero between launches
     counters = torch.zeros(p.batch, p.num_kv_heads, dtype=torch.int32, device=inputs.device)
-    min_blocks = cfg.pop("MIN_BLOCKS")
-    if cfg["FUSED_MERGE"] and min_blocks is None:
-        # its binary is specialised on the plan's slot count, known only after the residency:
-        # the cap's checks (residency, spills) would be on another binary
-        min_blocks = 0
-    resident, min_blocks, cap = resident_programs(inputs, out, lse, cfg, counters, min_blocks)
+
+    def resident_of(c):  # (programs an SM, min_blocks, register cap) of the kernel compiled for c
+        c = dict(c)
+        min_blocks = c.pop("MIN_BLOCKS")
+        if c["FUSED_MERGE"] and min_blocks is None:
+            # its binary is specialised on the plan's slot count, known only after the
+            # residency: the cap's checks (residency, spills) would be on another binary
+            min_blocks = 0
+        return resident_programs(inputs, out, lse, c, counters, min_blocks)
+    if interpreting():  # no compiled kernel to hold programs: the ring as picked
+        held = resident_of(cfg)
+    else:
+        cfg, held = split_launch_config(p, config, l2_bytes(inputs.device),
+                                        sharing_sms(inputs.device), resident_of)
+    cfg.pop("MIN_BLOCKS")
+    resident, min_blocks, cap = held
     row_blocks = query_args(p, cfg["BLOCK_H"])["row_blocks"]
     split = planner.split_launch(inputs, resident, cfg["BLOCK_N"], num_splits,
                                  head_blocks=row_blocks, whole_pages=cfg["PAGE_SIZE"] > 0)
