@@ -20,7 +20,7 @@ import lzma
 import re
 import shlex
 import statistics
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 from harness import results, stats
@@ -479,11 +479,9 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
     key = lambda r: (r["impl"], results.problem_key(r))  # noqa: E731
     # a problem measured again on every GPU (the spread) matches once, on its own GPU
     old = {key(r): r for r in results.summarised(old_rows)}
-    # a problem the other run named differently matches by its shape, where the shape is one
-    # problem's in each run (two problems of one shape and two names stay apart)
-    shape = lambda r: (r["impl"], results.shape_key(r))  # noqa: E731
-    shapes = [Counter(map(shape, results.summarised(rows))) for rows in (old_rows, new_rows)]
-    old_by_shape = {shape(r): r for r in results.summarised(old_rows)}
+    # a problem the other run named differently matches by its shape (results.renamed)
+    twins = results.renamed(results.summarised(old_rows), results.summarised(new_rows),
+                            within=lambda r: r["impl"])
     new_keys = {key(r) for r in results.summarised(new_rows)}
     renamed = set()  # old rows' keys matched by shape
     repeats = [results.repeatability(rows) for rows in (old_rows, new_rows)]  # (noise, cells)
@@ -494,9 +492,7 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
     body, counts, verdicts, drifts = [], defaultdict(int), [], []
     for r in results.summarised(new_rows):
         o = old.get(key(r))
-        if o is None and shapes[0][sk := shape(r)] == 1 == shapes[1][sk] and \
-                key(old_by_shape[sk]) not in new_keys:
-            o = old_by_shape[sk]
+        if o is None and (o := twins.get(key(r))) is not None:
             renamed.add(key(o))
         if o is None:
             counts["new rows"] += 1

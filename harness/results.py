@@ -157,6 +157,28 @@ def shape_key(row: dict) -> str:
     return problem_key({"spec": {k: v for k, v in row["spec"].items() if k != "name"}})
 
 
+def renamed(earlier: Iterable[dict], later: Iterable[dict], within=lambda row: None) -> dict:
+    """A problem two sets of rows name differently: ``(within(row), problem_key(row))`` of a row
+    of ``later`` -> the row of ``earlier`` of its shape (``shape_key``) and ``within``, where the
+    shape is one problem's in each (within the same ``within``) under two names; two problems of
+    one shape and two names in either set stay apart. ``within``: the rows' implementation to
+    pair rows (compare), none to pair problems (a later run's rows with an earlier run's vendor
+    rows)."""
+    def by_shape(rows):
+        found: dict = {}
+        for row in rows:
+            found.setdefault((within(row), shape_key(row)), {})[problem_key(row)] = row
+        return found
+    theirs, ours = by_shape(earlier), by_shape(later)
+    twins = {}
+    for place, problems in ours.items():
+        if len(problems) == 1 == len(theirs.get(place, ())):
+            (key,), (twin,) = problems, theirs[place].values()
+            if key != problem_key(twin):
+                twins[(place[0], key)] = twin
+    return twins
+
+
 @functools.cache
 def _canonical(spec: str) -> str:
     try:

@@ -4,8 +4,10 @@ the same GPU (runs split by backend, e.g. a slow one given its own time limit): 
 fastest non-vendor backend's share of the size-matched read (contiguous, and in the
 problem's own layout where the run measured it). A row of a later folder replaces
 the same implementation's row on the same problem from an earlier one (a rerun with the tuning
-cache after a run on the rules: ``RULES_DIR CACHE_DIR``). ``--below X`` lists, per backend, the
-problems where it is under X times the fastest vendor kernel (its row against the vendor's).
+cache after a run on the rules: ``RULES_DIR CACHE_DIR``); a problem a later folder names
+otherwise than an earlier one, of the same shape, is the earlier's (``results.renamed``).
+``--below X`` lists, per backend, the problems where it is under X times the fastest vendor
+kernel (its row against the vendor's).
     python scripts/vendor_ratios.py [--below X] RUN_DIR [RUN_DIR ...]
 """
 
@@ -28,8 +30,15 @@ def main(argv: list[str]) -> int:
         # each cell once: a second measurement on its own GPU (the repeatability) and the
         # spread's copies on other GPUs left out (a copy would pair a backend's row with a
         # vendor's of another GPU: no ratio, the problem dropped)
-        latest.update({(r["impl"], results.problem_key(r)): r
-                       for r in results.summarised(results.first_measurements(found))})
+        rows = list(results.summarised(results.first_measurements(found)))
+        # a problem an earlier folder named otherwise (a workload file's names against a named
+        # workload's) takes the earlier name: its rows then pair with the vendors' there
+        twins = results.renamed(latest.values(), rows)
+        for r in rows:
+            twin = twins.get((None, results.problem_key(r)))
+            if twin is not None:
+                r = {**r, "problem": twin["problem"], "spec": twin["spec"]}
+            latest[(r["impl"], results.problem_key(r))] = r
     rows = list(latest.values())
     if len(gpus) > 1:
         print(f"runs of different GPUs ({sorted(map(str, gpus))}): their times do not compare",

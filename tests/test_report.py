@@ -447,6 +447,28 @@ def test_vendor_ratios_counts_a_problem_the_spread_measured_on_every_gpu_once(tm
     assert "triton: under" not in res.stdout  # 3800 against 3900: 0.97x
 
 
+def test_vendor_ratios_pairs_a_later_folder_s_rows_named_otherwise_by_shape(tmp_path):
+    """scripts/vendor_ratios.py over a run with the vendor rows, then a rerun of one backend on a
+    workload file that names the same problems otherwise (twice as fast): the rerun's rows take
+    the earlier names, replace the backend's rows there and pair with the vendor's (unpaired,
+    they had no vendor row: the backend kept its old, slower rows)."""
+    first = fake_run(tmp_path / "first", seed=1)
+    again = fake_run(tmp_path / "again", seed=2)
+    data = json.loads((again / "results.json").read_text())
+    data["rows"] = [dict(r, spec={**r["spec"], "name": f"file.{r['cell']}"},
+                         problem=f"file.{r['cell']} {r['problem']}", median_us=r["median_us"] / 2)
+                    for r in data["rows"] if r["backend"] == "cupy"]
+    (again / "results.json").write_text(json.dumps(data))
+    res = subprocess.run([sys.executable, "scripts/vendor_ratios.py", "--below", "0.9", str(first),
+                          str(again)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    problems = sum(p.layout == "dense" for p in workloads.named(("grid", "ragged")))
+    rows = {line.split()[0]: line.split() for line in res.stdout.splitlines()[2:4]}
+    assert rows["cupy"][1] == str(problems)
+    assert "cupy: under" not in res.stdout  # 6000 GB/s against the vendor's 3900
+    assert "file." not in res.stdout
+
+
 def test_compare_counts_rows_in_both_runs_without_the_gone_ones(tmp_path):
     base = fake_run(tmp_path / "a", seed=1)
     fewer = fake_run(tmp_path / "b", seed=2)
