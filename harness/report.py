@@ -20,6 +20,7 @@ import lzma
 import re
 import shlex
 import statistics
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -42,13 +43,29 @@ def _text(path: Path) -> str:
     return lzma.decompress(path.read_bytes()).decode() if path.suffix == PACKED else path.read_text()
 
 
+def script_main(main, *args) -> None:
+    """Exit with what ``main(*args)`` returns (a script over run folders, scripts/); a folder or
+    file that is not a run's (``ProblemError``) as one line, ``error: ...``, and status 2, not a
+    traceback."""
+    try:
+        status = main(*args)
+    except ProblemError as error:
+        print(f"error: {error}", file=sys.stderr)
+        status = 2
+    sys.exit(status)
+
+
 def load(path: Path) -> tuple[dict, list[dict]]:
     """(provenance, rows) of a run folder or a results.json file (packed as .xz or not)."""
     path = Path(path)
     file = _found(path, "results.json") if path.is_dir() else path
     if file is not None and file.exists():
-        data = json.loads(_text(file))
-        prov, rows = data["provenance"], data["rows"]
+        try:
+            data = json.loads(_text(file))
+            prov, rows = data["provenance"], data["rows"]
+        except (ValueError, KeyError, TypeError, lzma.LZMAError) as error:
+            raise ProblemError(f"{path}: not a run's results (a results.json with provenance and "
+                               f"rows): {type(error).__name__}: {error}") from None
     elif path.is_dir() and (lines := _found(path, "rows.jsonl")):  # ended before rendering
         prov = json.loads((path / "provenance.json").read_text())
         rows = [json.loads(line) for line in _text(lines).splitlines() if line.strip()]

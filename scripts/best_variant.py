@@ -107,4 +107,4 @@ def span(changes: list[float]) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    report.script_main(main, sys.argv[1:])

@@ -65,4 +65,4 @@ def main(dirs):
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    main(sys.argv[1:])
+    report.script_main(main, sys.argv[1:])

@@ -139,4 +139,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    report.script_main(main)

@@ -88,4 +88,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    report.script_main(main, sys.argv[1:])

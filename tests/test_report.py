@@ -625,3 +625,13 @@ def test_scorecard_states_each_backends_median_share_of_the_layout_read():
     header, body = scorecard.scorecard(rows, {"code": {}})
     lines = {line[0]: dict(zip(header, line)) for line in body}
     assert lines["a"]["% layout (median)"] == "80" and lines["b"]["% layout (median)"] == ""
+
+
+def test_a_script_over_run_folders_says_which_path_is_not_a_run(tmp_path):
+    """scripts/vendor_ratios.py given a file that is not a run's results: one line naming it,
+    status 2, no traceback."""
+    (tmp_path / "notes.json").write_text("not json")
+    res = subprocess.run([sys.executable, "scripts/vendor_ratios.py", str(tmp_path / "notes.json")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.startswith(f"error: {tmp_path / 'notes.json'}: not a run's results")

@@ -1,13 +1,12 @@
 """Compile every Triton (or Gluon) kernel of a backend for sm_90 (Hopper) on a machine with no GPU.
 
-Run as ``TRITON_INTERPRET=0 python -m tests.triton_sm90 [triton|gluon|spills BACKEND|wgmma|ws]`` (test_triton_sm90.py
-does). The real
-launchers run on CPU tensors with ``JITFunction.run`` swapped for a recorder, so the argument
-types and compile-time constants are exactly what a GPU launch passes; each distinct kernel
-specialisation is then compiled by Triton's own compiler for ``GPUTarget("cuda", 90, 32)``.
-Prints one line per kernel: name, constants, registers are unknown without a GPU, so the PTX's
-use of tensor-core ``mma`` is reported instead, of ``cp.async`` (asynchronous copies) and of
-TMA (``cp.async.bulk.tensor``).
+Run as ``TRITON_INTERPRET=0 python -m tests.triton_sm90 [triton|gluon|spills BACKEND|wgmma|ws]``
+(test_triton_sm90.py does), or ``... residency BACKEND ALGORITHM FILE.json ...``
+(``residency_report``). The real launchers run on CPU tensors with ``JITFunction.run`` swapped
+for a recorder, so the argument types and compile-time constants are exactly what a GPU launch
+passes; each distinct kernel specialisation is then compiled by Triton's own compiler for
+``GPUTarget("cuda", 90, 32)``. Prints one line per kernel: name, constants, the PTX's use of
+tensor-core ``mma``, of ``cp.async`` (asynchronous copies) and of TMA (``cp.async.bulk.tensor``).
 """
 
 import importlib
@@ -60,8 +59,9 @@ def _record(self, *args, grid, warmup, **kwargs):
     return _StandIn() if warmup else None
 
 
-def ptxas_spills(ptx: str) -> int:
-    """Bytes of register spill stores, from Triton's own ptxas for sm_90a (what a launch loads)."""
+def ptxas_usage(ptx: str) -> tuple[int, int]:
+    """(registers a thread, bytes of register spill stores), from Triton's own ptxas for sm_90a
+    (what a launch loads)."""
     ptxas = triton_tool("ptxas")
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "k.ptx")
@@ -69,7 +69,13 @@ def ptxas_spills(ptx: str) -> int:
             f.write(ptx)
         log = subprocess.run([ptxas, "-v", "--gpu-name=sm_90a", src, "-o", os.path.join(tmp, "k.o")],
                              capture_output=True, text=True, check=True).stderr
-    return sum(int(n) for n in re.findall(r"(\d+) bytes spill stores", log))
+    return (int(re.search(r"Used (\d+) registers", log)[1]),
+            sum(int(n) for n in re.findall(r"(\d+) bytes spill stores", log)))
+
+
+def ptxas_spills(ptx: str) -> int:
+    """Bytes of register spill stores (``ptxas_usage``)."""
+    return ptxas_usage(ptx)[1]
 
 
 def warp_specialized(ptx: str) -> str:
@@ -127,6 +133,58 @@ def prepared(impl, inputs, config):
     return prepare(inputs, out, lse, **({"config": config} if config else {}))
 
 
+def compiled_for_sm90(fn, args, kwargs):
+    """(key, compile) of a recorded launch ``fn[grid](*args, **kwargs)``: the key tells apart
+    its specialisations, ``compile()`` builds it for sm_90a: (kernel, signature, constexprs by
+    name)."""
+    # what JITFunction.run does before compiling: the same types, constants and the
+    # divisibility attributes (16-byte aligned pointers and strides) a GPU launch gets
+    target_backend = make_backend(HOPPER)
+    binder = create_function_from_signature(fn.signature, fn.params, target_backend)
+    bound, specialization, options = binder(*args, **kwargs)
+    options, signature, constexprs, attrs = fn._pack_args(target_backend, kwargs, bound,
+                                                          specialization, options)
+
+    def compile_():
+        source = (GluonASTSource if fn.is_gluon() else ASTSource)(fn, signature, constexprs, attrs)
+        kernel = triton.compile(source, target=HOPPER, options=options.__dict__)
+        return kernel, signature, {fn.params[path[0]].name: v for path, v in constexprs.items()}
+    return (fn.__name__, str(specialization), str(sorted(kwargs.items()))), compile_
+
+
+def residency_report() -> None:
+    """``residency BACKEND ALGORITHM FILE.json ...``: for each problem of the workload files, the
+    attention kernel of BACKEND's ALGORITHM (``split-k``, ``one-pass``) at its rule's config,
+    compiled for sm_90a: ptxas's registers, Triton's shared memory and the programs an SM they
+    leave (impls.plan.residency): which problems' kernels hold one, picked on the CPU before a
+    run. A launcher that reads its compiled kernel's residency sees the recorder's stand-in (one
+    an SM): every kernel it builds is listed (Triton's split-K: its ring's narrowing steps)."""
+    from impls import plan as planner
+    from specs import workloads
+    backend, algorithm, *files = sys.argv[2:]
+    JITFunction.run = _record
+    impl = next(i for i in registry.all_impls() if i.backend.name == backend and i.algorithm == algorithm)
+    for file in files:
+        for problem in workloads.load_file(file):
+            captured.clear()
+            prepared(impl, make_inputs(problem, seed=0, device="cpu"), None).run()
+            done = set()
+            for fn, args, kwargs in captured:
+                key, compile_ = compiled_for_sm90(fn, args, kwargs)
+                if "combine" in fn.__name__ or key in done:
+                    continue
+                done.add(key)
+                kernel, _, named = compile_()
+                regs, _ = ptxas_usage(kernel.asm["ptx"])
+                held = planner.residency(regs, kernel.metadata.shared, kwargs["num_warps"])
+                shown = {k: v for k, v in {**named, **kwargs}.items() if k in RING_PARAMS}
+                print(f"{problem.label()}: {fn.__name__} {shown} registers {regs} "
+                      f"shared {kernel.metadata.shared} programs an SM {held}", flush=True)
+
+
+RING_PARAMS = ("BLOCK_N", "BLOCK_H", "D_HI", "num_warps", "num_stages")  # residency's columns
+
+
 def compile_all(problems, backend: str = "triton", configs=(None,), algorithms=None,
                 spills: bool = False) -> list[str]:
     JITFunction.run = _record
@@ -142,23 +200,14 @@ def compile_all(problems, backend: str = "triton", configs=(None,), algorithms=N
                     except registry.Unsupported:  # a config this problem cannot take
                         continue
                     launch.run()
-    target_backend = make_backend(HOPPER)
     done, report = set(), []
     for fn, args, kwargs in captured:
-        # what JITFunction.run does before compiling: the same types, constants and the
-        # divisibility attributes (16-byte aligned pointers and strides) a GPU launch gets
-        binder = create_function_from_signature(fn.signature, fn.params, target_backend)
-        bound, specialization, options = binder(*args, **kwargs)
-        options, signature, constexprs, attrs = fn._pack_args(target_backend, kwargs, bound,
-                                                              specialization, options)
-        key = (fn.__name__, str(specialization), str(sorted(kwargs.items())))
+        key, compile_ = compiled_for_sm90(fn, args, kwargs)
         if key in done:
             continue
         done.add(key)
-        source = (GluonASTSource if fn.is_gluon() else ASTSource)(fn, signature, constexprs, attrs)
-        kernel = triton.compile(source, target=HOPPER, options=options.__dict__)
+        kernel, signature, named = compile_()
         ptx = kernel.asm["ptx"]
-        named = {fn.params[path[0]].name: value for path, value in constexprs.items()}
         launch = {k: kwargs[k] for k in ("num_warps", "num_stages") if k in kwargs}
         dtype = next(t for t in signature.values() if t.startswith("*") and t != "*i32")
         report.append(f"{fn.__name__} {dtype} {named} {launch} shared={kernel.metadata.shared} "
@@ -285,6 +334,8 @@ def cap_check() -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["residency"]:
+        return residency_report()
     if sys.argv[1:2] == ["cap"]:
         return cap_check()
     if sys.argv[1:2] == ["spills"]:
