@@ -182,3 +182,21 @@ def test_a_register_capped_launch_runs_the_kernel_its_cap_was_checked_on():
     assert len(ruled) == 5, lines
     assert all(line.endswith("min_blocks=3 maxnreg=168 checked=True") for line in ruled), lines
     assert "triton/split-k fused min_blocks=0 maxnreg=None checked=False" in lines
+
+
+def test_residency_report_gives_what_the_gpu_read(tmp_path):
+    """``python -m tests.triton_sm90 residency``: Triton's split kernel at head dim 224 on pages
+    of 4, each ring of its narrowing, compiled for sm_90a on the CPU, holds the programs an SM
+    an H200 read from the same kernels' binaries (results/nvidia-h200/2026-11-29-triton-share:
+    64 x 3 stages, 1; 2026-11-29-triton-resident/run-check: 64 x 2, 2; 32 x 2, 3)."""
+    import json
+    file = tmp_path / "wide.json"
+    file.write_text(json.dumps([DecodeProblem(56, 8, 224, (4000, 4000), layout="paged",
+                                              page_size=4, name="wide").to_dict()]))
+    res = subprocess.run([sys.executable, "-m", "tests.triton_sm90", "residency", "triton", "split-k",
+                          str(file)], cwd=ROOT, text=True, capture_output=True, timeout=900,
+                         env={**os.environ, "TRITON_INTERPRET": "0"})
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
+    held = {(int(re.search(r"'BLOCK_N': (\d+)", line)[1]), int(re.search(r"'num_stages': (\d+)", line)[1])):
+            int(line.rsplit(" ", 1)[1]) for line in res.stdout.splitlines() if "programs an SM" in line}
+    assert held == {(64, 3): 1, (64, 2): 2, (32, 2): 3}, res.stdout
