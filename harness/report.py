@@ -67,8 +67,12 @@ def load(path: Path) -> tuple[dict, list[dict]]:
             raise ProblemError(f"{path}: not a run's results (a results.json with provenance and "
                                f"rows): {type(error).__name__}: {error}") from None
     elif path.is_dir() and (lines := _found(path, "rows.jsonl")):  # ended before rendering
-        prov = json.loads((path / "provenance.json").read_text())
-        rows = [json.loads(line) for line in _text(lines).splitlines() if line.strip()]
+        try:
+            prov = json.loads((path / "provenance.json").read_text())
+            rows = [json.loads(line) for line in _text(lines).splitlines() if line.strip()]
+        except (OSError, ValueError, lzma.LZMAError) as error:
+            raise ProblemError(f"{path}: not a run's rows (rows.jsonl and provenance.json): "
+                               f"{type(error).__name__}: {error}") from None
     else:
         raise ProblemError(f"{path}: no results.json (or rows.jsonl + provenance.json) there")
     # Runs before the registry's unit was (backend, algorithm) also kept a row for each

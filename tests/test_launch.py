@@ -118,7 +118,12 @@ def test_triton_split_ring_narrows_while_one_program_holds_an_sm():
     assert calls == [(64, 3), (64, 2), (32, 2)] and held[0] >= _common.MIN_SPLIT_RESIDENT
     assert (cfg["BLOCK_N"], cfg["num_stages"]) == (32, 2) and cfg["PAGE_SIZE"] == wide.page_size
     calls.clear()  # registers bind it: the widest ring, every step tried
-    cfg, held = _common.split_launch_config(wide, None, 50 << 20, 132, lambda c: (1, 0, None))
+
+    def one(cfg):
+        calls.append((cfg["BLOCK_N"], cfg["num_stages"]))
+        return 1, 0, None
+    cfg, held = _common.split_launch_config(wide, None, 50 << 20, 132, one)
+    assert calls == [(64, 3), (64, 2), (32, 2)]
     assert (cfg["BLOCK_N"], cfg["num_stages"], held[0]) == (64, 3, 1)
     assert _common.pick_launch_config(wide, None, 50 << 20, 132, split=True, narrow=9) is None
     for config in ({"BLOCK_N": 64}, {"num_stages": 3}):  # the ring asked for stays

@@ -635,3 +635,10 @@ def test_a_script_over_run_folders_says_which_path_is_not_a_run(tmp_path):
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
     assert res.stderr.startswith(f"error: {tmp_path / 'notes.json'}: not a run's results")
+    cut = tmp_path / "cut"  # a run cut short: its rows, and a provenance that is not JSON
+    cut.mkdir()
+    (cut / "rows.jsonl").write_text("{}\n")
+    (cut / "provenance.json").write_text("{")
+    res = subprocess.run([sys.executable, "scripts/vendor_ratios.py", str(cut)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and res.stderr.startswith(f"error: {cut}: not a run's rows"), res.stderr

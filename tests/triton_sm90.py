@@ -182,7 +182,7 @@ def residency_report() -> None:
                       f"shared {kernel.metadata.shared} programs an SM {held}", flush=True)
 
 
-RING_PARAMS = ("BLOCK_N", "BLOCK_H", "D_HI", "num_warps", "num_stages")  # residency's columns
+RING_PARAMS = ("BLOCK_N", "BLOCK_H", "D_HI", "num_warps", "num_stages", "maxnreg")  # its columns
 
 
 def compile_all(problems, backend: str = "triton", configs=(None,), algorithms=None,
