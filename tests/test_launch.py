@@ -97,8 +97,8 @@ def test_pick_problems_writes_the_rule_s_picks_as_a_workload_file(tmp_path):
 def test_triton_split_ring_narrows_while_one_program_holds_an_sm():
     """Triton's paged split-K ring narrows (a stage, then half the tile) to the first config whose
     compiled kernel holds MIN_SPLIT_RESIDENT programs an SM, no further; a kernel its registers
-    bind to one keeps the widest ring; a config that sets the ring, or a dense cache, is left
-    alone."""
+    bind to one keeps the widest ring; a config that sets the ring, a dense cache or a ring of
+    128 dims is left alone."""
     pytest.importorskip("triton")
     from impls import plan as planner
     from impls.triton import _common
@@ -137,6 +137,11 @@ def test_triton_split_ring_narrows_while_one_program_holds_an_sm():
         return 2, 0, None
     cfg, held = _common.split_launch_config(wide, None, 50 << 20, 132, two)
     assert calls == [(64, 3)] and cfg == picked and held[0] == 2
+    calls.clear()  # a ring of 128 dims stays (not measured narrowed)
+    llama = wide.replace(num_q_heads=32, head_dim=128, name="llama")
+    assert _common.pick_launch_config(llama, None, 50 << 20, 132, split=True)["D_LO"] == 128
+    cfg, held = _common.split_launch_config(llama, None, 50 << 20, 132, by_shared_memory)
+    assert len(calls) == 1
     calls.clear()  # a dense cache's ring stays
     dense = wide.replace(layout="dense", name="dense")
     cfg, held = _common.split_launch_config(dense, None, 50 << 20, 132, by_shared_memory)

@@ -335,7 +335,10 @@ REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "num_warps", "num_stages"
 # nothing to issue while its gathers wait (results/nvidia-h200/2026-11-29-triton-share: 7 of 7
 # paged problems whose split kernel held one program an SM ran 8-21 % faster on a narrower ring,
 # 6 of 6 that held two or more 5-20 % slower on it). Dense rings stay: 3 of 8 unseen dense
-# problems ran 5-19 % slower narrowed (results/nvidia-h200/2026-11-29-triton-resident)
+# problems ran 5-19 % slower narrowed (results/nvidia-h200/2026-11-29-triton-resident). So do
+# rings of at most WIDE_DIMS dims: every problem measured had more, and at 128 a 2-stage ring
+# (three programs an SM) ran 2-4 % slower than one 3-stage one on a paged grid of 512 programs
+# (results/nvidia-h100/2026-11-24-plan); registered: results/nvidia-h200/2026-11-29-triton-resident
 MIN_SPLIT_RESIDENT = 2
 NARROWEST_STAGES = 2  # a ring narrows a stage at a time to this, then halves its tile
 
@@ -353,14 +356,16 @@ def reported(cfg: dict, problem) -> dict:
 def split_launch_config(problem, config: dict | None, l2_bytes: int, sms: int | None,
                         resident_of) -> tuple[dict, tuple]:
     """(split-K's config, ``resident_of(config)``): ``pick_launch_config``'s, for a paged cache
-    its ring narrowed step by step while the compiled kernel would hold fewer than
-    MIN_SPLIT_RESIDENT programs an SM (``resident_of(cfg)[0]``: planner.residency of the kernel
-    compiled for ``cfg``), to the first that holds them; the widest one where no step does (its
-    registers bind it, not the ring), where ``config`` sets the ring, or for a dense cache."""
+    and a tile of more than WIDE_DIMS dims its ring narrowed step by step while the compiled
+    kernel would hold fewer than MIN_SPLIT_RESIDENT programs an SM (``resident_of(cfg)[0]``:
+    planner.residency of the kernel compiled for ``cfg``), to the first that holds them; the
+    widest one where no step does (its registers bind it, not the ring), where ``config`` sets
+    the ring, for a dense cache or a narrower tile."""
     cfg = pick_launch_config(problem, config, l2_bytes, sms, split=True)
     held = resident_of(cfg)
     step = 1
-    while problem.layout == "paged" and held[0] < MIN_SPLIT_RESIDENT:
+    narrows = problem.layout == "paged" and cfg["D_LO"] + cfg["D_HI"] > WIDE_DIMS
+    while narrows and held[0] < MIN_SPLIT_RESIDENT:
         narrower = pick_launch_config(problem, config, l2_bytes, sms, split=True, narrow=step)
         if narrower is None:
             break
