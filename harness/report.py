@@ -499,11 +499,11 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
                            "their times do not compare (--any-gpu to list them anyway)")
     key = lambda r: (r["impl"], results.problem_key(r))  # noqa: E731
     # a problem measured again on every GPU (the spread) matches once, on its own GPU
-    old = {key(r): r for r in results.summarised(old_rows)}
+    old_summary, new_summary = results.summarised(old_rows), results.summarised(new_rows)
+    old = {key(r): r for r in old_summary}
     # a problem the other run named differently matches by its shape (results.renamed)
-    twins = results.renamed(results.summarised(old_rows), results.summarised(new_rows),
-                            within=lambda r: r["impl"])
-    new_keys = {key(r) for r in results.summarised(new_rows)}
+    twins = results.renamed(old_summary, new_summary, within=lambda r: r["impl"])
+    new_keys = {key(r) for r in new_summary}
     renamed = set()  # old rows' keys matched by shape
     repeats = [results.repeatability(rows) for rows in (old_rows, new_rows)]  # (noise, cells)
     noises = tuple(noise for noise, _ in repeats)
@@ -511,7 +511,7 @@ def compare(old_path: Path, new_path: Path, threshold: float = THRESHOLD,
         old2, new2 = ({key(r): r for r in results.summarised(rows)} for _, rows in loaded[2:])
         noises2 = tuple(results.repeatability(rows)[0] for _, rows in loaded[2:])
     body, counts, verdicts, drifts = [], defaultdict(int), [], []
-    for r in results.summarised(new_rows):
+    for r in new_summary:
         o = old.get(key(r))
         if o is None and (o := twins.get(key(r))) is not None:
             renamed.add(key(o))

@@ -78,7 +78,7 @@ print(json.dumps(dict(defines=d, source=_build.source({'"split_k.cu"' if split e
     # or the innermost such loop inside it (its body: as many elements as nvcc unrolled it to)
     stores = sorted((target, at) for target, at in loops if target > main[1]
                     and any("STG" in line for a, line in lines if target <= a <= at))
-    inner = [loop for loop in stores if stores and stores[0][0] <= loop[0] and loop[1] <= stores[0][1]]
+    inner = [loop for loop in stores if stores[0][0] <= loop[0] and loop[1] <= stores[0][1]]
     merge = min((at - target) // 16 + 1 for target, at in inner) if inner else 0
     return dict(label=out["label"], defines=defines, regs=regs, spills=spills, per_tile=per_tile,
                 merge=merge)

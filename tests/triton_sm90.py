@@ -73,11 +73,6 @@ def ptxas_usage(ptx: str) -> tuple[int, int]:
             sum(int(n) for n in re.findall(r"(\d+) bytes spill stores", log)))
 
 
-def ptxas_spills(ptx: str) -> int:
-    """Bytes of register spill stores (``ptxas_usage``)."""
-    return ptxas_usage(ptx)[1]
-
-
 def warp_specialized(ptx: str) -> str:
     """A warp-specialized kernel's register split (the setmaxnreg counts, a partition's each) and
     whether each copy group marked ready is fenced: between every ``cp.async.wait_group`` and the
@@ -133,23 +128,30 @@ def prepared(impl, inputs, config):
     return prepare(inputs, out, lse, **({"config": config} if config else {}))
 
 
-def compiled_for_sm90(fn, args, kwargs):
-    """(key, compile) of a recorded launch ``fn[grid](*args, **kwargs)``: the key tells apart
-    its specialisations, ``compile()`` builds it for sm_90a: (kernel, signature, constexprs by
-    name)."""
-    # what JITFunction.run does before compiling: the same types, constants and the
-    # divisibility attributes (16-byte aligned pointers and strides) a GPU launch gets
+def distinct_compiles(launches):
+    """(fn, kwargs, compile) of each distinct specialisation among recorded launches
+    ``fn[grid](*args, **kwargs)``, in order; ``compile()`` builds it for sm_90a: (kernel,
+    signature, constexprs by name)."""
     target_backend = make_backend(HOPPER)
-    binder = create_function_from_signature(fn.signature, fn.params, target_backend)
-    bound, specialization, options = binder(*args, **kwargs)
-    options, signature, constexprs, attrs = fn._pack_args(target_backend, kwargs, bound,
-                                                          specialization, options)
+    done = set()
+    for fn, args, kwargs in launches:
+        # what JITFunction.run does before compiling: the same types, constants and the
+        # divisibility attributes (16-byte aligned pointers and strides) a GPU launch gets
+        binder = create_function_from_signature(fn.signature, fn.params, target_backend)
+        bound, specialization, options = binder(*args, **kwargs)
+        options, signature, constexprs, attrs = fn._pack_args(target_backend, kwargs, bound,
+                                                              specialization, options)
+        key = (fn.__name__, str(specialization), str(sorted(kwargs.items())))
+        if key in done:
+            continue
+        done.add(key)
 
-    def compile_():
-        source = (GluonASTSource if fn.is_gluon() else ASTSource)(fn, signature, constexprs, attrs)
-        kernel = triton.compile(source, target=HOPPER, options=options.__dict__)
-        return kernel, signature, {fn.params[path[0]].name: v for path, v in constexprs.items()}
-    return (fn.__name__, str(specialization), str(sorted(kwargs.items()))), compile_
+        def compile_(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs,
+                     options=options):
+            source = (GluonASTSource if fn.is_gluon() else ASTSource)(fn, signature, constexprs, attrs)
+            kernel = triton.compile(source, target=HOPPER, options=options.__dict__)
+            return kernel, signature, {fn.params[path[0]].name: v for path, v in constexprs.items()}
+        yield fn, kwargs, compile_
 
 
 def residency_report() -> None:
@@ -168,12 +170,9 @@ def residency_report() -> None:
         for problem in workloads.load_file(file):
             captured.clear()
             prepared(impl, make_inputs(problem, seed=0, device="cpu"), None).run()
-            done = set()
-            for fn, args, kwargs in captured:
-                key, compile_ = compiled_for_sm90(fn, args, kwargs)
-                if "combine" in fn.__name__ or key in done:
+            for fn, kwargs, compile_ in distinct_compiles(captured):
+                if "combine" in fn.__name__:
                     continue
-                done.add(key)
                 kernel, _, named = compile_()
                 regs, _ = ptxas_usage(kernel.asm["ptx"])
                 held = planner.residency(regs, kernel.metadata.shared, kwargs["num_warps"])
@@ -200,12 +199,8 @@ def compile_all(problems, backend: str = "triton", configs=(None,), algorithms=N
                     except registry.Unsupported:  # a config this problem cannot take
                         continue
                     launch.run()
-    done, report = set(), []
-    for fn, args, kwargs in captured:
-        key, compile_ = compiled_for_sm90(fn, args, kwargs)
-        if key in done:
-            continue
-        done.add(key)
+    report = []
+    for fn, kwargs, compile_ in distinct_compiles(captured):
         kernel, signature, named = compile_()
         ptx = kernel.asm["ptx"]
         launch = {k: kwargs[k] for k in ("num_warps", "num_stages") if k in kwargs}
@@ -218,7 +213,7 @@ def compile_all(problems, backend: str = "triton", configs=(None,), algorithms=N
                       + (f" {warp_specialized(ptx)} loader_registers="
                          f"{loader_registers(kernel.asm['cubin'], LOADER_REGS.value)}"
                          if "setmaxnreg" in ptx else "")
-                      + (f" spills={ptxas_spills(ptx)}" if spills else ""))
+                      + (f" spills={ptxas_usage(ptx)[1]}" if spills else ""))
         assert kernel.metadata.shared <= SMEM_BYTES, f"{fn.__name__} needs {kernel.metadata.shared} B"
     return report
 
