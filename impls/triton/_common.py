@@ -332,13 +332,10 @@ NUM_STAGES = 3  # software-pipelining depth: two K/V tiles in flight while one i
 MANY_PROGRAMS = 1024
 REPORTED = ("BLOCK_N", "BLOCK_H", "D_HI", "PAGE_SIZE", "num_warps", "num_stages")  # Launch.config
 # Paged split kernels an SM at least, where the ring can narrow to hold them: one alone has
-# nothing to issue while its gathers wait (results/nvidia-h200/2026-11-29-triton-share: 7 of 7
-# paged problems whose split kernel held one program an SM ran 8-21 % faster on a narrower ring,
-# 6 of 6 that held two or more 5-20 % slower on it). Dense rings stay: 3 of 8 unseen dense
-# problems ran 5-19 % slower narrowed (results/nvidia-h200/2026-11-29-triton-resident). So do
-# rings of at most WIDE_DIMS dims: every problem measured had more, and at 128 a 2-stage ring
-# (three programs an SM) ran 2-4 % slower than one 3-stage one on a paged grid of 512 programs
-# (results/nvidia-h100/2026-11-24-plan); registered: results/nvidia-h200/2026-11-29-triton-resident
+# nothing to issue while its gathers wait; a third gained no more than it lost
+# (results/nvidia-h200/2026-11-29-triton-share, -triton-resident). Dense rings stay (narrowed,
+# short sequences were cut for the second program and lost), and so do rings of at most
+# WIDE_DIMS dims (not measured narrowed; registered in -triton-resident/next24)
 MIN_SPLIT_RESIDENT = 2
 NARROWEST_STAGES = 2  # a ring narrows a stage at a time to this, then halves its tile
 
