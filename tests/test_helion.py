@@ -107,3 +107,45 @@ def test_kernels_compile_for_sm90():
     assert names == {"_helion_decode_kernel", "_helion_split_kernel", "_helion_combine_kernel"}
     attention = [line for line in lines if "combine" not in line and "*bf16" in line]
     assert attention and all("mma=True" in line for line in attention), "\n".join(attention)
+
+
+def test_split_items_are_sized_by_the_compiled_kernel_s_residency(monkeypatch):
+    """On a GPU the split plan is made for the programs an SM the kernel Helion writes holds, read
+    from its binary (compiled through Helion's launcher hook, not launched) with the warps as
+    launched, and read again on the new plan's own arguments; a binary of one keeps the plan."""
+    import types
+
+    import torch
+
+    from impls import plan as planner
+
+    compiles = []
+
+    def stand_in(regs, shared):  # a binary of ``regs`` registers a thread and ``shared`` bytes
+        def load_binary(triton_kernel, grid, args, kwargs):
+            items = [a for a in args if getattr(a, "dtype", None) == torch.int32 and a.dim() == 2
+                     and a.shape[1] == 4]  # [num_items, 4] (the block table is [3, 125])
+            compiles.append((items[0].shape[0], kwargs))
+            return types.SimpleNamespace(n_regs=regs, metadata=types.SimpleNamespace(shared=shared))
+        return load_binary
+
+    monkeypatch.setattr(_common, "interpreting", lambda: False)  # compiled: a GPU's path
+    problem = DecodeProblem(8, 2, 64, (2000, 300, 90), layout="paged", page_size=16)
+    inputs = make_inputs(problem, device="cpu")
+    cfg = _common.pick_launch_config(problem)
+    four = planner.residency(128, 50_000, cfg["num_warps"])
+    assert four == 4 and planner.residency(255, 200_000, cfg["num_warps"]) == 1
+    plans = {}
+    for held, binary in ((1, stand_in(255, 200_000)), (four, stand_in(128, 50_000))):
+        compiles.clear()
+        monkeypatch.setattr(split_k, "load_binary", binary)
+        launch = split_k.prepare(inputs, *inputs.new_outputs())
+        assert launch.config["resident"] == held
+        assert all(kwargs["num_warps"] == cfg["num_warps"] and
+                   kwargs["num_stages"] == cfg["num_stages"] for _, kwargs in compiles)
+        expected = planner.for_launch(inputs, held, cfg["BLOCK_N"], None)
+        assert launch.config["num_items"] == expected.num_items
+        assert compiles[-1][0] == expected.num_items  # the last read is on the launch's arguments
+        plans[held] = (len(compiles), expected.num_items)
+    assert plans[1][0] == 1  # one program an SM: the first plan stands, one compile
+    assert plans[four][0] == 2 and plans[four][1] > plans[1][1]  # re-planned for more programs

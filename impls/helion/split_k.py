@@ -26,9 +26,11 @@ from impls.common import LN2, LOG2E, require_e4m3_hardware
 from impls.helion import _common
 from impls.registry import Launch
 
-# Programs of the split kernel resident per SM (the plan's estimate): its pipelined K/V buffers
-# take the shared memory of one, as the Triton kernel's.
+# Programs of the split kernel resident per SM where nothing is compiled (the interpreter); on a
+# GPU the plan is sized by the compiled kernel's (compiled_residency): a paged cache's K/V are
+# gathered with plain loads, not staged in a ring, and leave room for two or three
 RESIDENT_PROGRAMS = 1
+PLANS = 3  # a plan, then at most two more while the kernel compiled for the last holds another count
 COMBINE_BLOCK_H = 1  # query heads per combine program: one, as many programs as the Triton merge
 COMBINE_BLOCK_S = 32  # partials merged per step of the combine loop (any split count works)
 COMBINE_NUM_WARPS = 4
@@ -142,6 +144,31 @@ def combine_kernel(part_out: torch.Tensor, part_lse: torch.Tensor, merge_seqs: t
         lse[pid_b, tile_h] = lse_max + torch.log(w_sum)
 
 
+def load_binary(triton_kernel, grid, args: tuple, kwargs: dict):
+    """The binary of ``triton_kernel[grid](*args, **kwargs)``, compiled and loaded, not launched
+    (its registers are known once loaded)."""
+    binary = triton_kernel.warmup(*args, grid=grid, **kwargs)
+    binary._init_handles()
+    return binary
+
+
+def compiled_residency(args: tuple, cfg: dict, device) -> int:
+    """Programs an SM of the Triton kernel Helion writes for ``split_kernel(*args)`` under
+    ``cfg`` (static shapes: these arguments' own kernel; the launch's, where they are its), by the
+    occupancy rules: it goes through Helion's launcher hook, which hands over the Triton kernel
+    and the launch's options (the warps as launched) without launching it."""
+    held = []
+
+    def load(triton_kernel, grid, *launch_args, num_warps, num_stages, **options):
+        options = {key: value for key, value in options.items() if value is not None}
+        binary = load_binary(triton_kernel, grid, launch_args,
+                             dict(options, num_warps=num_warps, num_stages=num_stages))
+        held.append(planner.residency(binary.n_regs, binary.metadata.shared, num_warps,
+                                      planner.sm_limits(device)))
+    split_kernel.bind(args).compile_config(_common.helion_config(cfg))(*args, _launcher=load)
+    return min(held)
+
+
 def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None = None,
             tune: bool = False) -> Launch:
     p = inputs.problem
@@ -149,13 +176,26 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     if _common.interpreting():
         _common.interpreter_math()
     cfg = _common.pick_launch_config(p, config)
-    split = planner.split_launch(inputs, RESIDENT_PROGRAMS, cfg["BLOCK_N"], num_splits)
-    split_plan, part_out, part_lse = split.plan, split.part_out, split.part_lse
     table = inputs.block_table if p.layout == "paged" else inputs.seq_lens.view(-1, 1)
     upcast = _common.interpreting() and p.dtype == "bfloat16"
-    split_args = (inputs.q, inputs.k, inputs.v, split.tensors["items"], table, out, lse, part_out,
-                  part_lse, p.scale * LOG2E, *_common.kv_scales(inputs), p.layout == "paged",
-                  upcast)
+
+    def args_of(split):
+        return (inputs.q, inputs.k, inputs.v, split.tensors["items"], table, out, lse,
+                split.part_out, split.part_lse, p.scale * LOG2E, *_common.kv_scales(inputs),
+                p.layout == "paged", upcast)
+    # the plan sized for the kernel's residency, read on its own arguments (a tuned launch keeps
+    # the rule's kernel's plan: the autotuner times its candidates on it)
+    resident = RESIDENT_PROGRAMS
+    for _ in range(PLANS):
+        split = planner.split_launch(inputs, resident, cfg["BLOCK_N"], num_splits)
+        split_args = args_of(split)
+        if _common.interpreting():
+            break
+        held = compiled_residency(split_args, cfg, inputs.device)
+        if held == resident:
+            break
+        resident = held
+    split_plan, part_out, part_lse = split.plan, split.part_out, split.part_lse
     split_bound, reported, tuning_s = _common.bind(split_kernel, split_args, p, config, tune)
     combine_args = (part_out, part_lse, split.tensors["merge_seqs"], split.tensors["merge_indptr"],
                     out, lse)
@@ -168,4 +208,5 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
         if split_plan.num_merges:
             combine_bound(*combine_args)
 
-    return Launch(run, {**split.reported(), **reported}, plan=split.replan, tuning_s=tuning_s)
+    return Launch(run, {**split.reported(), "resident": resident, **reported}, plan=split.replan,
+                  tuning_s=tuning_s)
