@@ -134,3 +134,17 @@ def test_no_code_cites_a_file_outside_the_repository():
              for path in tracked(".") if path != Path(__file__).resolve()  # the rule itself
              for n, line in enumerate(path.read_text().splitlines(), 1) if "../shared" in line]
     assert not found, "\n".join(found)
+
+
+def test_no_run_s_files_under_results_are_ignored():
+    """A run's files kept under results/ are committed whatever the folders are called: the
+    harness's default output folder (``runs/`` at the root) is ignored there only (an ignore of
+    ``runs/`` anywhere once kept six committed runs' rows out of the repository)."""
+    run = "results/some-gpu/some-run/run/runs/lane"
+    paths = [f"{run}/{name}" for name in ("results.json.xz", "rows.jsonl.xz", "results.md",
+                                          "provenance.json", "report.html")]
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=ROOT,
+                             capture_output=True, text=True).stdout.split()
+    assert not ignored, ignored
+    assert subprocess.run(["git", "check-ignore", "-q", "--no-index", "runs/x/results.json"],
+                          cwd=ROOT).returncode == 0  # the root's own output folder stays out
