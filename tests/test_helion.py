@@ -126,7 +126,9 @@ def test_split_items_are_sized_by_the_compiled_kernel_s_residency(monkeypatch):
             items = [a for a in args if getattr(a, "dtype", None) == torch.int32 and a.dim() == 2
                      and a.shape[1] == 4]  # [num_items, 4] (the block table is [3, 125])
             compiles.append((items[0].shape[0], kwargs))
-            return types.SimpleNamespace(n_regs=regs, metadata=types.SimpleNamespace(shared=shared))
+            binary = regs(items[0].shape[0]) if callable(regs) else (regs, shared)
+            return types.SimpleNamespace(n_regs=binary[0], metadata=types.SimpleNamespace(
+                shared=binary[1], num_warps=kwargs["num_warps"]))
         return load_binary
 
     monkeypatch.setattr(_common, "interpreting", lambda: False)  # compiled: a GPU's path
@@ -149,3 +151,12 @@ def test_split_items_are_sized_by_the_compiled_kernel_s_residency(monkeypatch):
         plans[held] = (len(compiles), expected.num_items)
     assert plans[1][0] == 1  # one program an SM: the first plan stands, one compile
     assert plans[four][0] == 2 and plans[four][1] > plans[1][1]  # re-planned for more programs
+    # a count that changes with every plan's arguments: the last plan stands, reported for the
+    # count it was made for, after split_k.PLANS compiles
+    compiles.clear()
+    monkeypatch.setattr(split_k, "load_binary", stand_in(
+        lambda items: (128, 50_000) if items == plans[1][1] else (255, 200_000), None))
+    launch = split_k.prepare(inputs, *inputs.new_outputs())
+    # (plans for 1, 4, 1: the third stands, reported as made for one, not for the four it reads)
+    assert len(compiles) == split_k.PLANS and launch.config["resident"] == 1
+    assert launch.config["num_items"] == plans[1][1]

@@ -45,10 +45,13 @@ captured = []
 
 class _StandIn:
     """What a ``warmup`` returns to a launcher that sizes its plan by the compiled binary: without
-    a GPU the binary's registers are unknown, so the CUDA limit (255) stands in for them."""
+    a GPU the binary's registers are unknown, so the CUDA limit (255) stands in for them; its
+    warps are the launch's."""
     n_regs = 255
     n_spills = 0
-    metadata = types.SimpleNamespace(shared=SMEM_BYTES)
+
+    def __init__(self, num_warps: int):
+        self.metadata = types.SimpleNamespace(shared=SMEM_BYTES, num_warps=num_warps)
 
     def _init_handles(self):
         pass
@@ -56,7 +59,7 @@ class _StandIn:
 
 def _record(self, *args, grid, warmup, **kwargs):
     captured.append((self, args, kwargs))
-    return _StandIn() if warmup else None
+    return _StandIn(kwargs.get("num_warps", 4)) if warmup else None
 
 
 def ptxas_usage(ptx: str) -> tuple[int, int]:

@@ -159,12 +159,18 @@ def compiled_residency(args: tuple, cfg: dict, device) -> int:
     and the launch's options (the warps as launched) without launching it."""
     held = []
 
-    def load(triton_kernel, grid, *launch_args, num_warps, num_stages, **options):
-        options = {key: value for key, value in options.items() if value is not None}
-        binary = load_binary(triton_kernel, grid, launch_args,
-                             dict(options, num_warps=num_warps, num_stages=num_stages))
-        held.append(planner.residency(binary.n_regs, binary.metadata.shared, num_warps,
-                                      planner.sm_limits(device)))
+    def load(triton_kernel, grid, *launch_args, num_warps, num_stages, ptx_options=None,
+             launch_cooperative_grid=False, **options):
+        # the options as helion.runtime.default_launcher passes them: the launch then finds
+        # this binary in Triton's cache, keyed by them
+        options = dict(options, num_warps=num_warps, num_stages=num_stages,
+                       launch_cooperative_grid=launch_cooperative_grid)
+        if ptx_options is not None:
+            options["ptx_options"] = ptx_options
+        binary = load_binary(triton_kernel, grid, launch_args, options)
+        # the binary's warps: a warp-specialised kernel launches more than the config asks
+        held.append(planner.residency(binary.n_regs, binary.metadata.shared,
+                                      binary.metadata.num_warps, planner.sm_limits(device)))
     split_kernel.bind(args).compile_config(_common.helion_config(cfg))(*args, _launcher=load)
     return min(held)
 
@@ -186,13 +192,13 @@ def prepare(inputs, out, lse, num_splits: int | None = None, config: dict | None
     # the plan sized for the kernel's residency, read on its own arguments (a tuned launch keeps
     # the rule's kernel's plan: the autotuner times its candidates on it)
     resident = RESIDENT_PROGRAMS
-    for _ in range(PLANS):
+    for attempt in range(PLANS):
         split = planner.split_launch(inputs, resident, cfg["BLOCK_N"], num_splits)
         split_args = args_of(split)
         if _common.interpreting():
             break
         held = compiled_residency(split_args, cfg, inputs.device)
-        if held == resident:
+        if held == resident or attempt == PLANS - 1:  # the last plan stands, for its own count
             break
         resident = held
     split_plan, part_out, part_lse = split.plan, split.part_out, split.part_lse
