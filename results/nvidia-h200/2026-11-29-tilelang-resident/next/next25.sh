@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Registered run (../README.md): TileLang's split-K items sized by its compiled kernel's residency
-# (branch hyp/tilelang-resident: main at 0e1d26a's impls and tests with next/branch.patch applied,
+# (branch hyp/tilelang-resident: main at 3f19c2d's impls and tests with next/branch.patch applied,
 # `git apply results/nvidia-h200/2026-11-29-tilelang-resident/next/branch.patch`) against main's
 # fixed one block an SM. One GPU, TileLang's wheels
 # (TARGET=/tmp/site-tilelang), about 25 minutes (each run a process: the residency build,
