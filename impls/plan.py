@@ -593,15 +593,21 @@ def compiler_says(error: Exception) -> str:
     return next((line for line in lines if "fatal" in line.lower()), lines[-1] if lines else repr(error))
 
 
+def loaded_binary(kernel, grid, args: tuple, kwargs: dict):
+    """The binary of a Triton JIT kernel's launch ``kernel[grid](*args, **kwargs)``, compiled and
+    loaded, not launched: its n_regs and n_spills are known from then on."""
+    binary = kernel.warmup(*args, grid=grid, **kwargs)
+    binary._init_handles()
+    return binary
+
+
 def capped_warmup(kernel, args, grid, kwargs: dict, min_blocks: int | None, inputs,
                   too_few: type[Exception]):
     """``capped_kernel`` of the launch ``kernel[grid](*args, **kwargs)`` of a JIT kernel that
     compiles and loads without launching (``warmup``) and takes the cap as its ``maxnreg``;
     ``too_few``: its compiler's error for a cap the kernel cannot be compiled in."""
     def compile_with(cap):
-        compiled = kernel.warmup(*args, grid=grid, **kwargs, maxnreg=cap)
-        compiled._init_handles()  # loads the binary: n_regs and n_spills are known from then on
-        return compiled
+        return loaded_binary(kernel, grid, args, {**kwargs, "maxnreg": cap})
     return capped_kernel(compile_with, inputs, kwargs["num_warps"], kwargs["BLOCK_H"], min_blocks,
                          too_few)
 

@@ -140,7 +140,7 @@ def test_split_items_are_sized_by_the_compiled_kernel_s_residency(monkeypatch):
     plans = {}
     for held, binary in ((1, stand_in(255, 200_000)), (four, stand_in(128, 50_000))):
         compiles.clear()
-        monkeypatch.setattr(split_k, "load_binary", binary)
+        monkeypatch.setattr(planner, "loaded_binary", binary)
         launch = split_k.prepare(inputs, *inputs.new_outputs())
         assert launch.config["resident"] == held
         assert all(kwargs["num_warps"] == cfg["num_warps"] and
@@ -154,7 +154,7 @@ def test_split_items_are_sized_by_the_compiled_kernel_s_residency(monkeypatch):
     # a count that changes with every plan's arguments: the last plan stands, reported for the
     # count it was made for, after split_k.PLANS compiles
     compiles.clear()
-    monkeypatch.setattr(split_k, "load_binary", stand_in(
+    monkeypatch.setattr(planner, "loaded_binary", stand_in(
         lambda items: (128, 50_000) if items == plans[1][1] else (255, 200_000), None))
     launch = split_k.prepare(inputs, *inputs.new_outputs())
     # (plans for 1, 4, 1: the third stands, reported as made for one, not for the four it reads)

@@ -144,14 +144,6 @@ def combine_kernel(part_out: torch.Tensor, part_lse: torch.Tensor, merge_seqs: t
         lse[pid_b, tile_h] = lse_max + torch.log(w_sum)
 
 
-def load_binary(triton_kernel, grid, args: tuple, kwargs: dict):
-    """The binary of ``triton_kernel[grid](*args, **kwargs)``, compiled and loaded, not launched
-    (its registers are known once loaded)."""
-    binary = triton_kernel.warmup(*args, grid=grid, **kwargs)
-    binary._init_handles()
-    return binary
-
-
 def compiled_residency(args: tuple, cfg: dict, device) -> int:
     """Programs an SM of the Triton kernel Helion writes for ``split_kernel(*args)`` under
     ``cfg`` (static shapes: these arguments' own kernel; the launch's, where they are its), by the
@@ -167,7 +159,7 @@ def compiled_residency(args: tuple, cfg: dict, device) -> int:
                        launch_cooperative_grid=launch_cooperative_grid)
         if ptx_options is not None:
             options["ptx_options"] = ptx_options
-        binary = load_binary(triton_kernel, grid, launch_args, options)
+        binary = planner.loaded_binary(triton_kernel, grid, launch_args, options)
         # the binary's warps: a warp-specialised kernel launches more than the config asks
         held.append(planner.residency(binary.n_regs, binary.metadata.shared,
                                       binary.metadata.num_warps, planner.sm_limits(device)))
